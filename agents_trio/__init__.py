@@ -1,0 +1,37 @@
+"""agents_trio: a voice-agent runtime on Trio's structured concurrency.
+
+Dependencies point one way: ``nurseries`` ← speech/tools/generation ← activity ← session;
+``io`` depends on the model protocols and events, never on the session.
+"""
+
+from ._errors import AgentsTrioError, APIError, SessionClosedError, StopResponse, ToolError
+from .agent import Agent
+from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
+                   FunctionCall, FunctionCallOutput)
+from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
+                     ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
+                     FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
+                     PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent,
+                     STTMetrics, TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
+                     VADMetrics)
+from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolCall,
+                     ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+                     VADEventType)
+from .run_context import RunContext
+from .run_result import RunResult
+from .session import AgentSession
+from .speech_handle import SpeechHandle
+from .tools import FunctionTool, ToolFlag, function_tool
+
+__all__ = [
+    "APIError", "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
+    "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "ChatChunk", "ChatContext",
+    "ChatItem", "ChatMessage", "CloseEvent", "ConversationItemAddedEvent", "EOUMetrics",
+    "ErrorEvent", "FlushSentinel", "FunctionCall", "FunctionCallOutput", "FunctionTool",
+    "FunctionToolCall", "FunctionToolsExecutedEvent", "LLM", "LLMMetrics",
+    "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",
+    "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
+    "SpeechData", "SpeechEvent", "SpeechEventType", "SpeechHandle", "StopResponse", "TTS",
+    "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",
+    "VAD", "VADEvent", "VADEventType", "VADMetrics", "function_tool",
+]

@@ -1,0 +1,687 @@
+"""Activity: one running Agent — its speech scheduler, user turns, interruptions and tools.
+
+The activity owns a nursery; every speech of the agent runs in it. The scheduler plays one
+speech at a time (priority, then FIFO). A speech's generation step runs in the handle's step
+scope, and its tools in a tool nursery outside that scope (see ``generation``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import logging
+import math
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from ._errors import StopResponse
+from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
+                   FunctionCall, FunctionCallOutput)
+from .events import (AgentFalseInterruptionEvent, EOUMetrics, FunctionToolsExecutedEvent,
+                     LLMMetrics, TTSMetrics)
+from .generation import Generation, ReplyRequest, StepState
+from .nurseries import LatestSlot, PriorityQueue
+from .options import resolve_turn_handling
+from .recognition import EndOfTurnInfo
+from .run_context import RunContext
+from .speech_handle import SpeechHandle
+from .tools import FunctionTool, ToolOutcome, execute_function_call
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .session import AgentSession
+
+logger = logging.getLogger("agents_trio")
+
+_HANDOFF_INTERRUPTED = "the agent handoff was interrupted and did not happen"
+
+
+class ToolCallScope(msgspec.Struct, kw_only=True):
+    """What the code running inside a tool knows about it (a context variable)."""
+
+    activity: Any
+    speech_handle: Any
+    function_call: FunctionCall
+
+
+current_tool_call: contextvars.ContextVar[ToolCallScope | None] = contextvars.ContextVar(
+    "agents_trio_current_tool_call", default=None)
+
+
+class ActivityState(enum.Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    DRAINING = "draining"   # on_exit done; only forced tool replies are scheduled
+    CLOSED = "closed"
+
+
+class _HookPhase(enum.Enum):
+    NOT_ENTERED = "not_entered"
+    ENTERED = "entered"
+    EXITED = "exited"
+
+
+class _Pause(msgspec.Struct, kw_only=True):
+    """The audio output is paused for ``speech`` (a possible false interruption)."""
+
+    speech: SpeechHandle
+    saved_state: str | None = None      # None while only pre-paused (§4.3)
+
+
+class _Preemptive(msgspec.Struct, kw_only=True):
+    handle: SpeechHandle
+    user_message: ChatMessage
+    transcript: str
+    snapshot: ChatContext
+    tool_names: list[str]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.casefold())
+
+
+class Activity:
+    """Runs one agent inside the session. Created and owned by the session's activity host."""
+
+    def __init__(self, session: AgentSession, agent: Agent) -> None:
+        self.session = session
+        self.agent = agent
+        self.options = resolve_turn_handling(session.turn_handling_overrides, agent.turn_handling)
+        self.llm = session.llm if agent.llm is _not_given() else agent.llm
+        self.tts = session.tts if agent.tts is _not_given() else agent.tts
+        self._state = ActivityState.CREATED
+        self._hooks = _HookPhase.NOT_ENTERED
+        self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
+        self._current_speech: SpeechHandle | None = None
+        self._speeches: set[SpeechHandle] = set()
+        self._speeches_changed = trio.lowlevel.ParkingLot()
+        self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
+        self._tool_calls_in_flight: dict[str, FunctionCall] = {}
+        self._turns_send, self._turns_recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+        self._pause: _Pause | None = None
+        self._preemptive: _Preemptive | None = None
+        self._preemptive_attempts = 0
+        self._nursery: trio.Nursery | None = None
+        self._resume_slot: LatestSlot | None = None
+        self._stop = trio.Event()
+        self._stopped = trio.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def state(self) -> ActivityState:
+        return self._state
+
+    @property
+    def current_speech(self) -> SpeechHandle | None:
+        return self._current_speech
+
+    @property
+    def audio_output_enabled(self) -> bool:
+        return self.session.output.audio is not None and self.tts is not None
+
+    @property
+    def allow_interruptions(self) -> bool:
+        return self.options.interruption.enabled
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the agent until ``stop()`` or cancellation; ``on_exit`` runs on the way out.
+
+        Cancellation: cancelling the caller cancels every speech and tool of the agent; its
+        ``on_exit`` (if ``on_enter`` was started) still runs under the session's shielded grace.
+        """
+        self.agent._activity = self
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._resume_slot = LatestSlot(nursery)
+                self._record_config()
+                nursery.start_soon(self._scheduler)
+                nursery.start_soon(self._turn_worker)
+                self._state = ActivityState.RUNNING
+                self._hooks = _HookPhase.ENTERED
+                nursery.start_soon(self._run_on_enter)
+                task_status.started()
+                await self._stop.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.move_on_after(self.session.close_grace, shield=True):
+                await self._run_on_exit()
+            self._state = ActivityState.CLOSED
+            self._queue.close()
+            self.agent._activity = None
+            self._stopped.set()
+
+    async def drain(self) -> None:
+        """Run ``on_exit``, let queued speeches and tool replies finish, then stop.
+
+        Cancellation: cancelling ``drain`` leaves the activity running in draining state.
+        """
+        if self._state is not ActivityState.RUNNING:
+            await self._stopped.wait()
+            return
+        self._cancel_preemptive()
+        await self._run_on_exit()
+        self._state = ActivityState.DRAINING
+        while self._speeches or len(self._queue):
+            await self._speeches_changed.park()
+        self._stop.set()
+        await self._stopped.wait()
+
+    def block_new_turns(self) -> None:
+        """Stop accepting user turns (a handoff was requested)."""
+        if self._state is ActivityState.RUNNING:
+            self._turns_send.close()
+
+    async def _run_on_enter(self) -> None:
+        try:
+            await self.agent.on_enter()
+        except Exception:
+            logger.exception("error in %s.on_enter", type(self.agent).__name__)
+
+    async def _run_on_exit(self) -> None:
+        if self._hooks is not _HookPhase.ENTERED:
+            return
+        self._hooks = _HookPhase.EXITED
+        try:
+            await self.agent.on_exit()
+        except Exception:
+            logger.exception("error in %s.on_exit", type(self.agent).__name__)
+
+    def _record_config(self) -> None:
+        ctx = self.agent._chat_ctx
+        instructions = ChatMessage(role="system", content=[self.agent.instructions],
+                                   id=INSTRUCTIONS_ID, created_at=0.0)
+        idx = ctx.index_by_id(INSTRUCTIONS_ID)
+        if idx is None:
+            ctx.items.insert(0, instructions)
+        else:
+            ctx.items[idx] = instructions
+        self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+                                            tools_added=[t.name for t in self.agent.tools]))
+
+    def on_instructions_updated(self) -> None:
+        self._record_config_change(AgentConfigUpdate(instructions=self.agent.instructions))
+        idx = self.agent._chat_ctx.index_by_id(INSTRUCTIONS_ID)
+        if idx is not None:
+            self.agent._chat_ctx.items[idx] = ChatMessage(
+                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                created_at=0.0)
+
+    def on_tools_updated(self, old_names: set[str]) -> None:
+        new_names = {t.name for t in self.agent.tools}
+        if new_names != old_names:
+            self._record_config_change(AgentConfigUpdate(
+                tools_added=sorted(new_names - old_names) or None,
+                tools_removed=sorted(old_names - new_names) or None))
+
+    def on_chat_ctx_replaced(self) -> None:
+        if self.agent._chat_ctx.index_by_id(INSTRUCTIONS_ID) is None:
+            self.agent._chat_ctx.items.insert(0, ChatMessage(
+                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                created_at=0.0))
+
+    def _record_config_change(self, update: AgentConfigUpdate) -> None:
+        self._commit_item(update)
+
+    # -- committing ---------------------------------------------------------------------------
+    def _commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None:
+        self.agent._chat_ctx.insert(item)
+        self.session._commit_history(item, handle)
+
+    # -- creating speeches --------------------------------------------------------------------
+    def _check_can_schedule(self, *, force: bool = False) -> None:
+        if self._state is ActivityState.RUNNING or (force and self._state is
+                                                     ActivityState.DRAINING):
+            return
+        raise RuntimeError(f"the activity of {self.agent.id!r} is {self._state.value}; "
+                           "cannot schedule a new speech")
+
+    def _tools(self) -> list[FunctionTool]:
+        return [*self.session.tools, *self.agent.tools]
+
+    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+            add_to_chat_ctx: bool = True) -> SpeechHandle:
+        self._check_can_schedule()
+        if self.session.output.audio is not None and self.tts is None:
+            raise RuntimeError("say() needs a TTS when audio output is enabled")
+        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
+        request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
+                               add_to_chat_ctx=add_to_chat_ctx)
+        self._start_speech(handle, request)
+        self._schedule(handle)
+        return handle
+
+    def generate_reply(self, *, user_message: ChatMessage | None = None,
+                       chat_ctx: ChatContext | None = None, instructions: str | None = None,
+                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       schedule: bool = True) -> SpeechHandle:
+        self._check_can_schedule()
+        if self.llm is None:
+            raise RuntimeError("generate_reply() needs an LLM")
+        in_tool = current_tool_call.get()
+        if tool_choice is None and in_tool is not None:
+            tool_choice = "none"
+        ctx = (chat_ctx if chat_ctx is not None else self.agent._chat_ctx).copy()
+        if user_message is not None:
+            ctx.insert(user_message)
+        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions))
+        if user_message is not None:
+            self._pending_user_messages[handle] = user_message
+        request = ReplyRequest(chat_ctx=ctx, tools=self._tools(), tool_choice=tool_choice,
+                               instructions=instructions)
+        self._start_speech(handle, request)
+        if schedule:
+            self._schedule(handle)
+        return handle
+
+    def _allow(self, allow: bool | None) -> bool:
+        return self.allow_interruptions if allow is None else allow
+
+    def _start_speech(self, handle: SpeechHandle, request: ReplyRequest) -> None:
+        assert self._nursery is not None
+        self._speeches.add(handle)
+        self.session._on_speech_created(handle)
+        self._nursery.start_soon(self._speech_task, handle, request)
+
+    def _schedule(self, handle: SpeechHandle, *, force: bool = False) -> None:
+        self._check_can_schedule(force=force)
+        handle._mark_scheduled()
+        user_message = self._pending_user_messages.pop(handle, None)
+        if user_message is not None:
+            self._commit_item(user_message)
+        self._queue.put_nowait(handle, handle.priority)
+        if handle.source != "say":
+            self.session._update_agent_state("thinking")
+
+    # -- the scheduler and speeches -----------------------------------------------------------
+    async def _scheduler(self) -> None:
+        while True:
+            try:
+                handle = await self._queue.get()
+            except trio.ClosedResourceError:
+                return
+            if handle.done():
+                continue
+            self._current_speech = handle
+            handle._authorize()
+            await handle._wait_for_generation()
+            self._current_speech = None
+            self._speeches_changed.unpark_all()
+
+    async def _speech_task(self, handle: SpeechHandle, request: ReplyRequest | None) -> None:
+        try:
+            while request is not None:
+                request = await self._reply_step(handle, request)
+        except Exception as e:
+            logger.exception("speech %s failed", handle.id)
+            handle._set_error(e)
+        finally:
+            self._speeches.discard(handle)
+            self._pending_user_messages.pop(handle, None)
+            self._release_pause(handle)
+            handle._mark_done()
+            self._refresh_state_when_idle()
+            self._speeches_changed.unpark_all()
+
+    async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
+                          ) -> ReplyRequest | None:
+        step = StepState()
+        async with trio.open_nursery() as tool_nursery:
+            with handle._step_scope:
+                try:
+                    await Generation(self, handle, request, step).run(tool_nursery)
+                finally:
+                    self._finish_generation(handle, request, step)
+        return self._finish_tools(handle, request, step)
+
+    def _finish_generation(self, handle: SpeechHandle, request: ReplyRequest,
+                           step: StepState) -> None:
+        if step.error is not None:
+            handle._set_error(step.error)
+        text = step.played_text.strip()
+        if text and request.add_to_chat_ctx:
+            msg = ChatMessage(role="assistant", content=[text], interrupted=handle.interrupted,
+                              id=step.message_id,
+                              created_at=step.authorized_at or trio.current_time())
+            self._commit_item(msg, handle)
+        self._release_pause(handle)
+        handle._mark_generation_done()
+        state = self.session.agent_state
+        tools_busy = bool(step.calls) and not handle.interrupted
+        if tools_busy and state in ("speaking", "thinking"):
+            self.session._update_agent_state("thinking")
+        elif state == "speaking":
+            self.session._update_agent_state("listening")
+        elif state == "thinking" and not self._reply_pending(exclude=handle):
+            self.session._update_agent_state("listening")
+
+    def _reply_pending(self, *, exclude: SpeechHandle | None = None) -> bool:
+        """A scheduled generate_reply that has not finished its generation yet."""
+        return any(h is not exclude and h.source != "say" and not h.done() for h in self._queue)
+
+    def _refresh_state_when_idle(self) -> None:
+        if (self.session.agent_state == "thinking" and self._current_speech is None
+                and not self._reply_pending() and not self._tool_calls_in_flight
+                and not any(h.scheduled for h in self._speeches)):
+            self.session._update_agent_state("listening")
+
+    # -- tools --------------------------------------------------------------------------------
+    async def run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
+                       tools: list[FunctionTool]) -> None:
+        """Execute one function call of ``step`` (runs in the step's tool nursery)."""
+        call.created_at = trio.current_time()
+        self._tool_calls_in_flight[call.call_id] = call
+        self._cancel_preemptive()
+        token = current_tool_call.set(ToolCallScope(activity=self, speech_handle=handle,
+                                                    function_call=call))
+        try:
+            outcome = await execute_function_call(
+                call, {t.name: t for t in tools},
+                make_context=lambda c: RunContext(session=self.session, speech_handle=handle,
+                                                  function_call=c),
+                is_agent=_is_agent)
+            step.outcomes[call.call_id] = outcome
+        finally:
+            current_tool_call.reset(token)
+            del self._tool_calls_in_flight[call.call_id]
+
+    def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState
+                      ) -> ReplyRequest | None:
+        if not step.calls:
+            return None
+        interrupted = handle.interrupted
+        outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
+        outputs: list[FunctionCallOutput | None] = []
+        agents: list[Any] = []
+        reply_required = False
+        for call, outcome in zip(step.calls, outcomes):
+            if outcome is None:
+                outputs.append(None)
+                continue
+            output = outcome.output
+            if outcome.agent is not None:
+                if interrupted:
+                    output = FunctionCallOutput(call_id=call.call_id, name=call.name,
+                                                output=_HANDOFF_INTERRUPTED, is_error=True,
+                                                created_at=output.created_at)
+                else:
+                    agents.append(outcome.agent)
+            reply_required = reply_required or (outcome.reply_required and outcome.agent is None
+                                                or outcome.reply_required and not interrupted)
+            outputs.append(output)
+        ev = FunctionToolsExecutedEvent(function_calls=list(step.calls),
+                                        function_call_outputs=outputs,
+                                        has_tool_reply=reply_required and not interrupted,
+                                        has_agent_handoff=len(agents) == 1)
+        self.session._emit("function_tools_executed", ev)
+        for call, output in zip(step.calls, outputs):
+            self._commit_item(call, handle)
+            if output is not None:
+                self._commit_item(output, handle)
+        if ev.has_agent_handoff:
+            self.session.update_agent(agents[0])
+        elif len(agents) > 1:
+            logger.error("a step returned more than one agent; no handoff")
+        if not ev.has_tool_reply:
+            return None
+        steps_before = handle.num_steps
+        handle._num_steps += 1
+        tool_choice = request.tool_choice
+        if (steps_before >= self.session.max_tool_steps + 1 or self._state is not
+                ActivityState.RUNNING or tool_choice == "none"):
+            tool_choice = "none"
+        elif tool_choice is None or tool_choice == "required":
+            tool_choice = "auto"
+        handle._new_step()
+        self._schedule(handle, force=True)
+        return ReplyRequest(chat_ctx=self.agent._chat_ctx.copy(), tools=request.tools,
+                            tool_choice=tool_choice, in_on_enter=request.in_on_enter)
+
+    # -- metrics helpers used by Generation ---------------------------------------------------
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float) -> LLMMetrics:
+        return LLMMetrics(speech_id=handle.id, ttft=ttft, duration=duration,
+                          cancelled=handle.interrupted)
+
+    def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
+                    audio_duration: float, characters: int) -> TTSMetrics:
+        return TTSMetrics(speech_id=handle.id, ttfb=ttfb, duration=duration,
+                          audio_duration=audio_duration, characters_count=characters,
+                          cancelled=handle.interrupted)
+
+    def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
+                           source: Any) -> None:
+        handle._set_error(error)
+        self.session._report_error(error, source)
+
+    def forward_transcription_nowait(self, text: str) -> None:
+        self.session._forward_transcription(text)
+
+    def on_text_playback_started(self, handle: SpeechHandle) -> None:
+        if self._current_speech is handle:
+            self.session._update_agent_state("speaking")
+
+    def on_playback_started(self) -> None:
+        if self._current_speech is not None:
+            self.session._update_agent_state("speaking")
+
+    # -- user turns ---------------------------------------------------------------------------
+    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
+        """Decide a completed user turn (called by the session's recognition)."""
+        if self._state is not ActivityState.RUNNING:
+            logger.warning("user turn dropped: the agent %r is not accepting turns", self.agent.id)
+            return True
+        min_words = self.options.interruption.min_words
+        current = self._current_speech
+        if (min_words > 0 and current is not None and current.allow_interruptions
+                and not current.interrupted and len(_words(info.new_transcript)) < min_words):
+            return False
+        try:
+            self._turns_send.send_nowait(info)
+        except trio.ClosedResourceError:
+            logger.warning("user turn dropped: a handoff is in progress")
+            self._cancel_preemptive()
+        return True
+
+    async def _turn_worker(self) -> None:
+        async for info in self._turns_recv:
+            await self._user_turn_completed(info)
+
+    async def _user_turn_completed(self, info: EndOfTurnInfo) -> None:
+        self._preemptive_attempts = 0
+        background = [h for h in self._speeches
+                      if h is not self._current_speech and h.scheduled and not h.done()
+                      and h._generation_done.is_set() and h.allow_interruptions]
+        for h in background:
+            h.interrupt()
+        message = ChatMessage(role="user", content=[info.new_transcript],
+                              transcript_confidence=info.transcript_confidence)
+        current = self._current_speech
+        if current is not None and not current.done():
+            if not current.allow_interruptions:
+                logger.info("skipping reply to the user turn: the current speech cannot be "
+                            "interrupted")
+                self._cancel_preemptive()
+                return
+            current.interrupt()
+            await current._wait_for_generation()
+        turn_ctx = self.agent._chat_ctx.copy()
+        hook_started = trio.current_time()
+        try:
+            await self.agent.on_user_turn_completed(turn_ctx, message)
+        except StopResponse:
+            self._cancel_preemptive()
+            return
+        except Exception:
+            logger.exception("error in on_user_turn_completed")
+            self._cancel_preemptive()
+            return
+        hook_delay = trio.current_time() - hook_started
+        handle = self._take_preemptive(info.new_transcript, turn_ctx)
+        if handle is None:
+            handle = self.generate_reply(user_message=message, chat_ctx=turn_ctx, schedule=False)
+        self.session.emit_metrics(EOUMetrics(
+            speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
+            transcription_delay=info.transcription_delay,
+            on_user_turn_completed_delay=hook_delay))
+        self._schedule(handle)
+        if self._turns_recv.statistics().current_buffer_used > 0:
+            handle.interrupt()
+
+    # -- preemptive generation (§6) -----------------------------------------------------------
+    def on_final_transcript(self, transcript: str) -> None:
+        self._interrupt_by_audio_activity()
+        if self._pause is not None and self._pause.saved_state is not None:
+            self._pause.speech.interrupt()
+        self._start_preemptive()
+
+    def _start_preemptive(self) -> None:
+        opts = self.options.preemptive_generation
+        recognition = self.session._recognition
+        current = self._current_speech
+        if (not opts.enabled or self._state is not ActivityState.RUNNING or self.llm is None
+                or recognition is None or (current is not None and not current.interrupted)
+                or self._tool_calls_in_flight
+                or recognition.user_speech_duration > opts.max_speech_duration
+                or self._preemptive_attempts >= opts.max_retries):
+            return
+        transcript = recognition.transcript
+        self._cancel_preemptive()
+        self._preemptive_attempts += 1
+        message = ChatMessage(role="user", content=[transcript])
+        snapshot = self.agent._chat_ctx.copy()
+        handle = self.generate_reply(user_message=message, chat_ctx=snapshot, schedule=False)
+        self._preemptive = _Preemptive(handle=handle, user_message=message,
+                                       transcript=transcript, snapshot=snapshot,
+                                       tool_names=[t.name for t in self._tools()])
+
+    def _take_preemptive(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+        pre, self._preemptive = self._preemptive, None
+        if pre is None:
+            return None
+        valid = (not pre.handle.done() and not pre.handle.interrupted
+                 and not self._tool_calls_in_flight
+                 and _words(pre.transcript) == _words(transcript)
+                 and pre.snapshot.is_equivalent(turn_ctx)
+                 and pre.tool_names == [t.name for t in self._tools()])
+        if not valid:
+            pre.handle.interrupt(force=True)
+            return None
+        pre.user_message.content = [transcript]
+        return pre.handle
+
+    def _cancel_preemptive(self) -> None:
+        pre, self._preemptive = self._preemptive, None
+        if pre is not None:
+            pre.handle.interrupt(force=True)
+
+    # -- interruption (§4) --------------------------------------------------------------------
+    def _can_pause(self) -> bool:
+        opts = self.options.interruption
+        output = self.session.output.audio
+        return (opts.resume_false_interruption and opts.false_interruption_timeout is not None
+                and output is not None and output.can_pause)
+
+    def on_start_of_speech(self) -> None:
+        if self._resume_slot is not None:
+            self._resume_slot.cancel()
+        current = self._current_speech
+        if (self.session.agent_state == "thinking" and self._pause is None and current is not None
+                and current.allow_interruptions and not current.interrupted
+                and self.options.interruption.enabled and self._can_pause()):
+            self._pause = _Pause(speech=current)
+            self.session.output.audio.pause()
+
+    def on_vad_inference(self, speech_duration: float) -> None:
+        if speech_duration >= self.options.interruption.min_duration:
+            self._interrupt_by_audio_activity()
+
+    def on_end_of_speech(self) -> None:
+        pause = self._pause
+        if pause is None or pause.saved_state is None or self._resume_slot is None:
+            return
+        timeout = self.options.interruption.false_interruption_timeout or 0.0
+        self._resume_slot.replace(self._resume_after, timeout)
+
+    def _interrupt_by_audio_activity(self) -> None:
+        opts = self.options.interruption
+        speech = self._current_speech
+        if (speech is None or speech.interrupted or not speech.allow_interruptions
+                or not opts.enabled):
+            return
+        recognition = self.session._recognition
+        if (opts.min_words > 0 and recognition is not None and self.session.stt is not None
+                and len(_words(recognition.current_transcript)) < opts.min_words):
+            return
+        if self._resume_slot is not None:
+            self._resume_slot.cancel()
+        if not self._can_pause():
+            speech.interrupt()
+            return
+        if self._pause is not None and self._pause.speech is speech:
+            if self._pause.saved_state is not None:
+                return
+        else:
+            self.session.output.audio.pause()
+        self._pause = _Pause(speech=speech, saved_state=self.session.agent_state)
+        self.session._update_agent_state("listening")
+
+    async def _resume_after(self, timeout: float) -> None:
+        await trio.sleep(timeout)
+        pause = self._pause
+        if pause is None:
+            return
+        if pause.speech.done() or pause.speech is not self._current_speech:
+            self._pause = None
+            self.session._emit("agent_false_interruption",
+                               AgentFalseInterruptionEvent(resumed=False))
+            return
+        self._pause = None
+        self.session._update_agent_state(pause.saved_state or "thinking")
+        self.session.output.audio.resume()
+        self.session._emit("agent_false_interruption", AgentFalseInterruptionEvent(resumed=True))
+
+    def _release_pause(self, handle: SpeechHandle) -> None:
+        pause = self._pause
+        if pause is not None and pause.speech is handle:
+            self._pause = None
+            if self._resume_slot is not None:
+                self._resume_slot.cancel()
+            self.session.output.audio.resume()
+
+    def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
+        """Interrupt the background, current and queued speeches (§4.6)."""
+        self._cancel_preemptive()
+        current = self._current_speech
+        if current is not None and not current.allow_interruptions and not force:
+            raise RuntimeError("the current speech does not allow interruptions")
+        interrupted: list[SpeechHandle] = []
+        for h in list(self._speeches):
+            if h is not current and h._generation_done.is_set() and (
+                    h.allow_interruptions or force):
+                interrupted.append(h.interrupt(force=force))
+        if current is not None:
+            interrupted.append(current.interrupt(force=force))
+        for h in list(self._queue):
+            if h.done() or h.interrupted:
+                continue
+            if not h.allow_interruptions and not force:
+                logger.warning("stopped interrupting at a speech that does not allow it")
+                break
+            interrupted.append(h.interrupt(force=force))
+        return interrupted
+
+
+def _is_agent(value: Any) -> bool:
+    from .agent import Agent
+
+    return isinstance(value, Agent)
+
+
+def _not_given() -> Any:
+    from .agent import _NOT_GIVEN
+
+    return _NOT_GIVEN

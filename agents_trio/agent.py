@@ -1,0 +1,180 @@
+"""Agent: instructions, tools, hooks and the overridable pipeline nodes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from livekit import rtc
+
+from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
+from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings
+from .tools import FunctionTool, find_function_tools
+
+if TYPE_CHECKING:
+    from .activity import Activity
+    from .session import AgentSession
+
+_NOT_GIVEN: Any = object()
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Agent:
+    """An agent: what the LLM is told, which tools it has, and how it reacts.
+
+    Args:
+        instructions: The system instructions.
+        id: Defaults to the snake_case class name (``"default_agent"`` for a plain Agent).
+        chat_ctx: The conversation the agent starts with.
+        tools: Extra tools; ``@function_tool`` methods of the class are always included.
+        stt, vad, llm, tts: Per-agent models; omitted means the session's, None disables.
+        turn_handling: Per-agent overrides of the session's turn handling (per key).
+        allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
+        min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
+    """
+
+    def __init__(self, *, instructions: str, id: str | None = None,
+                 chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
+                 stt: STT | None = _NOT_GIVEN, vad: VAD | None = _NOT_GIVEN,
+                 llm: LLM | None = _NOT_GIVEN, tts: TTS | None = _NOT_GIVEN,
+                 turn_handling: dict[str, Any] | None = None,
+                 allow_interruptions: bool | None = None,
+                 min_consecutive_speech_delay: float | None = None) -> None:
+        if id is None:
+            id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
+        self._id = id
+        self._instructions = instructions
+        self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
+        self._tools: list[FunctionTool] = list(tools or []) + find_function_tools(self)
+        self._stt, self._vad, self._llm, self._tts = stt, vad, llm, tts
+        self._turn_handling = dict(turn_handling or {})
+        if allow_interruptions is not None:
+            interruption = dict(self._turn_handling.get("interruption", {}))
+            interruption["enabled"] = allow_interruptions
+            self._turn_handling["interruption"] = interruption
+        self._min_consecutive_speech_delay = min_consecutive_speech_delay
+        self._activity: Activity | None = None
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__
+
+    @property
+    def instructions(self) -> str:
+        return self._instructions
+
+    @property
+    def tools(self) -> list[FunctionTool]:
+        return list(self._tools)
+
+    @property
+    def chat_ctx(self) -> ChatContext:
+        """A read-only view of the agent's chat context."""
+        return ReadOnlyChatContext(self._chat_ctx.items)
+
+    @property
+    def session(self) -> AgentSession:
+        if self._activity is None:
+            raise RuntimeError("the agent is not running in a session")
+        return self._activity.session
+
+    @property
+    def stt(self) -> Any:
+        return self._stt
+
+    @property
+    def vad(self) -> Any:
+        return self._vad
+
+    @property
+    def llm(self) -> Any:
+        return self._llm
+
+    @property
+    def tts(self) -> Any:
+        return self._tts
+
+    @property
+    def turn_handling(self) -> dict[str, Any]:
+        return self._turn_handling
+
+    # -- updates ------------------------------------------------------------------------------
+    async def update_instructions(self, instructions: str) -> None:
+        """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running)."""
+        self._instructions = instructions
+        if self._activity is not None:
+            self._activity.on_instructions_updated()
+
+    async def update_tools(self, tools: list[FunctionTool]) -> None:
+        """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed)."""
+        old = {t.name for t in self._tools}
+        self._tools = list(tools)
+        if self._activity is not None:
+            self._activity.on_tools_updated(old)
+
+    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        """Replace the chat context; calls and outputs of unknown tools are dropped."""
+        names = {t.name for t in self._tools}
+        items = [i for i in chat_ctx.items
+                 if i.type not in ("function_call", "function_call_output")
+                 or getattr(i, "name", None) in names]
+        self._chat_ctx = ChatContext(items)
+        if self._activity is not None:
+            self._activity.on_chat_ctx_replaced()
+
+    # -- hooks --------------------------------------------------------------------------------
+    async def on_enter(self) -> None:
+        """Called when the agent becomes active (launched, not awaited, by the session)."""
+
+    async def on_exit(self) -> None:
+        """Called when the agent stops being active (handoff or close)."""
+
+    async def on_user_turn_completed(self, turn_ctx: ChatContext,
+                                     new_message: ChatMessage) -> None:
+        """Called when the user finished a turn, before the reply; raise StopResponse to skip."""
+
+    # -- nodes --------------------------------------------------------------------------------
+    async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],
+                       model_settings: ModelSettings
+                       ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
+        """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``)."""
+        llm = self._require_activity().llm
+        if llm is None:
+            raise RuntimeError("no LLM is configured for this agent or session")
+        async with llm.chat(chat_ctx=chat_ctx, tools=tools,
+                            tool_choice=model_settings.tool_choice) as stream:
+            async for chunk in stream:
+                yield chunk
+
+    async def tts_node(self, text: AsyncIterable[str], model_settings: ModelSettings
+                       ) -> AsyncIterator[rtc.AudioFrame]:
+        """Synthesize one segment of text into audio frames."""
+        tts = self._require_activity().tts
+        if tts is None:
+            raise RuntimeError("no TTS is configured for this agent or session")
+        async with tts.stream(text) as frames:
+            async for frame in frames:
+                yield frame
+
+    async def transcription_node(self, text: AsyncIterable[str], model_settings: ModelSettings
+                                 ) -> AsyncIterator[str]:
+        """Transform the text sent to the transcription output (passthrough by default)."""
+        async for chunk in text:
+            yield chunk
+
+    def _require_activity(self) -> Activity:
+        if self._activity is None:
+            raise RuntimeError("the agent is not running in a session")
+        return self._activity
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self._id!r})"

@@ -1,0 +1,161 @@
+"""Session events and metrics, as msgspec Structs.
+
+Every event has a ``type`` (its name for ``session.on``) and ``created_at`` (Trio time at
+emission, except user-state events, which are back-dated to when speech started or ended).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+
+from ._ids import now
+from .chat import ChatMessage, AgentHandoff, FunctionCall, FunctionCallOutput
+
+AgentState = Literal["initializing", "idle", "listening", "thinking", "speaking"]
+UserState = Literal["listening", "speaking", "away"]
+CloseReason = Literal["error", "job_shutdown", "participant_disconnected", "user_initiated",
+                      "task_completed"]
+
+
+class _Event(msgspec.Struct, kw_only=True):
+    created_at: float = msgspec.field(default_factory=now)
+
+
+class AgentStateChangedEvent(_Event):
+    old_state: AgentState
+    new_state: AgentState
+    type: Literal["agent_state_changed"] = "agent_state_changed"
+
+
+class UserStateChangedEvent(_Event):
+    old_state: UserState
+    new_state: UserState
+    type: Literal["user_state_changed"] = "user_state_changed"
+
+
+class UserInputTranscribedEvent(_Event):
+    transcript: str
+    is_final: bool
+    item_id: str | None = None
+    speaker_id: str | None = None
+    language: str | None = None
+    type: Literal["user_input_transcribed"] = "user_input_transcribed"
+
+
+class ConversationItemAddedEvent(_Event):
+    item: Union[ChatMessage, AgentHandoff]
+    type: Literal["conversation_item_added"] = "conversation_item_added"
+
+
+class FunctionToolsExecutedEvent(_Event):
+    """All tools of one LLM step finished. Listeners may cancel the reply or the handoff."""
+
+    function_calls: list[FunctionCall]
+    function_call_outputs: list[FunctionCallOutput | None]
+    has_tool_reply: bool = False
+    has_agent_handoff: bool = False
+    type: Literal["function_tools_executed"] = "function_tools_executed"
+
+    def zipped(self) -> list[tuple[FunctionCall, FunctionCallOutput | None]]:
+        return list(zip(self.function_calls, self.function_call_outputs))
+
+    def cancel_tool_reply(self) -> None:
+        self.has_tool_reply = False
+
+    def cancel_agent_handoff(self) -> None:
+        self.has_agent_handoff = False
+
+
+class _Metrics(msgspec.Struct, kw_only=True):
+    timestamp: float = msgspec.field(default_factory=now)
+    speech_id: str | None = None
+
+
+class EOUMetrics(_Metrics):
+    end_of_utterance_delay: float = 0.0
+    transcription_delay: float = 0.0
+    on_user_turn_completed_delay: float = 0.0
+    type: Literal["eou_metrics"] = "eou_metrics"
+
+
+class LLMMetrics(_Metrics):
+    request_id: str = ""
+    ttft: float = 0.0
+    duration: float = 0.0
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    cancelled: bool = False
+    type: Literal["llm_metrics"] = "llm_metrics"
+
+
+class TTSMetrics(_Metrics):
+    ttfb: float = 0.0
+    duration: float = 0.0
+    audio_duration: float = 0.0
+    characters_count: int = 0
+    cancelled: bool = False
+    type: Literal["tts_metrics"] = "tts_metrics"
+
+
+class STTMetrics(_Metrics):
+    duration: float = 0.0
+    audio_duration: float = 0.0
+    type: Literal["stt_metrics"] = "stt_metrics"
+
+
+class VADMetrics(_Metrics):
+    idle_time: float = 0.0
+    inference_count: int = 0
+    inference_duration_total: float = 0.0
+    type: Literal["vad_metrics"] = "vad_metrics"
+
+
+AgentMetrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics]
+
+
+class MetricsCollectedEvent(_Event):
+    metrics: AgentMetrics
+    type: Literal["metrics_collected"] = "metrics_collected"
+
+
+class SpeechCreatedEvent(_Event):
+    speech_handle: Any
+    user_initiated: bool = True
+    source: Literal["say", "generate_reply", "tool_response"] = "generate_reply"
+    type: Literal["speech_created"] = "speech_created"
+
+
+class AgentFalseInterruptionEvent(_Event):
+    resumed: bool
+    type: Literal["agent_false_interruption"] = "agent_false_interruption"
+
+
+class ErrorEvent(_Event):
+    error: Any
+    source: Any = None
+    type: Literal["error"] = "error"
+
+
+class CloseEvent(_Event):
+    reason: CloseReason
+    error: Any = None
+    type: Literal["close"] = "close"
+
+
+class PlaybackStartedEvent(_Event):
+    type: Literal["playback_started"] = "playback_started"
+
+
+class PlaybackFinishedEvent(_Event):
+    playback_position: float
+    interrupted: bool
+    synchronized_transcript: str | None = None
+    type: Literal["playback_finished"] = "playback_finished"
+
+
+SessionEvent = Union[AgentStateChangedEvent, UserStateChangedEvent, UserInputTranscribedEvent,
+                     ConversationItemAddedEvent, FunctionToolsExecutedEvent,
+                     MetricsCollectedEvent, SpeechCreatedEvent, AgentFalseInterruptionEvent,
+                     ErrorEvent, CloseEvent]

@@ -1,0 +1,268 @@
+"""One generation step of a speech: LLM → segments → TTS → audio output, plus tool dispatch.
+
+The step runs inside the speech's step scope (interruption cancels it). Function calls read
+from the LLM stream are started in the *tool nursery* the caller passes in, which lives
+outside that scope: interrupting a speech never cancels its running tools.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+from livekit import rtc
+
+from . import text_transforms
+from ._ids import short_id
+from .chat import ChatContext, FunctionCall
+from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
+from .speech_handle import SpeechHandle
+from .tools import ToolOutcome
+
+if TYPE_CHECKING:
+    from .activity import Activity
+
+
+class Segment:
+    """Text between two flushes, and the audio synthesized for it."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.text_send, self.text_recv = trio.open_memory_channel[str](math.inf)
+        self.text_ended_at: float | None = None
+        self.frames: trio.MemoryReceiveChannel[rtc.AudioFrame] | None = None
+        self.audio_duration = 0.0
+
+
+class StepState:
+    """What one generation step produced."""
+
+    def __init__(self) -> None:
+        self.calls: list[FunctionCall] = []
+        self.outcomes: dict[str, ToolOutcome] = {}
+        self.played_text = ""
+        self.authorized_at: float | None = None
+        self.started_speaking_at: float | None = None
+        self.message_id = short_id("item")
+        self.pending_metrics: list[Any] = []
+        self.error: BaseException | None = None
+
+
+class ReplyRequest(msgspec.Struct, kw_only=True):
+    """Inputs of a pipeline reply step."""
+
+    chat_ctx: ChatContext
+    tools: list[Any]
+    tool_choice: Any = None
+    instructions: str | None = None
+    in_on_enter: bool = False
+    say_text: Any = None
+    add_to_chat_ctx: bool = True
+
+
+def _chunk_parts(chunk: Any) -> tuple[str | None, list[FunctionToolCall]]:
+    if isinstance(chunk, str):
+        return chunk, []
+    if isinstance(chunk, ChatChunk):
+        return chunk.content, list(chunk.tool_calls)
+    raise TypeError(f"llm_node yielded an unsupported value: {chunk!r}")
+
+
+async def _text_source(text: Any) -> AsyncIterator[str]:
+    if isinstance(text, str):
+        yield text
+    else:
+        async for chunk in text:
+            yield chunk
+
+
+class Generation:
+    """Runs one pipeline step for ``handle`` on ``activity``."""
+
+    def __init__(self, activity: Activity, handle: SpeechHandle, request: ReplyRequest,
+                 step: StepState) -> None:
+        self.activity = activity
+        self.handle = handle
+        self.request = request
+        self.step = step
+        self.settings = ModelSettings(tool_choice=request.tool_choice)
+
+    async def run(self, tool_nursery: trio.Nursery) -> None:
+        """Generate, wait for the scheduler, play; tools start in ``tool_nursery``."""
+        activity, handle = self.activity, self.handle
+        segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
+        calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
+        audio = activity.audio_output_enabled
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._llm, segs_send, calls_send)
+            played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
+            if audio and activity.options.preemptive_generation.preemptive_tts:
+                nursery.start_soon(self._tts, segs_recv, played_send)
+            await handle._wait_scheduled()
+            self._flush_metrics()
+            if audio and not activity.options.preemptive_generation.preemptive_tts:
+                nursery.start_soon(self._tts, segs_recv, played_send)
+            await handle._wait_authorized()
+            self.step.authorized_at = trio.current_time()
+            nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
+            if audio:
+                await self._play_audio(played_recv)
+            else:
+                await self._play_text(segs_recv)
+
+    # -- LLM --------------------------------------------------------------------------------
+    async def _llm(self, segs_send: trio.MemorySendChannel[Segment],
+                   calls_send: trio.MemorySendChannel[FunctionToolCall]) -> None:
+        activity = self.activity
+        chat_ctx = self.request.chat_ctx
+        if self.request.instructions:
+            chat_ctx = chat_ctx.copy()
+            chat_ctx.add_message(role="system", content=self.request.instructions)
+        started = trio.current_time()
+        ttft: float | None = None
+        segment = Segment()
+        async with segs_send, calls_send:
+            segs_send.send_nowait(segment)
+            try:
+                node = self._source(chat_ctx)
+                async with aclosing(node) as chunks:
+                    async for chunk in chunks:
+                        if isinstance(chunk, FlushSentinel):
+                            self._end_segment(segment)
+                            segment = Segment()
+                            segs_send.send_nowait(segment)
+                            continue
+                        text, calls = _chunk_parts(chunk)
+                        if text:
+                            if ttft is None:
+                                ttft = trio.current_time() - started
+                            segment.text += text
+                            segment.text_send.send_nowait(text)
+                        for call in calls:
+                            calls_send.send_nowait(call)
+            except Exception as e:  # a failing model: stored on the handle, emitted, no reply
+                self.step.error = e
+                activity.report_model_error(self.handle, e, source=activity.llm)
+            finally:
+                self._end_segment(segment)
+        if self.request.say_text is None:
+            self.step.pending_metrics.append(activity.llm_metrics(
+                self.handle, ttft=ttft or 0.0, duration=trio.current_time() - started))
+            self._flush_metrics()
+
+    def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
+        """The LLM node, or the fixed text of a ``say``."""
+        if self.request.say_text is None:
+            return self.activity.agent.llm_node(chat_ctx, self.request.tools, self.settings)
+        return _text_source(self.request.say_text)
+
+    @staticmethod
+    def _end_segment(segment: Segment) -> None:
+        if segment.text_ended_at is None:
+            segment.text_ended_at = trio.current_time()
+            segment.text_send.close()
+
+    def _flush_metrics(self) -> None:
+        # A preemptive step reports its metrics only once it is used (scheduled).
+        if self.handle.scheduled:
+            for m in self.step.pending_metrics:
+                self.activity.session.emit_metrics(m)
+            self.step.pending_metrics.clear()
+
+    # -- TTS ---------------------------------------------------------------------------------
+    async def _tts(self, segs_recv: trio.MemoryReceiveChannel[Segment],
+                   played_send: trio.MemorySendChannel[Segment]) -> None:
+        activity = self.activity
+        transforms = activity.session.tts_text_transforms
+        async with played_send:
+            async for segment in segs_recv:
+                frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                played_send.send_nowait(segment)
+                text = self._transformed(segment.text_recv, transforms)
+                started = trio.current_time()
+                ttfb: float | None = None
+                try:
+                    async with frames_send, aclosing(
+                            activity.agent.tts_node(text, self.settings)) as frames:
+                        async for frame in frames:
+                            if ttfb is None:
+                                anchor = segment.text_ended_at or started
+                                ttfb = max(trio.current_time() - anchor, 0.0)
+                            segment.audio_duration += frame.duration
+                            frames_send.send_nowait(frame)
+                except Exception as e:
+                    self.step.error = e
+                    activity.report_model_error(self.handle, e, source=activity.tts)
+                    return
+                if segment.text:
+                    self.step.pending_metrics.append(activity.tts_metrics(
+                        self.handle, ttfb=ttfb or 0.0, duration=trio.current_time() - started,
+                        audio_duration=segment.audio_duration,
+                        characters=len(segment.text)))
+                    self._flush_metrics()
+
+    @staticmethod
+    async def _transformed(recv: trio.MemoryReceiveChannel[str],
+                           transforms: list[text_transforms.TextTransform]) -> AsyncIterator[str]:
+        async for text in recv:
+            out = text_transforms.apply(transforms, text)
+            if out:
+                yield out
+
+    # -- playout -----------------------------------------------------------------------------
+    async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+        output = self.activity.session.output.audio
+        async for segment in played_recv:
+            assert segment.frames is not None
+            heard = 0.0
+            try:
+                pushed = False
+                async for frame in segment.frames:
+                    await output.capture_frame(frame)
+                    pushed = True
+                if pushed:
+                    output.flush()
+                    ev = await output.wait_for_playout()
+                    heard = ev.playback_position
+                    if ev.interrupted:
+                        self._record_played(segment, heard)
+                        return
+                self._record_played(segment, math.inf)
+            except trio.Cancelled:
+                ev = output.clear_buffer()
+                self._record_played(segment, ev.playback_position if ev else 0.0)
+                raise
+
+    async def _play_text(self, segs_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+        # Text-only output: the agent is speaking from its first forwarded text.
+        async for segment in segs_recv:
+            async for text in segment.text_recv:
+                if self.step.started_speaking_at is None:
+                    self.step.started_speaking_at = trio.current_time()
+                    self.activity.on_text_playback_started(self.handle)
+                self.step.played_text += text
+            self.activity.forward_transcription_nowait(segment.text)
+
+    def _record_played(self, segment: Segment, position: float) -> None:
+        if position >= segment.audio_duration:
+            text = segment.text
+        else:
+            text = text_transforms.played_prefix(segment.text, position, segment.audio_duration)
+        self.step.played_text += text
+        self.activity.forward_transcription_nowait(text)
+
+    # -- tools -------------------------------------------------------------------------------
+    async def _dispatch_tools(self, calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],
+                              tool_nursery: trio.Nursery) -> None:
+        async for tool_call in calls_recv:
+            if self.request.tool_choice == "none":
+                continue
+            call = FunctionCall(call_id=tool_call.call_id or short_id("call"),
+                                name=tool_call.name, arguments=tool_call.arguments)
+            self.step.calls.append(call)
+            tool_nursery.start_soon(self.activity.run_tool, self.handle, call, self.step,
+                                    self.request.tools)

@@ -1,0 +1,98 @@
+"""Audio input and output ends of a session.
+
+An ``AudioOutput`` is where the agent's voice goes. The session writes frames with
+``capture_frame``, marks the end of a segment with ``flush``, waits for it with
+``wait_for_playout``, and stops it with ``clear_buffer``. Outputs report playback with the
+``playback_started`` and ``playback_finished`` events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import numpy as np
+from livekit import rtc
+
+from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
+from ..nurseries import EventFanout
+
+
+def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: int = 1
+                  ) -> rtc.AudioFrame:
+    """A frame of ``duration`` seconds of silence."""
+    samples = int(round(duration * sample_rate))
+    data = np.zeros(samples * num_channels, dtype=np.int16)
+    return rtc.AudioFrame(data.tobytes(), sample_rate, num_channels, samples)
+
+
+class AudioInput:
+    """Where the user's audio comes from: an async iterator of ``rtc.AudioFrame``."""
+
+    def __aiter__(self) -> AsyncIterator[rtc.AudioFrame]:
+        return self
+
+    async def __anext__(self) -> rtc.AudioFrame:  # pragma: no cover - abstract
+        raise StopAsyncIteration
+
+
+class AudioOutput:
+    """Base class of audio sinks for the agent's voice.
+
+    Subclasses implement ``capture_frame``, ``flush``, ``clear_buffer`` and
+    ``wait_for_playout``; pausable ones set ``can_pause`` and implement ``pause``/``resume``.
+    """
+
+    can_pause: bool = False
+
+    def __init__(self, *, sample_rate: int | None = None) -> None:
+        self.sample_rate = sample_rate
+        self._events = EventFanout()
+
+    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+        return self._events.on(name, callback) if callback else self._events.on(name)
+
+    def off(self, name: str, callback: Callable[[Any], Any]) -> None:
+        self._events.off(name, callback)
+
+    def on_playback_started(self, *, created_at: float | None = None) -> None:
+        ev = PlaybackStartedEvent() if created_at is None else PlaybackStartedEvent(
+            created_at=created_at)
+        self._events.emit("playback_started", ev)
+
+    def on_playback_finished(self, *, playback_position: float, interrupted: bool,
+                             synchronized_transcript: str | None = None) -> PlaybackFinishedEvent:
+        ev = PlaybackFinishedEvent(playback_position=playback_position, interrupted=interrupted,
+                                   synchronized_transcript=synchronized_transcript)
+        self._events.emit("playback_finished", ev)
+        return ev
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+    def clear_buffer(self) -> PlaybackFinishedEvent | None:
+        """Stop playback at once; returns the ``playback_finished`` event it emitted, if any."""
+        raise NotImplementedError
+
+    async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """Wait until the flushed segment has played (or was cleared)."""
+        raise NotImplementedError
+
+    def pause(self) -> None:
+        raise RuntimeError(f"{type(self).__name__} cannot pause")
+
+    def resume(self) -> None:
+        raise RuntimeError(f"{type(self).__name__} cannot pause")
+
+
+class TextOutput:
+    """Where the agent's transcription goes (``output.transcription``)."""
+
+    async def capture_text(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass

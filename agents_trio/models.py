@@ -1,0 +1,144 @@
+"""Trio-native model protocols: LLM, STT, TTS, VAD, and the values their streams carry.
+
+A model is any object with the described methods; nothing here is a base class you must
+inherit. Streams are async context managers so that a model owning background work can keep
+it inside the ``async with`` (the caller's task), and leaving the block stops that work.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal, Protocol, Union, runtime_checkable
+
+import msgspec
+from livekit import rtc
+
+from .chat import ChatContext
+
+ToolChoice = Union[Literal["auto", "required", "none"], dict[str, Any]]
+
+
+class FunctionToolCall(msgspec.Struct, kw_only=True):
+    """A tool call streamed by an LLM; ``arguments`` is a JSON string."""
+
+    name: str
+    arguments: str = "{}"
+    call_id: str = ""
+    type: Literal["function"] = "function"
+
+
+class CompletionUsage(msgspec.Struct, kw_only=True):
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ChatChunk(msgspec.Struct, kw_only=True):
+    """One piece of an LLM stream: a text delta and/or tool calls."""
+
+    id: str = ""
+    content: str | None = None
+    tool_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
+    usage: CompletionUsage | None = None
+
+
+class FlushSentinel(msgspec.Struct):
+    """Yielded by ``llm_node`` to end a segment: the text so far is synthesized on its own."""
+
+
+class LLMStream(Protocol):
+    def __aiter__(self) -> AsyncIterator[ChatChunk]: ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model. ``chat`` returns an async context manager yielding a stream of chunks."""
+
+    def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
+             tool_choice: ToolChoice | None = None
+             ) -> AbstractAsyncContextManager[AsyncIterable[ChatChunk]]: ...
+
+
+class SpeechEventType(str, enum.Enum):
+    START_OF_SPEECH = "start_of_speech"
+    INTERIM_TRANSCRIPT = "interim_transcript"
+    PREFLIGHT_TRANSCRIPT = "preflight_transcript"
+    FINAL_TRANSCRIPT = "final_transcript"
+    END_OF_SPEECH = "end_of_speech"
+
+
+class SpeechData(msgspec.Struct, kw_only=True):
+    text: str
+    confidence: float = 1.0
+    language: str = ""
+    start_time: float = 0.0
+    end_time: float = 0.0
+
+
+class SpeechEvent(msgspec.Struct, kw_only=True):
+    """A speech-to-text event."""
+
+    type: SpeechEventType
+    alternatives: list[SpeechData] = msgspec.field(default_factory=list)
+
+
+class STTStream(Protocol):
+    """Frames in (``push_frame``, a non-blocking call), speech events out (async iteration)."""
+
+    def push_frame(self, frame: rtc.AudioFrame) -> None: ...
+    def end_input(self) -> None: ...
+    def __aiter__(self) -> AsyncIterator[SpeechEvent]: ...
+
+
+@runtime_checkable
+class STT(Protocol):
+    def stream(self) -> AbstractAsyncContextManager[STTStream]: ...
+
+
+class VADEventType(str, enum.Enum):
+    START_OF_SPEECH = "start_of_speech"
+    INFERENCE_DONE = "inference_done"
+    END_OF_SPEECH = "end_of_speech"
+
+
+class VADEvent(msgspec.Struct, kw_only=True):
+    """A voice-activity event; durations are seconds."""
+
+    type: VADEventType
+    speech_duration: float = 0.0
+    silence_duration: float = 0.0
+    inference_duration: float = 0.0
+    speaking: bool = False
+    probability: float = 0.0
+    timestamp: float = 0.0
+
+
+class VADStream(Protocol):
+    def push_frame(self, frame: rtc.AudioFrame) -> None: ...
+    def end_input(self) -> None: ...
+    def __aiter__(self) -> AsyncIterator[VADEvent]: ...
+
+
+@runtime_checkable
+class VAD(Protocol):
+    def stream(self) -> AbstractAsyncContextManager[VADStream]: ...
+
+
+@runtime_checkable
+class TTS(Protocol):
+    """Text to speech. ``stream(text)`` synthesizes one segment: it reads ``text`` until it ends
+    and yields the audio frames (``rtc.AudioFrame``)."""
+
+    sample_rate: int
+    num_channels: int
+
+    def stream(self, text: AsyncIterable[str]
+               ) -> AbstractAsyncContextManager[AsyncIterable[rtc.AudioFrame]]: ...
+
+
+class ModelSettings(msgspec.Struct, kw_only=True):
+    """Per-call settings passed to the agent's nodes."""
+
+    tool_choice: ToolChoice | None = None

@@ -1,0 +1,19 @@
+"""Small structured-concurrency building blocks (no voice knowledge)."""
+
+from __future__ import annotations
+
+from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
+from .owner import TaskOwner, open_owner
+from .slot import LatestSlot
+from .speech_queue import PriorityQueue
+
+__all__ = [
+    "EventFanout",
+    "FanoutEvent",
+    "FanoutStatistics",
+    "LatestSlot",
+    "PriorityQueue",
+    "Subscription",
+    "TaskOwner",
+    "open_owner",
+]

@@ -1,0 +1,186 @@
+"""Synchronous event fan-out to callbacks and async subscribers."""
+
+from __future__ import annotations
+
+import logging
+import math
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import trio
+
+__all__ = ["EventFanout", "FanoutEvent", "FanoutStatistics", "Subscription"]
+
+logger = logging.getLogger("agents_trio")
+
+Callback = Callable[[Any], Any]
+
+
+class FanoutEvent(NamedTuple):
+    """What a subscriber receives: the emitted ``name`` and ``event``."""
+
+    name: str
+    event: Any
+
+
+@dataclass(frozen=True)
+class FanoutStatistics:
+    """Counts of registered callbacks (all names) and live subscribers."""
+
+    callbacks: int
+    subscribers: int
+
+
+class Subscription:
+    """Receives every event emitted after it was created, as :class:`FanoutEvent`.
+
+    Both an async context manager and an async iterator. Iteration stops
+    cleanly once the fanout is closed (after buffered events are drained) or
+    the subscription is closed. If the buffer is full, :meth:`EventFanout.emit`
+    does not block: the event is dropped for this subscriber only and counted
+    in :attr:`dropped`.
+
+    An unreferenced subscription is unsubscribed automatically (the fanout
+    holds it weakly), so ``async for ev in fanout.events(): ... break`` needs
+    no explicit close.
+
+    Attributes:
+        dropped: Number of events dropped because the buffer was full.
+    """
+
+    def __init__(self, fanout: EventFanout, max_buffer: float):
+        self._fanout = fanout
+        self._send, self._receive = trio.open_memory_channel[FanoutEvent](max_buffer)
+        self.dropped = 0
+
+    def _push(self, item: FanoutEvent) -> None:
+        try:
+            self._send.send_nowait(item)
+        except trio.WouldBlock:
+            self.dropped += 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    def _end(self) -> None:
+        self._send.close()
+
+    def close(self) -> None:
+        """Unsubscribe and discard buffered events. Idempotent."""
+        self._fanout._subscribers.discard(self)
+        self._send.close()
+        self._receive.close()
+
+    async def aclose(self) -> None:
+        """Like :meth:`close`.
+
+        Cancellation:
+            A checkpoint; the subscription is closed even if cancelled.
+        """
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> FanoutEvent:
+        """Wait for the next event.
+
+        Cancellation:
+            A checkpoint; a cancelled wait loses no event.
+        """
+        try:
+            return await self._receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+
+class EventFanout:
+    """Calls named callbacks and feeds subscribers, synchronously on :meth:`emit`."""
+
+    def __init__(self) -> None:
+        self._callbacks: dict[str, list[Callback]] = {}
+        self._subscribers: weakref.WeakSet[Subscription] = weakref.WeakSet()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def on(self, name: str, callback: Callback | None = None) -> Any:
+        """Register ``callback`` for ``name``; without one, return a decorator.
+
+        Returns:
+            ``callback`` itself, or a decorator registering and returning it.
+        """
+        if callback is None:
+            return lambda cb: self.on(name, cb)
+        self._callbacks.setdefault(name, []).append(callback)
+        return callback
+
+    def off(self, name: str, callback: Callback) -> None:
+        """Unregister one registration of ``callback`` for ``name``, if present."""
+        callbacks = self._callbacks.get(name, [])
+        if callback in callbacks:
+            callbacks.remove(callback)
+        if not callbacks:
+            self._callbacks.pop(name, None)
+
+    def emit(self, name: str, event: Any) -> None:
+        """Call ``name``'s callbacks in registration order, then feed subscribers.
+
+        A raising callback is logged and skipped. Registrations changed during
+        an emit take effect from the next emit. Ignored once closed.
+        """
+        if self._closed:
+            return
+        for callback in list(self._callbacks.get(name, ())):
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("callback %r for event %r raised", callback, name)
+        item = FanoutEvent(name, event)
+        for subscription in list(self._subscribers):
+            subscription._push(item)
+
+    def subscribe(self, *, max_buffer: float = math.inf) -> Subscription:
+        """Subscribe to all events emitted from now on.
+
+        Use as ``async with fanout.subscribe() as events: async for ev in events:``.
+
+        Args:
+            max_buffer: Events buffered before further ones are dropped.
+        """
+        subscription = Subscription(self, max_buffer)
+        if self._closed:
+            subscription._end()
+        else:
+            self._subscribers.add(subscription)
+        return subscription
+
+    def events(self, *, max_buffer: float = math.inf) -> Subscription:
+        """Shorthand for ``async for ev in fanout.events():``; see :meth:`subscribe`."""
+        return self.subscribe(max_buffer=max_buffer)
+
+    def close(self) -> None:
+        """End all subscriptions, drop all callbacks, ignore later emits. Idempotent."""
+        self._closed = True
+        for subscription in list(self._subscribers):
+            subscription._end()
+        self._subscribers.clear()
+        self._callbacks.clear()
+
+    def statistics(self) -> FanoutStatistics:
+        """Current registration counts."""
+        return FanoutStatistics(
+            callbacks=sum(len(cbs) for cbs in self._callbacks.values()),
+            subscribers=len(self._subscribers),
+        )

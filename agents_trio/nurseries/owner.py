@@ -1,0 +1,153 @@
+"""A nursery owned by one object, with a bounded grace period for cleanup."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+__all__ = ["TaskOwner", "open_owner"]
+
+
+class TaskOwner:
+    """Owns one nursery; every task it starts lives in that nursery.
+
+    Create it with :func:`open_owner`. Cancelling the owner cancels the
+    nursery's own cancel scope, i.e. every child *and* the body of the
+    ``async with open_owner()`` block, exactly like ``nursery.cancel_scope``.
+
+    Attributes:
+        grace: Seconds a child's ``finally`` block may keep running under
+            :meth:`cleanup_scope` after the child was cancelled.
+        name: Optional label, for debugging only.
+    """
+
+    def __init__(self, nursery: trio.Nursery, *, grace: float = 5.0, name: str | None = None):
+        self._nursery = nursery
+        self._closed = trio.Event()
+        self.grace = grace
+        self.name = name
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The owned nursery (e.g. to lend to a :class:`LatestSlot`)."""
+        return self._nursery
+
+    @property
+    def closed(self) -> bool:
+        """True once the owner's nursery has exited."""
+        return self._closed.is_set()
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+        """Start ``fn(*args)`` as a child task.
+
+        Raises:
+            RuntimeError: If the owner's nursery is closed to new arrivals.
+        """
+        self._nursery.start_soon(fn, *args, name=name)
+
+    async def start(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> Any:
+        """Start ``fn(*args, task_status=...)`` and wait until it calls ``started``.
+
+        Returns:
+            The value the child passed to ``task_status.started()``.
+
+        Cancellation:
+            A checkpoint. Cancelling the caller before ``started`` is called
+            cancels the child too (see ``trio.Nursery.start``).
+        """
+        return await self._nursery.start(fn, *args, name=name)
+
+    def cancel(self) -> None:
+        """Cancel every child (and the owning block's body). Idempotent, sync.
+
+        This is the way to shut the owner down from inside one of its own
+        tasks.
+        """
+        self._nursery.cancel_scope.cancel()
+
+    def cleanup_scope(self) -> trio.CancelScope:
+        """A shielded scope for a child's ``finally``, bounded by :attr:`grace`.
+
+        Usage::
+
+            finally:
+                with owner.cleanup_scope():
+                    await flush()
+
+        The grace period is counted from entering the scope.
+        """
+        return trio.move_on_after(self.grace, shield=True)
+
+    async def wait_closed(self) -> None:
+        """Wait until the owner's nursery has exited.
+
+        Cancellation:
+            A checkpoint; cancelling the waiter does not affect the owner.
+        """
+        await self._closed.wait()
+
+    async def aclose(self) -> None:
+        """Cancel all children and wait until the nursery has exited. Idempotent.
+
+        Raises:
+            RuntimeError: If called from inside the owner (the body of its
+                ``async with`` block, one of its children, or a task nested
+                below them), where waiting would deadlock. Use :meth:`cancel`
+                there instead.
+
+        Cancellation:
+            A checkpoint. If the caller is cancelled while waiting, the owner
+            stays cancelled and keeps shutting down on its own.
+        """
+        if not self.closed and self._called_from_inside():
+            raise RuntimeError("TaskOwner.aclose() called from inside the owner; use cancel()")
+        self.cancel()
+        await self._closed.wait()
+
+    def _called_from_inside(self) -> bool:
+        body = self._nursery.parent_task
+        task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+        while task is not None:
+            if task is body or task.eventual_parent_nursery is self._nursery:
+                return True
+            parent = task.parent_nursery
+            if parent is None:
+                return False
+            if parent is self._nursery:
+                return True
+            if parent.parent_task is body:
+                # ``body`` may have opened ``parent`` before or inside our block;
+                # a task's open nurseries are strictly nested, in opening order.
+                opened = body.child_nurseries
+                return opened.index(parent) > opened.index(self._nursery)
+            task = parent.parent_task
+        return False
+
+
+@asynccontextmanager
+async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIterator[TaskOwner]:
+    """Open a nursery and yield a :class:`TaskOwner` for it.
+
+    Leaving the block normally waits for all children, like a nursery. An
+    exception or cancellation in the body cancels the children. Errors from
+    children (and from the body) escape as the nursery's ``ExceptionGroup``
+    under Trio's default ``strict_exception_groups=True``.
+
+    Args:
+        grace: Default for :attr:`TaskOwner.grace`.
+        name: Optional label for the owner.
+
+    Cancellation:
+        Owns tasks. Entering is not a checkpoint; leaving is, like a nursery.
+    """
+    owner: TaskOwner | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            owner = TaskOwner(nursery, grace=grace, name=name)
+            yield owner
+    finally:
+        if owner is not None:
+            owner._closed.set()

@@ -1,0 +1,87 @@
+"""A slot holding the latest of a series of tasks in a borrowed nursery."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+__all__ = ["LatestSlot"]
+
+
+class LatestSlot:
+    """Runs at most one task body at a time; a new one replaces the old one.
+
+    The slot borrows a nursery it does not own (like trio-websocket's
+    ``connect_websocket(nursery, ...)``): its tasks are children of that
+    nursery and end when it is cancelled.
+
+    Each occupant runs in its own fresh cancel scope, so cancelling one never
+    cancels another. A replacement's ``fn`` only starts once the previous
+    occupant's ``fn`` has fully returned, finally blocks included (a lock
+    serialises them), so two occupants never run at once.
+
+    Args:
+        nursery: The nursery the slot's tasks are started in.
+    """
+
+    def __init__(self, nursery: trio.Nursery):
+        self._nursery = nursery
+        self._lock = trio.Lock()
+        self._scope: trio.CancelScope | None = None
+        self._tasks = 0
+        self._idle = trio.Event()
+        self._idle.set()
+
+    @property
+    def occupied(self) -> bool:
+        """True while any task started by this slot has not finished.
+
+        This includes a cancelled occupant that is still unwinding (running
+        its ``finally``) and a replacement still waiting for it.
+        """
+        return self._tasks > 0
+
+    def replace(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Cancel the current occupant and start ``fn(*args)`` in its place.
+
+        Raises:
+            RuntimeError: If the borrowed nursery is closed to new arrivals.
+
+        Cancellation:
+            Not a checkpoint. Owns tasks, in the borrowed nursery.
+        """
+        self.cancel()
+        scope = trio.CancelScope()
+        self._nursery.start_soon(self._run, scope, fn, args, name=fn)
+        self._scope = scope
+        if self._tasks == 0:
+            self._idle = trio.Event()
+        self._tasks += 1
+
+    def cancel(self) -> None:
+        """Cancel the current occupant, if any. Sync and idempotent."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def wait_idle(self) -> None:
+        """Wait until no task started by this slot is running.
+
+        Cancellation:
+            A checkpoint; cancelling the waiter does not affect occupants.
+        """
+        await self._idle.wait()
+
+    async def _run(self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+        try:
+            with scope:
+                async with self._lock:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    await fn(*args)
+        finally:
+            self._tasks -= 1
+            if self._tasks == 0:
+                self._idle.set()
+            if self._scope is scope:
+                self._scope = None

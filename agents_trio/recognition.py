@@ -1,0 +1,230 @@
+"""Audio recognition: user audio → VAD and STT → user state, transcripts, end of turn.
+
+It belongs to the session, not to an activity: a handoff or an AgentTask does not tear the
+pipeline down, and every decision is delivered to whichever activity is current through
+``RecognitionHooks`` (the session routes them). Each input frame is pushed to the VAD and STT
+streams directly, with no channel hop in between.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterable
+from contextlib import AsyncExitStack
+from typing import Any, Protocol
+
+import msgspec
+import trio
+
+from ._errors import APIError
+from .models import STT, VAD, SpeechEvent, SpeechEventType, VADEvent, VADEventType
+from .nurseries import LatestSlot
+from .options import TurnHandling
+
+logger = logging.getLogger("agents_trio")
+
+
+class EndOfTurnInfo(msgspec.Struct, kw_only=True):
+    new_transcript: str
+    transcript_confidence: float = 1.0
+    started_speaking_at: float | None = None
+    stopped_speaking_at: float | None = None
+    transcription_delay: float = 0.0
+    end_of_turn_delay: float = 0.0
+
+
+class RecognitionHooks(Protocol):
+    def turn_options(self) -> TurnHandling: ...
+    def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None: ...
+    def on_vad_inference(self, ev: VADEvent) -> None: ...
+    def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None: ...
+    def on_interim_transcript(self, ev: SpeechEvent) -> None: ...
+    def on_final_transcript(self, ev: SpeechEvent) -> None: ...
+    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
+    def on_recognition_error(self, error: BaseException, source: Any) -> None: ...
+
+
+class AudioRecognition:
+    """Runs the VAD and STT streams over the user's audio and decides end of turn.
+
+    Args:
+        hooks: Receives every decision (the session).
+        vad: Voice activity detection, or None.
+        stt: Speech to text, or None.
+        turn_detection: ``"vad"``, ``"stt"``, ``"manual"`` or None (VAD when there is one).
+    """
+
+    def __init__(self, hooks: RecognitionHooks, *, vad: VAD | None, stt: STT | None,
+                 turn_detection: str | None) -> None:
+        self._hooks = hooks
+        self._vad = vad
+        self._stt = stt
+        if turn_detection is None:
+            turn_detection = "vad" if vad is not None else ("stt" if stt is not None else "manual")
+        self.turn_detection = turn_detection
+        self._finals: list[str] = []
+        self._interim = ""
+        self._confidences: list[float] = []
+        self._user_speaking = False
+        self._speech_started_at: float | None = None
+        self._last_speaking_time: float | None = None
+        self._last_final_time: float | None = None
+        self._eot_slot: LatestSlot | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def transcript(self) -> str:
+        """The final transcripts of the open user turn, joined."""
+        return " ".join(self._finals)
+
+    @property
+    def current_transcript(self) -> str:
+        """Finals plus the latest interim transcript."""
+        return " ".join([*self._finals, self._interim]).strip()
+
+    @property
+    def user_speaking(self) -> bool:
+        return self._user_speaking
+
+    @property
+    def end_of_turn_pending(self) -> bool:
+        """True while an end-of-turn decision is open (derived from the bounce task)."""
+        return self._eot_slot is not None and self._eot_slot.occupied
+
+    @property
+    def user_speech_duration(self) -> float:
+        if self._speech_started_at is None:
+            return 0.0
+        return trio.current_time() - self._speech_started_at
+
+    def clear_user_turn(self) -> None:
+        self._finals.clear()
+        self._interim = ""
+        self._confidences.clear()
+        if self._eot_slot is not None:
+            self._eot_slot.cancel()
+
+    # -- running -------------------------------------------------------------------------------
+    async def run(self, audio: AsyncIterable[Any], *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run until the audio input ends or the caller's scope is cancelled.
+
+        Cancellation: cancelling the caller stops the streams; nothing is committed.
+        """
+        async with AsyncExitStack() as stack:
+            vad_stream = await stack.enter_async_context(self._vad.stream()) if self._vad else None
+            stt_stream = await stack.enter_async_context(self._stt.stream()) if self._stt else None
+            async with trio.open_nursery() as nursery:
+                self._eot_slot = LatestSlot(nursery)
+                if vad_stream is not None:
+                    nursery.start_soon(self._consume_vad, vad_stream)
+                if stt_stream is not None:
+                    nursery.start_soon(self._consume_stt, stt_stream)
+                task_status.started()
+                await self._pump(audio, vad_stream, stt_stream)
+
+    async def _pump(self, audio: AsyncIterable[Any], vad_stream: Any, stt_stream: Any) -> None:
+        async for frame in audio:
+            if vad_stream is not None:
+                vad_stream.push_frame(frame)
+            if stt_stream is not None:
+                stt_stream.push_frame(frame)
+        if vad_stream is not None:
+            vad_stream.end_input()
+        if stt_stream is not None:
+            stt_stream.end_input()
+
+    async def _consume_vad(self, stream: Any) -> None:
+        try:
+            async for ev in stream:
+                self._on_vad_event(ev)
+        except APIError as e:
+            self._hooks.on_recognition_error(e, self._vad)
+
+    async def _consume_stt(self, stream: Any) -> None:
+        try:
+            async for ev in stream:
+                self._on_stt_event(ev)
+        except APIError as e:
+            self._hooks.on_recognition_error(e, self._stt)
+
+    # -- decisions -----------------------------------------------------------------------------
+    def _on_vad_event(self, ev: VADEvent) -> None:
+        now = trio.current_time()
+        if ev.type is VADEventType.START_OF_SPEECH:
+            started_at = now - ev.speech_duration - ev.inference_duration
+            self._user_speaking = True
+            self._speech_started_at = started_at
+            if self._eot_slot is not None:
+                self._eot_slot.cancel()
+            self._hooks.on_start_of_speech(ev, started_at)
+        elif ev.type is VADEventType.INFERENCE_DONE:
+            self._hooks.on_vad_inference(ev)
+        elif ev.type is VADEventType.END_OF_SPEECH:
+            stopped_at = now - ev.silence_duration - ev.inference_duration
+            self._user_speaking = False
+            self._last_speaking_time = stopped_at
+            self._hooks.on_end_of_speech(ev, stopped_at)
+            if self.turn_detection == "vad":
+                self._run_eot_detection()
+
+    def _on_stt_event(self, ev: SpeechEvent) -> None:
+        text = ev.alternatives[0].text if ev.alternatives else ""
+        if ev.type is SpeechEventType.FINAL_TRANSCRIPT:
+            if not text.strip():
+                return
+            self._finals.append(text.strip())
+            self._confidences.append(ev.alternatives[0].confidence)
+            self._interim = ""
+            self._last_final_time = trio.current_time()
+            self._hooks.on_final_transcript(ev)
+            if not self._user_speaking and self.turn_detection in ("vad", "stt"):
+                self._run_eot_detection()
+        elif ev.type in (SpeechEventType.INTERIM_TRANSCRIPT,
+                         SpeechEventType.PREFLIGHT_TRANSCRIPT):
+            self._interim = text
+            self._hooks.on_interim_transcript(ev)
+        elif ev.type is SpeechEventType.START_OF_SPEECH and self._vad is None:
+            now = trio.current_time()
+            self._user_speaking = True
+            self._speech_started_at = now
+            if self._eot_slot is not None:
+                self._eot_slot.cancel()
+            self._hooks.on_start_of_speech(None, now)
+        elif ev.type is SpeechEventType.END_OF_SPEECH:
+            if self._vad is None:
+                now = trio.current_time()
+                self._user_speaking = False
+                self._last_speaking_time = now
+                self._hooks.on_end_of_speech(None, now)
+            if self.turn_detection == "stt":
+                self._run_eot_detection()
+
+    def _run_eot_detection(self) -> None:
+        # Reference 3.3: no decision without a transcript when there is an STT.
+        if self._stt is not None and not self._finals:
+            return
+        if self._eot_slot is not None:
+            self._eot_slot.replace(self._bounce)
+
+    async def _bounce(self) -> None:
+        opts = self._hooks.turn_options()
+        now = trio.current_time()
+        last = self._last_speaking_time if self._last_speaking_time is not None else now
+        wait = opts.endpointing.min_delay - (now - last)
+        if wait > 0:
+            await trio.sleep(wait)
+        now = trio.current_time()
+        confidence = (sum(self._confidences) / len(self._confidences)) if self._confidences else 1.0
+        info = EndOfTurnInfo(
+            new_transcript=self.transcript,
+            transcript_confidence=confidence,
+            started_speaking_at=self._speech_started_at,
+            stopped_speaking_at=last,
+            transcription_delay=max((self._last_final_time or last) - last, 0.0),
+            end_of_turn_delay=now - last,
+        )
+        if self._hooks.on_end_of_turn(info):
+            self._finals.clear()
+            self._interim = ""
+            self._confidences.clear()

@@ -1,0 +1,505 @@
+"""AgentSession: the nursery that owns recognition, the activities, and the event fan-out.
+
+    async with AgentSession(stt=..., vad=..., llm=..., tts=...) as session:
+        await session.start(MyAgent())
+        ...
+
+Leaving the block closes the session: the work tree is cancelled from the leaves up, every
+``on_exit`` with a matching ``on_enter`` runs once under a shielded grace, and ``close`` is
+the last event.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+
+from ._errors import APIError
+from .activity import Activity, current_tool_call
+from .agent import Agent
+from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from .events import (AgentStateChangedEvent, CloseEvent, ConversationItemAddedEvent, ErrorEvent,
+                     MetricsCollectedEvent, SpeechCreatedEvent, UserInputTranscribedEvent,
+                     UserStateChangedEvent)
+from .io.audio import AudioInput, AudioOutput, TextOutput
+from .models import ModelSettings, SpeechEvent, VADEvent
+from .nurseries import EventFanout
+from .options import TurnHandling
+from .recognition import AudioRecognition, EndOfTurnInfo
+from .run_result import RunResult
+from .speech_handle import SpeechHandle
+from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
+from .text_transforms import resolve as resolve_transforms
+from .tools import FunctionTool
+
+logger = logging.getLogger("agents_trio")
+
+_NOT_GIVEN: Any = object()
+
+
+class SessionState(enum.Enum):
+    CREATED = "created"
+    ENTERED = "entered"      # inside ``async with``, not started
+    RUNNING = "running"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class SessionInput:
+    """``session.input``: where the user's audio comes from."""
+
+    def __init__(self) -> None:
+        self.audio: AudioInput | None = None
+
+
+class SessionOutput:
+    """``session.output``: where the agent's voice and transcription go."""
+
+    def __init__(self) -> None:
+        self.audio: AudioOutput | None = None
+        self.transcription: TextOutput | None = None
+
+
+class AgentSession:
+    """A voice session: one user, one current agent, the models, and the events.
+
+    Args:
+        stt, vad, llm, tts: Trio-native models (see ``agents_trio.models``).
+        turn_handling: Turn detection, endpointing, interruption and preemptive generation
+            options; every key is optional and defaults as in LiveKit Agents.
+        tools: Session-wide tools, added to every agent's tools.
+        max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
+        max_unrecoverable_errors: Errors of one model kind tolerated before the session closes.
+        userdata: Any object, available to tools as ``ctx.userdata``.
+        tts_text_transforms: Transforms applied to text before the TTS (None disables).
+        close_grace: Seconds that shielded cleanup (``on_exit``, clearing audio) may take.
+    """
+
+    def __init__(self, *, stt: Any = None, vad: Any = None, llm: Any = None, tts: Any = None,
+                 turn_handling: dict[str, Any] | None = None,
+                 tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
+                 max_unrecoverable_errors: int = 3, userdata: Any = _NOT_GIVEN,
+                 tts_text_transforms: Sequence[Any] | None = DEFAULT_TRANSFORMS,
+                 close_grace: float = 5.0) -> None:
+        self.stt, self.vad, self.llm, self.tts = stt or None, vad or None, llm or None, tts or None
+        self.turn_handling_overrides = dict(turn_handling or {})
+        self.tools = list(tools)
+        self.max_tool_steps = max_tool_steps
+        self.max_unrecoverable_errors = max_unrecoverable_errors
+        self._userdata = userdata
+        self.tts_text_transforms = resolve_transforms(tts_text_transforms)
+        self.close_grace = close_grace
+        self.input = SessionInput()
+        self.output = SessionOutput()
+        self._events = EventFanout()
+        self._history = ChatContext()
+        self._agent_state = "initializing"
+        self._user_state = "listening"
+        self._state = SessionState.CREATED
+        self._agent: Agent | None = None
+        self._activity: Activity | None = None
+        self._recognition: AudioRecognition | None = None
+        self._run: RunResult[Any] | None = None
+        self._error_counts: dict[str, int] = {}
+        self._close_reason = "user_initiated"
+        self._close_error: Any = None
+        self._nursery_manager: Any = None
+        self._nursery: trio.Nursery | None = None
+        self._work_scope = trio.CancelScope()
+        self._closed = trio.Event()
+        self._switch_send: trio.MemorySendChannel[Agent] | None = None
+        self._transcripts_send: trio.MemorySendChannel[str] | None = None
+
+    # -- context manager ----------------------------------------------------------------------
+    async def __aenter__(self) -> AgentSession:
+        if self._state is not SessionState.CREATED:
+            raise RuntimeError("an AgentSession can be entered once")
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
+        self._state = SessionState.ENTERED
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        try:
+            await self.aclose()
+        finally:
+            return await self._nursery_manager.__aexit__(*exc_info)
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def history(self) -> ChatContext:
+        return self._history
+
+    @property
+    def current_agent(self) -> Agent:
+        if self._agent is None:
+            raise RuntimeError("the session has not started")
+        return self._agent
+
+    @property
+    def current_speech(self) -> SpeechHandle | None:
+        return self._activity.current_speech if self._activity else None
+
+    @property
+    def agent_state(self) -> str:
+        return self._agent_state
+
+    @property
+    def user_state(self) -> str:
+        return self._user_state
+
+    @property
+    def userdata(self) -> Any:
+        if self._userdata is _NOT_GIVEN:
+            raise ValueError("VoiceAgent userdata is not set")
+        return self._userdata
+
+    @userdata.setter
+    def userdata(self, value: Any) -> None:
+        self._userdata = value
+
+    @property
+    def turn_detection(self) -> str | None:
+        return self._recognition.turn_detection if self._recognition else None
+
+    # -- events -------------------------------------------------------------------------------
+    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+        """Register a plain function for an event; usable as a decorator."""
+        return self._events.on(name, callback) if callback else self._events.on(name)
+
+    def off(self, name: str, callback: Callable[[Any], Any]) -> None:
+        self._events.off(name, callback)
+
+    def events(self) -> Any:
+        """``async for ev in session.events():`` yields every event until the session closes."""
+        return _EventIterator(self._events.subscribe())
+
+    def _emit(self, name: str, event: Any) -> None:
+        self._events.emit(name, event)
+
+    def emit_metrics(self, metrics: Any) -> None:
+        self._emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
+
+    def _update_agent_state(self, state: str) -> None:
+        if state == self._agent_state:
+            return
+        old, self._agent_state = self._agent_state, state
+        if state == "speaking":
+            self._error_counts.pop("llm", None)
+            self._error_counts.pop("tts", None)
+        self._emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
+
+    def _update_user_state(self, state: str, created_at: float) -> None:
+        if state == self._user_state:
+            return
+        old, self._user_state = self._user_state, state
+        self._emit("user_state_changed", UserStateChangedEvent(
+            old_state=old, new_state=state, created_at=created_at))
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, agent: Agent) -> None:
+        """Start the session with ``agent``; returns once its activity runs.
+
+        ``on_enter`` is launched, not awaited. Idempotent while started.
+
+        Cancellation: cancelling ``start`` before it returns closes the session.
+        """
+        if self._state is SessionState.RUNNING:
+            return
+        if self._state is not SessionState.ENTERED or self._nursery is None:
+            raise RuntimeError("start() must be called inside `async with session:`")
+        await self._nursery.start(self._main, agent)
+
+    async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with self._work_scope:
+                async with trio.open_nursery() as nursery:
+                    transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
+                    self._transcripts_send = transcripts_send
+                    nursery.start_soon(self._forward_transcripts, transcripts_recv)
+                    if self.output.audio is not None:
+                        self.output.audio.on("playback_started", self._on_playback_started)
+                    self._agent = agent
+                    self._commit_history(AgentHandoff(new_agent_id=agent.id))
+                    await nursery.start(self._activity_host, agent)
+                    if self.input.audio is not None:
+                        self._recognition = AudioRecognition(
+                            _RecognitionRouter(self), vad=self.vad, stt=self.stt,
+                            turn_detection=self.turn_handling_overrides.get("turn_detection"))
+                        await nursery.start(self._recognition.run, self.input.audio)
+                    self._state = SessionState.RUNNING
+                    self._update_agent_state("listening")
+                    task_status.started()
+                    await trio.sleep_forever()
+        finally:
+            self._finish_close()
+
+    def _finish_close(self) -> None:
+        self._state = SessionState.CLOSED
+        if self._run is not None and not self._run.done():
+            self._run._fail(RuntimeError("session closed"))
+        self._emit("close", CloseEvent(reason=self._close_reason, error=self._close_error))
+        self._agent_state = "initializing"
+        self._events.close()
+        self._closed.set()
+
+    async def _activity_host(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
+        """Runs one activity at a time; switch requests are served in order."""
+        switch_send, switch_recv = trio.open_memory_channel[Agent](math.inf)
+        self._switch_send = switch_send
+        async with trio.open_nursery() as nursery:
+            activity = Activity(self, agent)
+            await nursery.start(activity.run)
+            self._activity = activity
+            task_status.started()
+            async for new_agent in switch_recv:
+                old = self._activity
+                hold = self._run._hold() if self._run and not self._run.done() else None
+                try:
+                    await old.drain()
+                    handoff = AgentHandoff(old_agent_id=old.agent.id, new_agent_id=new_agent.id)
+                    self._commit_history(handoff, old_agent=old.agent, new_agent=new_agent)
+                    activity = Activity(self, new_agent)
+                    await nursery.start(activity.run)
+                    self._activity = activity
+                finally:
+                    if hold is not None and self._run is not None:
+                        self._run._release(hold)
+
+    def update_agent(self, agent: Agent) -> None:
+        """Hand off to ``agent``: the current agent finishes its queued speech, runs
+        ``on_exit``, and the new agent starts (its ``on_enter`` is launched, not awaited)."""
+        if self._switch_send is None or self._state is not SessionState.RUNNING:
+            self._agent = agent
+            return
+        self._agent = agent
+        if self._activity is not None:
+            self._activity.block_new_turns()
+        self._switch_send.send_nowait(agent)
+
+    async def drain(self) -> None:
+        """Let the current agent finish its speeches and run ``on_exit``.
+
+        Raises:
+            RuntimeError: the session is not running.
+        """
+        if self._state is not SessionState.RUNNING or self._activity is None:
+            raise RuntimeError("the session is not running")
+        await self._activity.drain()
+
+    async def aclose(self) -> None:
+        """Close the session: cancel everything from the leaves up, then emit ``close``.
+
+        Cancellation: idempotent; when called from inside the session (a tool), the caller is
+        cancelled with the rest of the tree.
+        """
+        if self._state in (SessionState.CREATED, SessionState.ENTERED):
+            if self._state is SessionState.ENTERED:
+                self._state = SessionState.CLOSED
+                self._events.close()
+            return
+        if self._state is SessionState.RUNNING:
+            self._state = SessionState.CLOSING
+            self._work_scope.cancel()
+        await self._closed.wait()
+
+    def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None:
+        """Schedule a close without waiting for it (usable from tools and callbacks)."""
+        if self._nursery is None or self._state is not SessionState.RUNNING:
+            return
+        self._close_reason = reason
+        self._nursery.start_soon(self._shutdown, drain)
+
+    async def _shutdown(self, drain: bool) -> None:
+        if drain and self._activity is not None:
+            with trio.move_on_after(self.close_grace * 6):
+                await self._activity.drain()
+        await self.aclose()
+
+    # -- speech -------------------------------------------------------------------------------
+    def _activity_for_speech(self) -> Activity:
+        if self._state is not SessionState.RUNNING or self._activity is None:
+            raise RuntimeError("the session is not running")
+        scope = current_tool_call.get()
+        if scope is not None and scope.activity.state.value == "running":
+            return scope.activity if scope.activity is self._activity else self._activity
+        return self._activity
+
+    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+            add_to_chat_ctx: bool = True) -> SpeechHandle:
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS."""
+        return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
+                                               add_to_chat_ctx=add_to_chat_ctx)
+
+    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       chat_ctx: ChatContext | None = None) -> SpeechHandle:
+        """Generate a reply with the LLM; ``user_input`` becomes a user message."""
+        message = ChatMessage(role="user", content=[user_input]) if user_input else None
+        return self._activity_for_speech().generate_reply(
+            user_message=message, instructions=instructions, tool_choice=tool_choice,
+            allow_interruptions=allow_interruptions, chat_ctx=chat_ctx)
+
+    def interrupt(self, *, force: bool = False) -> _Interruption:
+        """Interrupt the current speech and the queue; ``await`` the result to wait for them.
+
+        Raises:
+            RuntimeError: the session is not running, or the playing speech does not allow
+                interruptions and ``force`` is False.
+        """
+        if self._activity is None or self._state is not SessionState.RUNNING:
+            raise RuntimeError("the session is not running")
+        return _Interruption(self._activity.interrupt(force=force))
+
+    async def run(self, *, user_input: str) -> RunResult[Any]:
+        """Send ``user_input`` as text and wait until the turn it starts has settled.
+
+        Returns:
+            The run's events (assistant messages, tool calls and outputs, handoffs).
+
+        Raises:
+            RuntimeError: a previous run is still active, or the session closed.
+            Exception: the error of a failed model call of the turn.
+        """
+        if self._run is not None and not self._run.done():
+            raise RuntimeError("nested runs are not supported")
+        run: RunResult[Any] = RunResult(user_input=user_input)
+        self._run = run
+        self.generate_reply(user_input=user_input)
+        await run
+        return run
+
+    def _on_speech_created(self, handle: SpeechHandle) -> None:
+        if self._run is not None and not self._run.done():
+            self._run._watch(handle)
+        self._emit("speech_created", SpeechCreatedEvent(speech_handle=handle,
+                                                        source=handle.source))
+
+    # -- history ------------------------------------------------------------------------------
+    def _commit_history(self, item: ChatItem, handle: SpeechHandle | None = None, *,
+                        old_agent: Any = None, new_agent: Any = None) -> None:
+        if item.id != "lk.agent_task.instructions":
+            self._history.insert(item)
+        if handle is not None:
+            handle._add_item(item)
+        if self._run is not None and not self._run.done():
+            self._run._record_item(item, old_agent=old_agent, new_agent=new_agent)
+        if isinstance(item, (ChatMessage, AgentHandoff)):
+            self._emit("conversation_item_added", ConversationItemAddedEvent(item=item))
+
+    # -- errors -------------------------------------------------------------------------------
+    def _report_error(self, error: BaseException, source: Any) -> None:
+        self._emit("error", ErrorEvent(error=error, source=source))
+        if isinstance(error, APIError) and error.recoverable:
+            return
+        kind = ("llm" if source is self.llm else "tts" if source is self.tts
+                else "stt" if source is self.stt else "other")
+        self._error_counts[kind] = self._error_counts.get(kind, 0) + 1
+        if self._error_counts[kind] > self.max_unrecoverable_errors:
+            self._close_error = error
+            self.shutdown(drain=False, reason="error")
+
+    # -- output -------------------------------------------------------------------------------
+    def _on_playback_started(self, _ev: Any) -> None:
+        if self._activity is not None:
+            self._activity.on_playback_started()
+
+    def _forward_transcription(self, text: str) -> None:
+        if self._transcripts_send is not None and text and self.output.transcription is not None:
+            self._transcripts_send.send_nowait(text)
+
+    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str]) -> None:
+        async for text in recv:
+            output = self.output.transcription
+            agent = self._agent
+            if output is None or agent is None:
+                continue
+            async for chunk in agent.transcription_node(_once(text), ModelSettings()):
+                await output.capture_text(chunk)
+            output.flush()
+
+
+async def _once(text: str) -> Any:
+    yield text
+
+
+class _Interruption:
+    """What ``session.interrupt()`` returns: awaiting it waits for the interrupted speeches."""
+
+    def __init__(self, handles: list[SpeechHandle]) -> None:
+        self.handles = handles
+
+    def __await__(self) -> Any:
+        async def _wait() -> None:
+            for h in self.handles:
+                await h.wait_for_playout()
+
+        return _wait().__await__()
+
+
+class _EventIterator:
+    def __init__(self, subscription: Any) -> None:
+        self._sub = subscription
+
+    def __aiter__(self) -> _EventIterator:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self._sub.__anext__()
+        return item.event
+
+    async def aclose(self) -> None:
+        await self._sub.aclose()
+
+
+class _RecognitionRouter:
+    """Delivers recognition decisions to the session and its current activity."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self._session = session
+
+    def turn_options(self) -> TurnHandling:
+        activity = self._session._activity
+        assert activity is not None
+        return activity.options
+
+    def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None:
+        self._session._update_user_state("speaking", started_at)
+        if self._session._activity is not None:
+            self._session._activity.on_start_of_speech()
+
+    def on_vad_inference(self, ev: VADEvent) -> None:
+        if self._session._activity is not None:
+            self._session._activity.on_vad_inference(ev.speech_duration)
+
+    def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
+        self._session._update_user_state("listening", stopped_at)
+        if self._session._activity is not None:
+            self._session._activity.on_end_of_speech()
+
+    def on_interim_transcript(self, ev: SpeechEvent) -> None:
+        text = ev.alternatives[0].text if ev.alternatives else ""
+        self._session._emit("user_input_transcribed",
+                            UserInputTranscribedEvent(transcript=text, is_final=False))
+
+    def on_final_transcript(self, ev: SpeechEvent) -> None:
+        alt = ev.alternatives[0]
+        self._session._error_counts.pop("stt", None)
+        self._session._emit("user_input_transcribed", UserInputTranscribedEvent(
+            transcript=alt.text, is_final=True, language=alt.language or None))
+        if self._session._activity is not None:
+            self._session._activity.on_final_transcript(alt.text)
+
+    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
+        activity = self._session._activity
+        if activity is None:
+            return True
+        return activity.on_end_of_turn(info)
+
+    def on_recognition_error(self, error: BaseException, source: Any) -> None:
+        self._session._report_error(error, source)

@@ -1,0 +1,186 @@
+"""SpeechHandle: one agent turn (a ``say`` or a generated reply with its tool rounds).
+
+A handle's work runs in its activity's nursery. Each generation step runs inside a cancel scope
+that the handle owns; ``interrupt()`` cancels that scope, which takes effect at the next
+checkpoint of the step. Tool executions of a step run outside that scope, so interrupting never
+cancels a running tool (its result is kept, with no reply).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Generator
+from typing import Any
+
+import trio
+
+from ._ids import short_id
+from .chat import ChatItem
+
+SPEECH_PRIORITY_LOW = 0
+SPEECH_PRIORITY_NORMAL = 5
+SPEECH_PRIORITY_HIGH = 10
+
+
+class _Phase(enum.Enum):
+    CREATED = "created"
+    SCHEDULED = "scheduled"
+    DONE = "done"
+
+
+class SpeechHandle:
+    """A handle on one speech of the agent.
+
+    ``await handle`` waits until the whole turn is done, tool rounds and tool replies included;
+    it never raises. The error of a failed model call is available from ``exception()``.
+    """
+
+    SPEECH_PRIORITY_LOW = SPEECH_PRIORITY_LOW
+    SPEECH_PRIORITY_NORMAL = SPEECH_PRIORITY_NORMAL
+    SPEECH_PRIORITY_HIGH = SPEECH_PRIORITY_HIGH
+
+    def __init__(self, *, allow_interruptions: bool = True,
+                 priority: int = SPEECH_PRIORITY_NORMAL, source: str = "generate_reply") -> None:
+        self.id = short_id("speech")
+        self.priority = priority
+        self.source = source
+        self._allow_interruptions = allow_interruptions
+        self._phase = _Phase.CREATED
+        self._interrupted = False
+        self._num_steps = 1
+        self._chat_items: list[ChatItem] = []
+        self._error: BaseException | None = None
+        self._done_callbacks: list[Callable[[SpeechHandle], Any]] = []
+        self._item_callbacks: list[Callable[[ChatItem], Any]] = []
+        self._done_event = trio.Event()
+        self._scheduled_event = trio.Event()
+        self._new_step()
+
+    def _new_step(self) -> None:
+        # One scope, authorization and completion per generation step: a tool reply is a new
+        # step of the same handle, scheduled again.
+        self._step_scope = trio.CancelScope()
+        self._authorized = trio.Event()
+        self._generation_done = trio.Event()
+        if self._interrupted:
+            self._step_scope.cancel()
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def allow_interruptions(self) -> bool:
+        return self._allow_interruptions
+
+    @allow_interruptions.setter
+    def allow_interruptions(self, value: bool) -> None:
+        if self._interrupted and not value:
+            raise RuntimeError("cannot disallow interruptions on an interrupted speech")
+        self._allow_interruptions = value
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    @property
+    def scheduled(self) -> bool:
+        return self._phase is not _Phase.CREATED
+
+    @property
+    def num_steps(self) -> int:
+        return self._num_steps
+
+    @property
+    def chat_items(self) -> list[ChatItem]:
+        return list(self._chat_items)
+
+    def done(self) -> bool:
+        return self._phase is _Phase.DONE
+
+    def exception(self) -> BaseException | None:
+        """The error of a failed model call of this speech (the first one wins)."""
+        if not self.done():
+            raise RuntimeError("the speech is not done")
+        return self._error
+
+    def interrupt(self, *, force: bool = False) -> SpeechHandle:
+        """Interrupt the speech: its current step stops at the next checkpoint.
+
+        Raises:
+            RuntimeError: the speech does not allow interruptions and ``force`` is False.
+        """
+        if self.done() or self._interrupted:
+            return self
+        if not self._allow_interruptions and not force:
+            raise RuntimeError("This speech handle does not allow interruptions")
+        self._interrupted = True
+        self._step_scope.cancel()
+        return self
+
+    async def wait_for_playout(self) -> None:
+        """Wait until the speech is done.
+
+        Cancellation: a checkpoint; cancelling the wait does not affect the speech.
+        """
+        await self._done_event.wait()
+
+    def __await__(self) -> Generator[Any, None, SpeechHandle]:
+        async def _wait() -> SpeechHandle:
+            await self._done_event.wait()
+            return self
+
+        return _wait().__await__()
+
+    def add_done_callback(self, callback: Callable[[SpeechHandle], Any]) -> None:
+        if self.done():
+            callback(self)
+        else:
+            self._done_callbacks.append(callback)
+
+    def remove_done_callback(self, callback: Callable[[SpeechHandle], Any]) -> None:
+        if callback in self._done_callbacks:
+            self._done_callbacks.remove(callback)
+
+    def __repr__(self) -> str:
+        return (f"SpeechHandle(id={self.id!r}, phase={self._phase.value}, "
+                f"interrupted={self._interrupted})")
+
+    # -- runtime side -------------------------------------------------------------------------
+    def _mark_scheduled(self) -> None:
+        if self._phase is _Phase.CREATED:
+            self._phase = _Phase.SCHEDULED
+            self._scheduled_event.set()
+
+    async def _wait_scheduled(self) -> None:
+        await self._scheduled_event.wait()
+
+    def _authorize(self) -> None:
+        self._authorized.set()
+
+    async def _wait_authorized(self) -> None:
+        await self._authorized.wait()
+
+    def _mark_generation_done(self) -> None:
+        self._generation_done.set()
+
+    async def _wait_for_generation(self) -> None:
+        await self._generation_done.wait()
+
+    def _add_item(self, item: ChatItem) -> None:
+        self._chat_items.append(item)
+        for cb in list(self._item_callbacks):
+            cb(item)
+
+    def _set_error(self, error: BaseException) -> None:
+        if self._error is None:
+            self._error = error
+
+    def _mark_done(self) -> None:
+        if self._phase is _Phase.DONE:
+            return
+        self._phase = _Phase.DONE
+        self._scheduled_event.set()
+        self._authorized.set()
+        self._generation_done.set()
+        self._done_event.set()
+        callbacks, self._done_callbacks = self._done_callbacks, []
+        for cb in callbacks:
+            cb(self)

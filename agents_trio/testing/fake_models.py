@@ -1,0 +1,210 @@
+"""Fake VAD, STT, LLM and TTS that follow a FakeActions script in Trio time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+
+from ..chat import ChatContext, ChatMessage, FunctionCallOutput
+from ..models import (ChatChunk, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+                      VADEventType)
+from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
+
+
+class _ScriptedStream:
+    """Frames in; events out on the script's clock, which starts at the first pushed frame."""
+
+    def __init__(self) -> None:
+        self._first_frame = trio.Event()
+        self._send, self._recv = trio.open_memory_channel[Any](math.inf)
+        self.origin: float | None = None
+
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
+        if self.origin is None:
+            self.origin = trio.current_time()
+            self._first_frame.set()
+
+    def end_input(self) -> None:
+        pass
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._recv.__aiter__()
+
+    async def _play(self, timeline: list[tuple[float, Any]], done: trio.Event) -> None:
+        await self._first_frame.wait()
+        assert self.origin is not None
+        async with self._send:
+            for at, event in sorted(timeline, key=lambda p: p[0]):
+                await trio.sleep_until(self.origin + at)
+                self._send.send_nowait(event)
+        done.set()
+
+
+class FakeVAD:
+    """Voice activity from the script: start after ``min_speech``, an inference every
+    ``min_speech``, end ``min_silence`` after the speech ends."""
+
+    def __init__(self, speeches: list[FakeUserSpeech], *, min_silence_duration: float = 0.5,
+                 min_speech_duration: float = 0.05) -> None:
+        self.speeches = speeches
+        self.min_silence = min_silence_duration
+        self.min_speech = min_speech_duration
+        self.speeches_done = trio.Event()
+
+    def timeline(self) -> list[tuple[float, VADEvent]]:
+        out: list[tuple[float, VADEvent]] = []
+        for s in self.speeches:
+            eos = s.end + self.min_silence
+            out.append((s.start + self.min_speech, VADEvent(
+                type=VADEventType.START_OF_SPEECH, speech_duration=self.min_speech,
+                speaking=True)))
+            k = 2
+            while (t := s.start + k * self.min_speech) < eos - 0.1:
+                out.append((t, VADEvent(type=VADEventType.INFERENCE_DONE,
+                                        speech_duration=min(t, s.end) - s.start,
+                                        silence_duration=max(0.0, t - s.end))))
+                k += 1
+            out.append((eos, VADEvent(type=VADEventType.END_OF_SPEECH,
+                                      speech_duration=s.end - s.start,
+                                      silence_duration=self.min_silence)))
+        return out
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        stream = _ScriptedStream()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            yield stream
+            nursery.cancel_scope.cancel()
+
+
+class FakeSTT:
+    """Transcripts from the script: an interim (first two words) at ``end + stt_delay/2``,
+    the final at ``end + stt_delay``."""
+
+    def __init__(self, speeches: list[FakeUserSpeech]) -> None:
+        self.speeches = speeches
+        self.speeches_done = trio.Event()
+
+    def timeline(self) -> list[tuple[float, SpeechEvent]]:
+        out: list[tuple[float, SpeechEvent]] = []
+        for s in self.speeches:
+            if not s.transcript:
+                continue
+            interim = " ".join(s.transcript.split()[:2])
+            out.append((s.start, SpeechEvent(type=SpeechEventType.START_OF_SPEECH)))
+            out.append((s.end + s.stt_delay / 2, SpeechEvent(
+                type=SpeechEventType.INTERIM_TRANSCRIPT,
+                alternatives=[SpeechData(text=interim)])))
+            if s.final:
+                out.append((s.end + s.stt_delay, SpeechEvent(
+                    type=SpeechEventType.FINAL_TRANSCRIPT,
+                    alternatives=[SpeechData(text=s.transcript)])))
+            out.append((s.end + s.stt_delay, SpeechEvent(type=SpeechEventType.END_OF_SPEECH)))
+        return out
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        stream = _ScriptedStream()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            yield stream
+            nursery.cancel_scope.cancel()
+
+
+def _last_item_text(chat_ctx: ChatContext) -> str:
+    if not chat_ctx.items:
+        return ""
+    item = chat_ctx.items[-1]
+    if isinstance(item, ChatMessage):
+        return item.text_content or ""
+    if isinstance(item, FunctionCallOutput):
+        return item.output
+    return ""
+
+
+class FakeLLM:
+    """Answers by the text of the last chat item; unknown input gives an empty stream.
+
+    ``calls`` records every request (chat context, tools, tool choice) for assertions.
+    """
+
+    def __init__(self, responses: list[FakeLLMResponse] | None = None) -> None:
+        self.responses = list(responses or [])
+        self.calls: list[dict[str, Any]] = []
+
+    def _find(self, key: str) -> FakeLLMResponse | None:
+        for r in self.responses:
+            if r.input == key:
+                return r
+        return None
+
+    @asynccontextmanager
+    async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
+                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        self.calls.append({"chat_ctx": chat_ctx.copy(), "tools": list(tools or []),
+                           "tool_choice": tool_choice})
+        yield self._stream(self._find(_last_item_text(chat_ctx)), tool_choice)
+
+    async def _stream(self, resp: FakeLLMResponse | None, tool_choice: Any
+                      ) -> AsyncIterator[ChatChunk]:
+        if resp is None:
+            return
+        started = trio.current_time()
+        await trio.sleep(resp.ttft)
+        if resp.error is not None:
+            raise resp.error
+        for i in range(0, len(resp.content), 3):
+            yield ChatChunk(content=resp.content[i:i + 3])
+        await trio.sleep_until(started + resp.duration)
+        if resp.tool_calls and tool_choice != "none":
+            yield ChatChunk(tool_calls=list(resp.tool_calls))
+
+
+class FakeTTS:
+    """Synthesizes silence for known texts: ``ttfb`` after the text ends, 10 ms frames for
+    ``audio_duration``, done ``duration`` after the text ended. Unknown text gives no audio."""
+
+    sample_rate = 24000
+    num_channels = 1
+
+    def __init__(self, responses: list[FakeTTSResponse] | None = None) -> None:
+        self.responses = list(responses or [])
+        self.inputs: list[str] = []
+        self._silence = bytes(2 * self.sample_rate // 100)
+
+    def _find(self, text: str) -> FakeTTSResponse | None:
+        for r in self.responses:
+            if r.input.strip() == text.strip():
+                return r
+        return None
+
+    @asynccontextmanager
+    async def stream(self, text: AsyncIterable[str]) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+        yield self._synthesize(text)
+
+    async def _synthesize(self, text: AsyncIterable[str]) -> AsyncIterator[rtc.AudioFrame]:
+        parts = [t async for t in text]
+        full = "".join(parts)
+        self.inputs.append(full)
+        resp = self._find(full)
+        if resp is None:
+            return
+        started = trio.current_time()
+        await trio.sleep(resp.ttfb)
+        if resp.error is not None:
+            raise resp.error
+        samples = self.sample_rate // 100
+        for _ in range(int(round(resp.audio_duration * 100))):
+            yield rtc.AudioFrame(self._silence, self.sample_rate, 1, samples)
+        await trio.sleep_until(started + resp.duration)
+
+
+def fakes_for(actions: FakeActions) -> tuple[FakeVAD, FakeSTT, FakeLLM, FakeTTS]:
+    return (FakeVAD(actions.user_speeches), FakeSTT(actions.user_speeches),
+            FakeLLM(actions.llm_responses), FakeTTS(actions.tts_responses))
