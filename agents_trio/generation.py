@@ -248,6 +248,8 @@ class Generation:
             self.activity.forward_transcription_nowait(segment.text)
 
     def _record_played(self, segment: Segment, position: float) -> None:
+        if position <= 0.0:
+            return
         if position >= segment.audio_duration:
             text = segment.text
         else:

@@ -48,7 +48,7 @@ class PriorityQueue(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("queue is closed")
         heapq.heappush(self._heap, (-priority, next(self._counter), item))
-        self._lot.unpark()
+        pass
 
     def get_nowait(self) -> T:
         """Pop the next item without waiting.
@@ -98,4 +98,4 @@ class PriorityQueue(Generic[T]):
     def close(self) -> None:
         """Refuse new items and wake waiters once empty. Idempotent."""
         self._closed = True
-        pass
+        self._lot.unpark_all()
