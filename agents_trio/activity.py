@@ -142,8 +142,6 @@ class Activity:
                 nursery.start_soon(self._scheduler)
                 nursery.start_soon(self._turn_worker)
                 self._state = ActivityState.RUNNING
-                self._hooks = _HookPhase.ENTERED
-                nursery.start_soon(self._run_on_enter)
                 task_status.started()
                 await self._stop.wait()
                 nursery.cancel_scope.cancel()
@@ -154,6 +152,12 @@ class Activity:
             self._queue.close()
             self.agent._activity = None
             self._stopped.set()
+
+    def enter(self) -> None:
+        """Launch ``on_enter`` (not awaited); called once the session points at this activity."""
+        if self._hooks is _HookPhase.NOT_ENTERED and self._nursery is not None:
+            self._hooks = _HookPhase.ENTERED
+            self._nursery.start_soon(self._run_on_enter)
 
     async def drain(self) -> None:
         """Run ``on_exit``, let queued speeches and tool replies finish, then stop.
@@ -294,7 +298,7 @@ class Activity:
         if user_message is not None:
             self._commit_item(user_message)
         self._queue.put_nowait(handle, handle.priority)
-        if handle.source != "say":
+        if handle.source != "say" and not handle.interrupted:
             self.session._update_agent_state("thinking")
 
     # -- the scheduler and speeches -----------------------------------------------------------
@@ -410,8 +414,7 @@ class Activity:
                                                 created_at=output.created_at)
                 else:
                     agents.append(outcome.agent)
-            reply_required = reply_required or (outcome.reply_required and outcome.agent is None
-                                                or outcome.reply_required and not interrupted)
+            reply_required = reply_required or outcome.reply_required
             outputs.append(output)
         ev = FunctionToolsExecutedEvent(function_calls=list(step.calls),
                                         function_call_outputs=outputs,
@@ -527,9 +530,10 @@ class Activity:
             speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
             transcription_delay=info.transcription_delay,
             on_user_turn_completed_delay=hook_delay))
-        self._schedule(handle)
         if self._turns_recv.statistics().current_buffer_used > 0:
+            # a newer turn is already waiting: this reply is dropped, its message kept
             handle.interrupt()
+        self._schedule(handle)
 
     # -- preemptive generation (§6) -----------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:

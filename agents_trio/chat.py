@@ -7,19 +7,35 @@ committed out of order (a tool output committed after a message spoken during th
 
 from __future__ import annotations
 
+import itertools
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Union
 
 import msgspec
 
-from ._ids import now, short_id
+from ._ids import now
 
 ChatRole = Literal["system", "developer", "user", "assistant"]
 
 
-def _item_id() -> str:
-    return short_id("item")
+_ITEM_SEQ = itertools.count(1)
+
+
+def new_item_id() -> str:
+    # "item_" + an 8-hex-digit sequence + 4 random hex digits: ids made by this process sort by
+    # creation, which breaks ties between items created at the same Trio time (see ``insert``).
+    return f"item_{next(_ITEM_SEQ):08x}{uuid.uuid4().hex[:4]}"
+
+
+def _before_or_same(a: ChatItem, b: ChatItem) -> bool:
+    """Whether ``a`` sorts at or before ``b``: by time, then (for our ids) by creation order."""
+    if a.created_at != b.created_at:
+        return a.created_at < b.created_at
+    if len(a.id) == len(b.id) == 17 and a.id.startswith("item_") and b.id.startswith("item_"):
+        return a.id <= b.id
+    return True
 
 
 class ChatMessage(msgspec.Struct, kw_only=True):
@@ -27,7 +43,7 @@ class ChatMessage(msgspec.Struct, kw_only=True):
 
     role: ChatRole
     content: list[str] = msgspec.field(default_factory=list)
-    id: str = msgspec.field(default_factory=_item_id)
+    id: str = msgspec.field(default_factory=new_item_id)
     interrupted: bool = False
     transcript_confidence: float | None = None
     metrics: dict[str, float] = msgspec.field(default_factory=dict)
@@ -47,7 +63,7 @@ class FunctionCall(msgspec.Struct, kw_only=True):
     call_id: str
     name: str
     arguments: str = "{}"
-    id: str = msgspec.field(default_factory=_item_id)
+    id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["function_call"] = "function_call"
 
@@ -59,7 +75,7 @@ class FunctionCallOutput(msgspec.Struct, kw_only=True):
     name: str
     output: str
     is_error: bool = False
-    id: str = msgspec.field(default_factory=_item_id)
+    id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["function_call_output"] = "function_call_output"
 
@@ -69,7 +85,7 @@ class AgentHandoff(msgspec.Struct, kw_only=True):
 
     new_agent_id: str
     old_agent_id: str | None = None
-    id: str = msgspec.field(default_factory=_item_id)
+    id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["agent_handoff"] = "agent_handoff"
 
@@ -80,7 +96,7 @@ class AgentConfigUpdate(msgspec.Struct, kw_only=True):
     instructions: str | None = None
     tools_added: list[str] | None = None
     tools_removed: list[str] | None = None
-    id: str = msgspec.field(default_factory=_item_id)
+    id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["agent_config_update"] = "agent_config_update"
 
@@ -140,11 +156,15 @@ class ChatContext:
         return None
 
     def insert(self, item: ChatItem | Iterable[ChatItem]) -> None:
-        """Insert items in ``created_at`` order (after the last item created at or before)."""
+        """Insert items in ``created_at`` order (after the last item created at or before).
+
+        Items created at the same Trio time keep the order in which they were made, so a
+        function call made before a reply spoken during the tool sorts before that reply.
+        """
         items = [item] if isinstance(item, msgspec.Struct) else list(item)
         for it in items:
             idx = len(self._items)
-            while idx > 0 and self._items[idx - 1].created_at > it.created_at:
+            while idx > 0 and not _before_or_same(self._items[idx - 1], it):
                 idx -= 1
             self._items.insert(idx, it)
 

@@ -18,7 +18,7 @@ from livekit import rtc
 
 from . import text_transforms
 from ._ids import short_id
-from .chat import ChatContext, FunctionCall
+from .chat import ChatContext, FunctionCall, new_item_id
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
 from .speech_handle import SpeechHandle
 from .tools import ToolOutcome
@@ -47,7 +47,7 @@ class StepState:
         self.played_text = ""
         self.authorized_at: float | None = None
         self.started_speaking_at: float | None = None
-        self.message_id = short_id("item")
+        self.message_id = new_item_id()
         self.pending_metrics: list[Any] = []
         self.error: BaseException | None = None
 

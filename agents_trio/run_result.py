@@ -251,6 +251,7 @@ class RunResult(Generic[T]):
         if self._pending.get(key) is not handle:
             return
         del self._pending[key]
+        self._check_done()
 
     def _hold(self) -> object:
         """Keep the run open until the returned token is released.

@@ -234,6 +234,8 @@ class AgentSession:
                         await nursery.start(self._recognition.run, self.input.audio)
                     self._state = SessionState.RUNNING
                     self._update_agent_state("listening")
+                    assert self._activity is not None
+                    self._activity.enter()
                     task_status.started()
                     await trio.sleep_forever()
         finally:
@@ -267,6 +269,7 @@ class AgentSession:
                     activity = Activity(self, new_agent)
                     await nursery.start(activity.run)
                     self._activity = activity
+                    activity.enter()
                 finally:
                     if hold is not None and self._run is not None:
                         self._run._release(hold)

@@ -481,7 +481,8 @@ def _output(call: FunctionCall, text: str, *, is_error: bool = False) -> Functio
 
 
 def _error(call: FunctionCall, text: str) -> ToolOutcome:
-    return ToolOutcome(output=_output(call, text, is_error=True))
+    # Errors are shown to the LLM, which answers them (LiveKit's default reply_required=True).
+    return ToolOutcome(output=_output(call, text, is_error=True), reply_required=True)
 
 
 def _is_valid_output(value: Any) -> bool:
@@ -556,7 +557,7 @@ def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
     logger.exception("exception occurred while executing tool %r", call.name,
                      extra={"function": call.name, "call_id": call.call_id})
     return ToolOutcome(output=_output(call, INTERNAL_ERROR_OUTPUT, is_error=True),
-                       exception=exc)
+                       reply_required=True, exception=exc)
 
 
 async def execute_function_call(

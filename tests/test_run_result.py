@@ -105,6 +105,12 @@ class FakeHandle:
             cb(self)
 
 
+async def settle(r: RunResult[Any]) -> RunResult[Any]:
+    """``await r`` with a deadline, so a run that never finishes fails instead of hanging."""
+    with trio.fail_after(100):
+        return await r
+
+
 async def finish_later(handle: FakeHandle, delay: float,
                        exc: BaseException | None = None) -> None:
     await trio.sleep(delay)
@@ -458,14 +464,14 @@ def test_run_assert_over_plain_list() -> None:
 # completion
 
 
-async def test_not_done_at_construction_and_check_done() -> None:
+async def test_not_done_at_construction_and_check_done(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     assert not r.done()
     await trio.sleep(0)
     assert not r.done()
     assert r._check_done() is True
     assert r.done()
-    assert await r is r
+    assert await settle(r) is r
 
 
 async def test_await_waits_for_all_watched_handles(autojump_clock: trio.abc.Clock) -> None:
@@ -479,7 +485,7 @@ async def test_await_waits_for_all_watched_handles(autojump_clock: trio.abc.Cloc
         nursery.start_soon(finish_later, h1, 1.0)
         nursery.start_soon(finish_later, h2, 3.0)
         start = trio.current_time()
-        assert await r is r
+        assert await settle(r) is r
         assert trio.current_time() - start == pytest.approx(3.0)
     assert r.done()
 
@@ -494,11 +500,11 @@ async def test_await_raises_handle_exception(autojump_clock: trio.abc.Clock) -> 
         nursery.start_soon(finish_later, h1, 1.0, err)
         nursery.start_soon(finish_later, h2, 2.0)
         with pytest.raises(ValueError) as ei:
-            await r
+            await settle(r)
         assert ei.value is err
         assert trio.current_time() == pytest.approx(2.0)
-    # waiting again raises again
-    with pytest.raises(ValueError):
+    # waiting again (via wait()) raises again
+    with pytest.raises(ValueError), trio.fail_after(1):
         await r.wait()
 
 
@@ -512,26 +518,26 @@ async def test_last_failed_handle_wins(autojump_clock: trio.abc.Clock) -> None:
         nursery.start_soon(finish_later, h2, 2.0, IndexError("second"))
         nursery.start_soon(finish_later, h3, 3.0)
         with pytest.raises(IndexError, match="second"):
-            await r
+            await settle(r)
 
 
-async def test_watch_already_done_handle() -> None:
+async def test_watch_already_done_handle(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h = FakeHandle()
     h.finish()
     r._watch(h)
     assert r.done()
-    assert await r is r
+    assert await settle(r) is r
 
 
-async def test_watch_after_done_is_noop() -> None:
+async def test_watch_after_done_is_noop(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     r._check_done()
     h = FakeHandle()
     r._watch(h)
     assert h.callbacks_added == 0
     h.finish(RuntimeError("late"))
-    assert await r is r
+    assert await settle(r) is r
 
 
 async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> None:
@@ -547,7 +553,7 @@ async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> Non
     async with trio.open_nursery() as nursery:
         nursery.start_soon(close_later)
         with pytest.raises(RuntimeError, match="session closed"):
-            await r
+            await settle(r)
         assert trio.current_time() == pytest.approx(5.0)
     assert r.done()
     # later events do not change the outcome
@@ -555,7 +561,7 @@ async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> Non
     r._release(token)
     r._fail(RuntimeError("other"))
     with pytest.raises(RuntimeError, match="session closed"):
-        await r
+        await settle(r)
 
 
 async def test_hold_keeps_run_open(autojump_clock: trio.abc.Clock) -> None:
@@ -574,12 +580,12 @@ async def test_hold_keeps_run_open(autojump_clock: trio.abc.Clock) -> None:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(release_later)
-        await r
+        await settle(r)
         assert trio.current_time() == pytest.approx(2.0)
     assert r.done()
 
 
-async def test_hold_alone_then_release() -> None:
+async def test_hold_alone_then_release(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     token = r._hold()
     assert not r._check_done()
@@ -602,12 +608,12 @@ async def test_unwatch_lets_run_finish(autojump_clock: trio.abc.Clock) -> None:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent_task_waits)
-        await r
+        await settle(r)
         assert trio.current_time() == pytest.approx(2.0)
     assert not parent.done()
     # the unwatched handle failing later does not matter
     parent.finish(ValueError("ignored"))
-    assert await r is r
+    assert await settle(r) is r
 
 
 async def test_unwatched_then_rewatched_handle_counts_once(
@@ -624,10 +630,10 @@ async def test_unwatched_then_rewatched_handle_counts_once(
     keep.finish()
     assert r.done()
     with pytest.raises(ValueError, match="boom"):
-        await r
+        await settle(r)
 
 
-async def test_unwatched_handle_finishing_is_ignored() -> None:
+async def test_unwatched_handle_finishing_is_ignored(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h, keep = FakeHandle(), FakeHandle()
     r._watch(keep)
@@ -636,7 +642,7 @@ async def test_unwatched_handle_finishing_is_ignored() -> None:
     h.finish(ValueError("ignored"))
     assert not r.done()
     keep.finish()
-    assert await r is r
+    assert await settle(r) is r
 
 
 async def test_final_output(autojump_clock: trio.abc.Clock) -> None:
@@ -677,7 +683,7 @@ async def test_items_recorded_while_running_visible_after_await(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(speak)
-        await r
+        await settle(r)
     r.expect.next_event().is_function_call(name="f")
     r.expect.next_event().is_function_call_output(output="ok")
     r.expect.no_more_events()

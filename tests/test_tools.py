@@ -311,7 +311,7 @@ async def test_invalid_return_value(value: Any) -> None:
     outcome = await run_returning(value)
     assert outcome.output.output == "the tool returned an invalid output"
     assert outcome.output.is_error is True
-    assert outcome.reply_required is False
+    assert outcome.reply_required is True
 
 
 async def test_output_identifies_call_and_time(
@@ -363,7 +363,7 @@ async def test_unknown_function() -> None:
         is_agent=is_dummy)
     assert outcome.output.output == "Unknown function: nope - available tools: lookup, get_weather"
     assert outcome.output.is_error is True
-    assert outcome.reply_required is False
+    assert outcome.reply_required is True
 
 
 async def test_bad_arguments_become_error_output() -> None:
@@ -442,7 +442,7 @@ async def test_unexpected_exception_is_hidden_and_logged(caplog: pytest.LogCaptu
                                               make_context=None, is_agent=is_dummy)
     assert outcome.output.output == "An internal error occurred"
     assert outcome.output.is_error is True
-    assert outcome.reply_required is False
+    assert outcome.reply_required is True
     assert isinstance(outcome.exception, ValueError)
     assert "secret details" not in outcome.output.output
     assert any(r.exc_info and r.exc_info[1] is outcome.exception for r in caplog.records)
@@ -508,7 +508,7 @@ async def test_more_than_one_agent_is_an_error() -> None:
     assert outcome.agent is None
     assert outcome.output.output == "the tool returned more than one agent"
     assert outcome.output.is_error is True
-    assert outcome.reply_required is False
+    assert outcome.reply_required is True
 
 
 # --------------------------------------------------------------------------------------------

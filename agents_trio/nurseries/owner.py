@@ -40,7 +40,9 @@ class TaskOwner:
         """True once the owner's nursery has exited."""
         return self._closed.is_set()
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def start_soon(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+    ) -> None:
         """Start ``fn(*args)`` as a child task.
 
         Raises:
@@ -48,7 +50,9 @@ class TaskOwner:
         """
         self._nursery.start_soon(fn, *args, name=name)
 
-    async def start(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> Any:
+    async def start(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+    ) -> Any:
         """Start ``fn(*args, task_status=...)`` and wait until it calls ``started``.
 
         Returns:

@@ -73,7 +73,9 @@ class LatestSlot:
         """
         await self._idle.wait()
 
-    async def _run(self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+    async def _run(
+        self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
+    ) -> None:
         try:
             with scope:
                 async with self._lock:

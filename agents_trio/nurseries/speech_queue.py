@@ -48,7 +48,7 @@ class PriorityQueue(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("queue is closed")
         heapq.heappush(self._heap, (-priority, next(self._counter), item))
-        pass
+        self._lot.unpark()
 
     def get_nowait(self) -> T:
         """Pop the next item without waiting.

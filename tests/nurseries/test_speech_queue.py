@@ -39,11 +39,12 @@ async def test_get_waits_for_item(autojump_clock):
     async def getter():
         got.append((await q.get(), trio.current_time()))
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(getter)
-        await trio.sleep(3)
-        assert got == []
-        q.put_nowait("hello", 0)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(getter)
+            await trio.sleep(3)
+            assert got == []
+            q.put_nowait("hello", 0)
     assert got == [("hello", pytest.approx(3))]
 
 
@@ -52,6 +53,10 @@ async def test_cancelled_get_loses_nothing(autojump_clock):
     with trio.move_on_after(1):
         await q.get()
     q.put_nowait(1, 0)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await q.get()  # already cancelled: raises before taking the item
+    assert scope.cancelled_caught and len(q) == 1
     assert await q.get() == 1
 
 
@@ -79,12 +84,11 @@ async def test_close_wakes_waiting_getter(autojump_clock):
         except trio.ClosedResourceError as exc:
             errors.append(exc)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(getter)
-        await trio.testing.wait_all_tasks_blocked()
-        q.close()
-        with trio.fail_after(1):
-            await trio.sleep(0)
+    with trio.fail_after(1):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(getter)
+            await trio.testing.wait_all_tasks_blocked()
+            q.close()
     assert len(errors) == 1
 
 

@@ -1,0 +1,25 @@
+"""``python -m agents_trio [demo] [--realtime]``"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents_trio")
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="run the offline demo conversation (default)")
+    demo.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
+    args = parser.parse_args(argv)
+    if args.command in (None, "demo"):
+        from .demo import main as demo_main
+
+        demo_main(realtime=getattr(args, "realtime", False), out=sys.stdout)
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""An offline demo: a scripted voice conversation on fake models, printed as a live timeline.
+
+    python -m agents_trio demo            # virtual time: the 20-second script runs instantly
+    python -m agents_trio demo --realtime # at the pace a user would hear it
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+import trio
+import trio.testing
+
+from .agent import Agent
+from .models import FunctionToolCall
+from .run_context import RunContext
+from .session import AgentSession
+from .testing import FakeActions, create_session, run_session
+from .tools import function_tool
+
+STORY = ("Once upon a time, a lighthouse keeper counted the ships that passed his rock, "
+         "and every night he sang to them.")
+
+
+class WeatherAgent(Agent):
+    """A small assistant with one tool."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="You are a friendly voice assistant.")
+
+    async def on_enter(self) -> None:
+        self.session.say("Hi! Ask me about the weather, or for a story.")
+
+    @function_tool
+    async def get_weather(self, ctx: RunContext, location: str) -> str:
+        """Look up the weather.
+
+        Args:
+            location: The city to look up
+        """
+        await trio.sleep(0.4)
+        return f"It is sunny and 22 degrees in {location}."
+
+
+def demo_script() -> FakeActions:
+    a = FakeActions()
+    a.add_tts(2.5, input="Hi! Ask me about the weather, or for a story.")
+    a.add_user_speech(3.5, 5.0, "What's the weather in Lisbon?")
+    a.add_llm("Let me check that for you.", tool_calls=[FunctionToolCall(
+        name="get_weather", arguments='{"location": "Lisbon"}', call_id="call_1")])
+    a.add_tts(1.5)
+    a.add_llm("It is sunny and 22 degrees in Lisbon. Enjoy!",
+              input="It is sunny and 22 degrees in Lisbon.")
+    a.add_tts(2.5)
+    a.add_user_speech(12.0, 13.0, "Tell me a story.")
+    a.add_llm(STORY)
+    a.add_tts(8.0)
+    a.add_user_speech(15.5, 16.3, "Wait, stop.")
+    a.add_llm("Sure, I'll stop. Anything else?")
+    a.add_tts(1.8)
+    return a
+
+
+class TimelinePrinter:
+    """Prints session events as they happen, one line each, in script time."""
+
+    def __init__(self, session: AgentSession, out: TextIO) -> None:
+        self.out = out
+        self.t0 = 0.0
+        self.lines: list[str] = []
+        on = session.on
+        on("agent_state_changed", lambda ev: self._line(
+            ev, "agent", f"{ev.old_state} -> {ev.new_state}"))
+        on("user_state_changed", lambda ev: self._line(
+            ev, "user", f"{ev.old_state} -> {ev.new_state}"))
+        on("user_input_transcribed", lambda ev: self._line(
+            ev, "stt", f"{'final  ' if ev.is_final else 'interim'} {ev.transcript!r}"))
+        on("conversation_item_added", self._item)
+        on("function_tools_executed", self._tools)
+        on("agent_false_interruption", lambda ev: self._line(ev, "resume", "false interruption"))
+        on("error", lambda ev: self._line(ev, "error", repr(ev.error)))
+        on("close", lambda ev: self._line(ev, "close", ev.reason))
+        session.output.audio.on("playback_finished", self._playback)
+
+    def _line(self, ev: Any, who: str, text: str) -> None:
+        line = f"{ev.created_at - self.t0:7.2f}s  {who:<8} {text}"
+        self.lines.append(line)
+        print(line, file=self.out, flush=True)
+
+    def _item(self, ev: Any) -> None:
+        item = ev.item
+        if item.type == "agent_handoff":
+            self._line(ev, "handoff", f"{item.old_agent_id} -> {item.new_agent_id}")
+        else:
+            mark = " [interrupted]" if item.interrupted else ""
+            self._line(ev, item.role, f"{item.text_content!r}{mark}")
+
+    def _tools(self, ev: Any) -> None:
+        for call, output in ev.zipped():
+            result = output.output if output is not None else "<no output>"
+            self._line(ev, "tool", f"{call.name}({call.arguments}) -> {result!r}")
+
+    def _playback(self, ev: Any) -> None:
+        what = "interrupted" if ev.interrupted else "finished"
+        self._line(ev, "audio", f"playback {what} at {ev.playback_position:.2f}s")
+
+
+async def run_demo(out: TextIO) -> list[str]:
+    session = create_session(demo_script())
+    printer = TimelinePrinter(session, out)
+    printer.t0 = trio.current_time()
+    await run_session(session, WeatherAgent(), drain_delay=2.0)
+    return printer.lines
+
+
+def main(*, realtime: bool, out: TextIO) -> list[str]:
+    print("agents_trio demo: a scripted conversation on fake models (no keys, no network)",
+          file=out)
+    print("   time   who      what", file=out)
+    if realtime:
+        return trio.run(run_demo, out)
+    return trio.run(run_demo, out, clock=trio.testing.MockClock(autojump_threshold=0))
