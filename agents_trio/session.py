@@ -308,6 +308,9 @@ class AgentSession:
             return
         if self._state is SessionState.RUNNING:
             self._state = SessionState.CLOSING
+            # before the cancellation completes the watched speeches, so the run can't pass
+            if self._run is not None and not self._run.done():
+                self._run._fail(self._close_error or RuntimeError("session closed"))
             self._work_scope.cancel()
         await self._closed.wait()
 
