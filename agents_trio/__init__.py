@@ -6,6 +6,7 @@ Dependencies point one way: ``nurseries`` ← speech/tools/generation ← activi
 
 from ._errors import AgentsTrioError, APIError, SessionClosedError, StopResponse, ToolError
 from .agent import Agent
+from .agent_task import AgentTask
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
@@ -24,7 +25,7 @@ from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, function_tool
 
 __all__ = [
-    "APIError", "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
+    "APIError", "Agent", "AgentTask", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "ChatChunk", "ChatContext",
     "ChatItem", "ChatMessage", "CloseEvent", "ConversationItemAddedEvent", "EOUMetrics",
     "ErrorEvent", "FlushSentinel", "FunctionCall", "FunctionCallOutput", "FunctionTool",

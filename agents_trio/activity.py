@@ -40,16 +40,16 @@ logger = logging.getLogger("agents_trio")
 _HANDOFF_INTERRUPTED = "the agent handoff was interrupted and did not happen"
 
 
-class ToolCallScope(msgspec.Struct, kw_only=True):
-    """What the code running inside a tool knows about it (a context variable)."""
+class InlineScope(msgspec.Struct, kw_only=True):
+    """Where user code that may await an AgentTask runs: a tool, or on_enter/on_exit."""
 
     activity: Any
-    speech_handle: Any
-    function_call: FunctionCall
+    speech_handle: Any = None
+    function_call: FunctionCall | None = None
 
 
-current_tool_call: contextvars.ContextVar[ToolCallScope | None] = contextvars.ContextVar(
-    "agents_trio_current_tool_call", default=None)
+current_inline: contextvars.ContextVar[InlineScope | None] = contextvars.ContextVar(
+    "agents_trio_current_inline", default=None)
 
 
 class ActivityState(enum.Enum):
@@ -109,6 +109,10 @@ class Activity:
         self._resume_slot: LatestSlot | None = None
         self._stop = trio.Event()
         self._stopped = trio.Event()
+        self._scheduling_open = trio.Event()
+        self._scheduling_open.set()
+        # AgentTasks awaited by parallel tool calls of one turn run one after another
+        self.inline_task_lock = trio.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -157,7 +161,10 @@ class Activity:
         """Launch ``on_enter`` (not awaited); called once the session points at this activity."""
         if self._hooks is _HookPhase.NOT_ENTERED and self._nursery is not None:
             self._hooks = _HookPhase.ENTERED
-            self._nursery.start_soon(self._run_on_enter)
+            run = self.session._active_run
+            # an active run watches on_enter (without awaiting it): its speeches belong to it
+            hold = (run, run._hold()) if run is not None else None
+            self._nursery.start_soon(self._run_on_enter, hold)
 
     async def drain(self) -> None:
         """Run ``on_exit``, let queued speeches and tool replies finish, then stop.
@@ -180,20 +187,41 @@ class Activity:
         if self._state is ActivityState.RUNNING:
             self._turns_send.close()
 
-    async def _run_on_enter(self) -> None:
+    async def _run_on_enter(self, hold: tuple[Any, object] | None) -> None:
+        token = current_inline.set(InlineScope(activity=self))
         try:
             await self.agent.on_enter()
         except Exception:
             logger.exception("error in %s.on_enter", type(self.agent).__name__)
+        finally:
+            current_inline.reset(token)
+            if hold is not None:
+                hold[0]._release(hold[1])
 
     async def _run_on_exit(self) -> None:
         if self._hooks is not _HookPhase.ENTERED:
             return
         self._hooks = _HookPhase.EXITED
+        token = current_inline.set(InlineScope(activity=self))
         try:
             await self.agent.on_exit()
         except Exception:
             logger.exception("error in %s.on_exit", type(self.agent).__name__)
+        finally:
+            current_inline.reset(token)
+
+    # -- pausing for an AgentTask (the parent stays alive, its scheduler holds) ---------------
+    def pause(self) -> None:
+        """Hold the scheduler: queued speeches wait until ``resume()``."""
+        if self._scheduling_open.is_set():
+            self._scheduling_open = trio.Event()
+
+    def resume(self) -> None:
+        """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
+        if not self._scheduling_open.is_set():
+            self._scheduling_open.set()
+            self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+                                                tools_added=[t.name for t in self.agent.tools]))
 
     def _record_config(self) -> None:
         ctx = self.agent._chat_ctx
@@ -236,6 +264,13 @@ class Activity:
         self.agent._chat_ctx.insert(item)
         self.session._commit_history(item, handle)
 
+    def stop(self) -> None:
+        """Leave ``run``: its nursery is cancelled and ``on_exit`` runs if it has not."""
+        self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
     # -- creating speeches --------------------------------------------------------------------
     def _check_can_schedule(self, *, force: bool = False) -> None:
         if self._state is ActivityState.RUNNING or (force and self._state is
@@ -266,8 +301,8 @@ class Activity:
         self._check_can_schedule()
         if self.llm is None:
             raise RuntimeError("generate_reply() needs an LLM")
-        in_tool = current_tool_call.get()
-        if tool_choice is None and in_tool is not None:
+        inline = current_inline.get()
+        if tool_choice is None and inline is not None and inline.function_call is not None:
             tool_choice = "none"
         ctx = (chat_ctx if chat_ctx is not None else self.agent._chat_ctx).copy()
         if user_message is not None:
@@ -308,6 +343,9 @@ class Activity:
                 handle = await self._queue.get()
             except trio.ClosedResourceError:
                 return
+            if handle.done():
+                continue
+            await self._scheduling_open.wait()
             if handle.done():
                 continue
             self._current_speech = handle
@@ -380,8 +418,9 @@ class Activity:
         call.created_at = trio.current_time()
         self._tool_calls_in_flight[call.call_id] = call
         self._cancel_preemptive()
-        token = current_tool_call.set(ToolCallScope(activity=self, speech_handle=handle,
-                                                    function_call=call))
+        token = current_inline.set(InlineScope(activity=self, speech_handle=handle,
+                                               function_call=call))
+        self.session._record_run_item(call)
         try:
             outcome = await execute_function_call(
                 call, {t.name: t for t in tools},
@@ -390,7 +429,7 @@ class Activity:
                 is_agent=_is_agent)
             step.outcomes[call.call_id] = outcome
         finally:
-            current_tool_call.reset(token)
+            current_inline.reset(token)
             del self._tool_calls_in_flight[call.call_id]
 
     def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState

@@ -29,7 +29,7 @@ def new_item_id() -> str:
     return f"item_{next(_ITEM_SEQ):08x}{uuid.uuid4().hex[:4]}"
 
 
-def _before_or_same(a: ChatItem, b: ChatItem) -> bool:
+def sorts_before_or_with(a: ChatItem, b: ChatItem) -> bool:
     """Whether ``a`` sorts at or before ``b``: by time, then (for our ids) by creation order."""
     if a.created_at != b.created_at:
         return a.created_at < b.created_at
@@ -164,7 +164,7 @@ class ChatContext:
         items = [item] if isinstance(item, msgspec.Struct) else list(item)
         for it in items:
             idx = len(self._items)
-            while idx > 0 and not _before_or_same(self._items[idx - 1], it):
+            while idx > 0 and not sorts_before_or_with(self._items[idx - 1], it):
                 idx -= 1
             self._items.insert(idx, it)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, Unio
 
 import trio
 
-from .chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
+from .chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput, sorts_before_or_with
 
 if TYPE_CHECKING:
     from .chat import ChatItem, ChatRole
@@ -219,7 +219,7 @@ class RunResult(Generic[T]):
         if event is None:
             return None
         idx = len(self._events)
-        while idx > 0 and self._events[idx - 1].item.created_at > item.created_at:
+        while idx > 0 and not sorts_before_or_with(self._events[idx - 1].item, item):
             idx -= 1
         self._events.insert(idx, event)
         return event

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from ._errors import APIError
-from .activity import Activity, current_tool_call
+from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentStateChangedEvent, CloseEvent, ConversationItemAddedEvent, ErrorEvent,
@@ -274,6 +274,21 @@ class AgentSession:
                     if hold is not None and self._run is not None:
                         self._run._release(hold)
 
+    def _switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
+                        old_agent: Any = None) -> None:
+        """Point the session at ``activity`` (an AgentTask starting or returning)."""
+        self._activity = activity
+        self._agent = activity.agent
+        if handoff is not None:
+            self._commit_handoff(handoff, old_agent=old_agent, new_agent=activity.agent)
+
+    def _commit_handoff(self, handoff: AgentHandoff, *, old_agent: Any, new_agent: Any) -> None:
+        self._commit_history(handoff, old_agent=old_agent, new_agent=new_agent)
+
+    @property
+    def _closing(self) -> bool:
+        return self._state in (SessionState.CLOSING, SessionState.CLOSED)
+
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs
         ``on_exit``, and the new agent starts (its ``on_enter`` is launched, not awaited)."""
@@ -331,9 +346,6 @@ class AgentSession:
     def _activity_for_speech(self) -> Activity:
         if self._state is not SessionState.RUNNING or self._activity is None:
             raise RuntimeError("the session is not running")
-        scope = current_tool_call.get()
-        if scope is not None and scope.activity.state.value == "running":
-            return scope.activity if scope.activity is self._activity else self._activity
         return self._activity
 
     def say(self, text: Any, *, allow_interruptions: bool | None = None,
@@ -393,10 +405,19 @@ class AgentSession:
             self._history.insert(item)
         if handle is not None:
             handle._add_item(item)
-        if self._run is not None and not self._run.done():
-            self._run._record_item(item, old_agent=old_agent, new_agent=new_agent)
+        if item.type != "function_call":  # calls are recorded when they start executing
+            self._record_run_item(item, old_agent=old_agent, new_agent=new_agent)
         if isinstance(item, (ChatMessage, AgentHandoff)):
             self._emit("conversation_item_added", ConversationItemAddedEvent(item=item))
+
+    def _record_run_item(self, item: ChatItem, *, old_agent: Any = None,
+                         new_agent: Any = None) -> None:
+        if self._run is not None and not self._run.done():
+            self._run._record_item(item, old_agent=old_agent, new_agent=new_agent)
+
+    @property
+    def _active_run(self) -> RunResult[Any] | None:
+        return self._run if self._run is not None and not self._run.done() else None
 
     # -- errors -------------------------------------------------------------------------------
     def _report_error(self, error: BaseException, source: Any) -> None:

@@ -1,0 +1,149 @@
+"""AgentTask[T]: an agent awaited for a result, from a tool or from on_enter/on_exit.
+
+``result = await GetEmail()`` runs the task's activity *inside the awaiting task's nursery*:
+the parent activity pauses (its scheduler holds, nothing is closed), the session's current
+activity points at the task, and user turns go to it. When the task completes, its activity
+drains (``on_exit`` runs), its chat items merge into the parent's context, the parent resumes,
+and the ``await`` returns the result (or raises the exception passed to ``complete``).
+
+Because the task lives inside the tool that awaited it, closing the session unwinds tasks
+innermost first, and the awaiting tool sees the cancellation instead of hanging.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import trio
+
+from ._errors import ToolError
+from .activity import Activity, current_inline
+from .agent import Agent
+from .chat import AgentHandoff
+
+if TYPE_CHECKING:
+    from .activity import InlineScope
+    from .session import AgentSession
+
+T = TypeVar("T")
+
+
+class _TaskPhase(enum.Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    COMPLETED = "completed"
+
+
+class AgentTask(Agent, Generic[T]):
+    """An agent that produces a result of type ``T`` for whoever awaited it.
+
+    Args:
+        preserve_function_call_history: Merge the task's tool calls into the parent's
+            context too (by default only messages are merged).
+        **kwargs: As for ``Agent``.
+    """
+
+    def __init__(self, *, instructions: str, preserve_function_call_history: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(instructions=instructions, **kwargs)
+        self.preserve_function_call_history = preserve_function_call_history
+        self._phase = _TaskPhase.CREATED
+        self._completed = trio.Event()
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._run_hold: tuple[Any, object] | None = None
+
+    def done(self) -> bool:
+        return self._phase is _TaskPhase.COMPLETED
+
+    def complete(self, result: T | BaseException) -> None:
+        """Finish the task with a result, or with an exception to raise in the awaiter.
+
+        Raises:
+            RuntimeError: the task was already completed.
+        """
+        if self._phase is _TaskPhase.COMPLETED:
+            raise RuntimeError(f"AgentTask {self.id} is already completed")
+        self._phase = _TaskPhase.COMPLETED
+        if isinstance(result, BaseException):
+            self._exception = result
+        else:
+            self._result = result
+        activity = self._activity
+        run = activity.session._active_run if activity is not None else None
+        if run is not None:
+            # keep the run open across the return handoff (released once the parent resumed)
+            self._run_hold = (run, run._hold())
+            if not isinstance(result, BaseException):
+                run._set_final_output(result)
+        self._completed.set()
+
+    def cancel(self) -> None:
+        """Interrupt the task's speeches and complete it with a ``ToolError``."""
+        if self._activity is not None:
+            self._activity.interrupt(force=True)
+        if not self.done():
+            self.complete(ToolError(f"AgentTask {self.id} is cancelled"))
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._await_inline().__await__()
+
+    async def _await_inline(self) -> T:
+        scope = current_inline.get()
+        if scope is None:
+            raise RuntimeError("an AgentTask must be awaited inside a function tool, on_enter "
+                               "or on_exit")
+        if self._phase is not _TaskPhase.CREATED:
+            raise RuntimeError(f"AgentTask {self.id} was already awaited")
+        self._phase = _TaskPhase.RUNNING
+        parent: Activity = scope.activity
+        async with parent.inline_task_lock:
+            handle = scope.speech_handle
+            if handle is not None and handle.interrupted:
+                raise RuntimeError("the speech that awaited the AgentTask was interrupted")
+            if parent.session._closing:
+                raise ToolError("the activity that awaited the inline task is closing")
+            await _run_task(parent.session, self, parent, scope)
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+
+async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activity,
+                    scope: InlineScope) -> None:
+    handle = scope.speech_handle
+    run = session._active_run
+    hold = run._hold() if run is not None else None
+    if run is not None and handle is not None:
+        run._unwatch(handle)  # the run may end while the task waits for the user
+    parent.pause()
+    child = Activity(session, task)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            session._switch_current(child, AgentHandoff(
+                old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
+            child.enter()  # the run now watches the task's on_enter instead
+            if run is not None and hold is not None:
+                run._release(hold)
+                hold = None
+            await task._completed.wait()
+            await child.drain()
+    finally:
+        if run is not None and hold is not None:
+            run._release(hold)
+        session._switch_current(parent)
+    parent.agent._chat_ctx.merge(
+        task._chat_ctx, exclude_function_calls=not task.preserve_function_call_history)
+    session._commit_handoff(AgentHandoff(old_agent_id=task.id, new_agent_id=parent.agent.id),
+                            old_agent=task, new_agent=parent.agent)
+    parent.resume()
+    run = session._active_run
+    if run is not None and handle is not None:
+        run._watch(handle)
+    if task._run_hold is not None:
+        held_run, token = task._run_hold
+        task._run_hold = None
+        held_run._release(token)
