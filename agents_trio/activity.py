@@ -468,7 +468,7 @@ class Activity:
             self.session.update_agent(agents[0])
         elif len(agents) > 1:
             logger.error("a step returned more than one agent; no handoff")
-        if not ev.has_tool_reply:
+        if not ev.has_tool_reply or self.session._closing:
             return None
         steps_before = handle.num_steps
         handle._num_steps += 1

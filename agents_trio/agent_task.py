@@ -130,7 +130,10 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
                 run._release(hold)
                 hold = None
             await task._completed.wait()
-            await child.drain()
+            if session._closing:
+                child.stop()  # closing: cancel the task's speeches and tools, on_exit still runs
+            else:
+                await child.drain()
     finally:
         if run is not None and hold is not None:
             run._release(hold)

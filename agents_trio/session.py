@@ -112,6 +112,7 @@ class AgentSession:
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
+        self._current_changed = trio.lowlevel.ParkingLot()
         self._switch_send: trio.MemorySendChannel[Agent] | None = None
         self._transcripts_send: trio.MemorySendChannel[str] | None = None
 
@@ -279,6 +280,7 @@ class AgentSession:
         """Point the session at ``activity`` (an AgentTask starting or returning)."""
         self._activity = activity
         self._agent = activity.agent
+        self._current_changed.unpark_all()
         if handoff is not None:
             self._commit_handoff(handoff, old_agent=old_agent, new_agent=activity.agent)
 
@@ -326,8 +328,20 @@ class AgentSession:
             # before the cancellation completes the watched speeches, so the run can't pass
             if self._run is not None and not self._run.done():
                 self._run._fail(self._close_error or RuntimeError("session closed"))
+            with trio.move_on_after(self.close_grace):
+                await self._unwind_tasks()
             self._work_scope.cancel()
         await self._closed.wait()
+
+    async def _unwind_tasks(self) -> None:
+        """Cancel the AgentTasks innermost first, so each awaiting tool gets an error output."""
+        from .agent_task import AgentTask
+
+        while self._activity is not None and isinstance(self._activity.agent, AgentTask):
+            activity = self._activity
+            activity.agent.cancel()
+            while self._activity is activity:
+                await self._current_changed.park()
 
     def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks)."""
