@@ -474,7 +474,7 @@ class Activity:
         handle._num_steps += 1
         tool_choice = request.tool_choice
         if (steps_before >= self.session.max_tool_steps + 1 or self._state is not
-                ActivityState.RUNNING or tool_choice == "none"):
+                ActivityState.RUNNING or tool_choice == "none" or ev.has_agent_handoff):
             tool_choice = "none"
         elif tool_choice is None or tool_choice == "required":
             tool_choice = "auto"

@@ -113,7 +113,7 @@ class AgentSession:
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
         self._current_changed = trio.lowlevel.ParkingLot()
-        self._switch_send: trio.MemorySendChannel[Agent] | None = None
+        self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
         self._transcripts_send: trio.MemorySendChannel[str] | None = None
 
     # -- context manager ----------------------------------------------------------------------
@@ -252,28 +252,33 @@ class AgentSession:
         self._closed.set()
 
     async def _activity_host(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
-        """Runs one activity at a time; switch requests are served in order."""
-        switch_send, switch_recv = trio.open_memory_channel[Agent](math.inf)
+        """Runs one activity at a time; switch requests are served in order.
+
+        A handoff is requested from inside the old activity (a tool returned an Agent), so the
+        old activity cannot switch itself: it would wait for its own nursery. This task does
+        it: drain the old one (queued speech and tool replies play, ``on_exit`` runs), record
+        the handoff, start the new one, and only then take the next request.
+        """
+        switch_send, switch_recv = trio.open_memory_channel[_SwitchRequest](math.inf)
         self._switch_send = switch_send
         async with trio.open_nursery() as nursery:
             activity = Activity(self, agent)
             await nursery.start(activity.run)
             self._activity = activity
             task_status.started()
-            async for new_agent in switch_recv:
-                old = self._activity
-                hold = self._run._hold() if self._run and not self._run.done() else None
+            async for request in switch_recv:
                 try:
+                    old = self._activity
+                    assert old is not None
                     await old.drain()
-                    handoff = AgentHandoff(old_agent_id=old.agent.id, new_agent_id=new_agent.id)
-                    self._commit_history(handoff, old_agent=old.agent, new_agent=new_agent)
-                    activity = Activity(self, new_agent)
+                    handoff = AgentHandoff(old_agent_id=old.agent.id,
+                                           new_agent_id=request.agent.id)
+                    activity = Activity(self, request.agent)
                     await nursery.start(activity.run)
-                    self._activity = activity
+                    self._switch_current(activity, handoff, old_agent=old.agent)
                     activity.enter()
                 finally:
-                    if hold is not None and self._run is not None:
-                        self._run._release(hold)
+                    request.release()
 
     def _switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                         old_agent: Any = None) -> None:
@@ -300,7 +305,9 @@ class AgentSession:
         self._agent = agent
         if self._activity is not None:
             self._activity.block_new_turns()
-        self._switch_send.send_nowait(agent)
+        # the active run stays open until the new agent runs (taken now: the old speech may
+        # finish before the host picks the request up)
+        self._switch_send.send_nowait(_SwitchRequest(agent, self._active_run))
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
@@ -467,6 +474,20 @@ class AgentSession:
 
 async def _once(text: str) -> Any:
     yield text
+
+
+class _SwitchRequest:
+    """A handoff request; holds the run that was active when it was made."""
+
+    def __init__(self, agent: Agent, run: RunResult[Any] | None) -> None:
+        self.agent = agent
+        self._run = run
+        self._hold = run._hold() if run is not None else None
+
+    def release(self) -> None:
+        if self._run is not None and self._hold is not None:
+            self._run._release(self._hold)
+            self._hold = None
 
 
 class _Interruption:
