@@ -23,6 +23,7 @@ from .run_result import RunResult
 from .session import AgentSession
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, function_tool
+from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 
 __all__ = [
     "APIError", "Agent", "AgentTask", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
@@ -33,6 +34,7 @@ __all__ = [
     "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",
     "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
     "SpeechData", "SpeechEvent", "SpeechEventType", "SpeechHandle", "StopResponse", "TTS",
+    "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
     "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",
     "VAD", "VADEvent", "VADEventType", "VADMetrics", "function_tool",
 ]

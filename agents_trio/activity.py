@@ -111,6 +111,8 @@ class Activity:
         self._stopped = trio.Event()
         self._scheduling_open = trio.Event()
         self._scheduling_open.set()
+        # set when on_enter returned, or handed the floor to an AgentTask it awaits
+        self.enter_settled = trio.Event()
         # AgentTasks awaited by parallel tool calls of one turn run one after another
         self.inline_task_lock = trio.Lock()
 
@@ -195,6 +197,7 @@ class Activity:
             logger.exception("error in %s.on_enter", type(self.agent).__name__)
         finally:
             current_inline.reset(token)
+            self.enter_settled.set()
             if hold is not None:
                 hold[0]._release(hold[1])
 

@@ -126,6 +126,8 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
             session._switch_current(child, AgentHandoff(
                 old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
             child.enter()  # the run now watches the task's on_enter instead
+            if scope.function_call is None and scope.speech_handle is None:
+                parent.enter_settled.set()  # awaited from a hook: the child carries on
             if run is not None and hold is not None:
                 run._release(hold)
                 hold = None

@@ -407,11 +407,25 @@ class AgentSession:
         """
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
+        if self._state is not SessionState.RUNNING:
+            raise RuntimeError("session closed" if self._closing else "the session is not running")
         run: RunResult[Any] = RunResult(user_input=user_input)
         self._run = run
+        await self._wait_settled()
+        if self._closing:
+            await run  # failed by aclose
         self.generate_reply(user_input=user_input)
         await run
         return run
+
+    async def _wait_settled(self) -> None:
+        """Wait until the bootstrap chain settled: the current agent's on_enter returned or
+        handed the floor to an AgentTask (Agent → TaskGroup → first task)."""
+        while self._activity is not None:
+            activity = self._activity
+            await activity.enter_settled.wait()
+            if self._activity is activity:
+                return
 
     def _on_speech_created(self, handle: SpeechHandle) -> None:
         if self._run is not None and not self._run.done():

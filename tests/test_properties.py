@@ -39,6 +39,9 @@ TOOL_OUTPUT = "slow_tool finished ({call_id})"
 VOCABULARY = ["Hello there.", "What's the weather in Paris?", "Tell me a story.", "Stop!",
               "Can you check my order?", "Thanks, that's all."]
 TYPED_VOCABULARY = ["typed: hi", "typed: never mind", "typed: what time is it?"]
+# seconds between the last user speech ending (as the VAD hears it) and the close: 0 closes
+# while the last turn is being committed, 8 once everything settled
+DRAIN_DELAYS = st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0, 8.0])
 RUN_DEADLINE = 300.0  # virtual seconds: a 30 s script, 5 s tools, an 8 s drain fit easily
 
 
@@ -142,7 +145,7 @@ def scripts(draw: st.DrawFn) -> Script:
     return Script(
         speeches=speeches,
         replies=[draw(replies(text, f"c{i}")) for i, text in enumerate(inputs)],
-        typed=typed, drain_delay=draw(_secs(0.0, 8.0, 0.5)), drain=draw(st.booleans()),
+        typed=typed, drain_delay=draw(DRAIN_DELAYS), drain=draw(st.booleans()),
         can_pause_audio=draw(st.booleans()), preemptive_tts=draw(st.booleans()))
 
 
@@ -176,7 +179,7 @@ def tool_race_scripts(draw: st.DrawFn) -> Script:
                                transcript="Tell me a story.", stt_delay=draw(_secs(0.0, 0.5))))
         rs.append(draw(replies("Tell me a story.", "c2")))
     return Script(speeches=speeches, replies=rs, typed=[],
-                  drain_delay=draw(_secs(0.0, 8.0, 0.5)), drain=draw(st.booleans()),
+                  drain_delay=draw(DRAIN_DELAYS), drain=draw(st.booleans()),
                   can_pause_audio=draw(st.booleans()), preemptive_tts=draw(st.booleans()))
 
 
@@ -347,8 +350,8 @@ def _check_invariants(out: Outcome) -> None:
                  if m.type == "message" and m.role == "assistant"]
     stamps = [m.created_at for m in assistant]
     if stamps != sorted(stamps):
-        problems.append("assistant messages out of creation order: "
-                        f"{[(m.text_content, round(m.created_at - out.rec.t0, 2)) for m in assistant]}")
+        order = [(m.text_content, round(m.created_at - out.rec.t0, 2)) for m in assistant]
+        problems.append(f"assistant messages out of creation order: {order}")
     names = [name for name, _ in out.rec.events]
     if names.count("close") != 1 or names[-1] != "close":
         problems.append(f"close is not the single last event: the last ones are {names[-3:]}")
