@@ -177,6 +177,7 @@ class Activity:
             await self._stopped.wait()
             return
         self._cancel_preemptive()
+        self.block_new_turns()
         await self._run_on_exit()
         self._state = ActivityState.DRAINING
         while self._speeches or len(self._queue):
@@ -533,7 +534,11 @@ class Activity:
 
     async def _turn_worker(self) -> None:
         async for info in self._turns_recv:
-            await self._user_turn_completed(info)
+            try:
+                await self._user_turn_completed(info)
+            except Exception:
+                # a failing turn must not take the session down with it
+                logger.exception("handling the user turn failed")
 
     async def _user_turn_completed(self, info: EndOfTurnInfo) -> None:
         self._preemptive_attempts = 0
@@ -565,6 +570,12 @@ class Activity:
             self._cancel_preemptive()
             return
         hook_delay = trio.current_time() - hook_started
+        if self._state is not ActivityState.RUNNING:
+            # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
+            logger.warning("user turn dropped: the agent %r is %s", self.agent.id,
+                           self._state.value)
+            self._cancel_preemptive()
+            return
         handle = self._take_preemptive(info.new_transcript, turn_ctx)
         if handle is None:
             handle = self.generate_reply(user_message=message, chat_ctx=turn_ctx, schedule=False)

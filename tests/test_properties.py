@@ -162,7 +162,7 @@ def tool_race_scripts(draw: st.DrawFn) -> Script:
     # comes at the end of the LLM stream, which starts at the final transcript (preemptive)
     final1 = first.end + first.stt_delay
     tool_start = max(first.end + 0.5, final1 + tool_reply.duration)
-    final2 = tool_start + draw(st.floats(0.05, 0.95)) * tool_reply.tool_seconds
+    final2 = tool_start + draw(_secs(0.05, 0.95)) * tool_reply.tool_seconds
     stt2 = draw(_secs(0.0, 0.5))
     length2 = draw(_secs(0.2, 2.0))
     end2 = round(max(final2 - stt2, first.end + 0.6 + length2), 2)
@@ -173,10 +173,10 @@ def tool_race_scripts(draw: st.DrawFn) -> Script:
     speeches = [first, second]
     rs = [tool_reply, draw(replies(second.transcript, "c1"))]
     if draw(st.booleans()):  # the user speaks once more, after the race
-        third_start = round(end2 + draw(_secs(0.6, 4.0)), 2)
-        speeches.append(Speech(start=third_start, end=round(third_start + draw(_secs(0.2, 2.0)),
-                                                             2),
-                               transcript="Tell me a story.", stt_delay=draw(_secs(0.0, 0.5))))
+        start3 = round(end2 + draw(_secs(0.6, 4.0)), 2)
+        end3 = round(start3 + draw(_secs(0.2, 2.0)), 2)
+        speeches.append(Speech(start=start3, end=end3, transcript="Tell me a story.",
+                               stt_delay=draw(_secs(0.0, 0.5))))
         rs.append(draw(replies("Tell me a story.", "c2")))
     return Script(speeches=speeches, replies=rs, typed=[],
                   drain_delay=draw(DRAIN_DELAYS), drain=draw(st.booleans()),
