@@ -46,6 +46,7 @@ class InlineScope(msgspec.Struct, kw_only=True):
     activity: Any
     speech_handle: Any = None
     function_call: FunctionCall | None = None
+    hook: str | None = None  # "on_enter" / "on_exit" when awaited from a hook
 
 
 current_inline: contextvars.ContextVar[InlineScope | None] = contextvars.ContextVar(
@@ -113,6 +114,8 @@ class Activity:
         self._scheduling_open.set()
         # set when on_enter returned, or handed the floor to an AgentTask it awaits
         self.enter_settled = trio.Event()
+        self.enter_finished = trio.Event()
+        self._on_enter_watch: tuple[Any, object] | None = None
         # AgentTasks awaited by parallel tool calls of one turn run one after another
         self.inline_task_lock = trio.Lock()
 
@@ -164,9 +167,20 @@ class Activity:
         if self._hooks is _HookPhase.NOT_ENTERED and self._nursery is not None:
             self._hooks = _HookPhase.ENTERED
             run = self.session._active_run
-            # an active run watches on_enter (without awaiting it): its speeches belong to it
-            hold = (run, run._hold()) if run is not None else None
-            self._nursery.start_soon(self._run_on_enter, hold)
+            if run is not None:
+                # an active run watches on_enter (without awaiting it): its speeches belong to it
+                self.watch_on_enter(run)
+            self._nursery.start_soon(self._run_on_enter)
+
+    def watch_on_enter(self, run: Any) -> None:
+        """Keep ``run`` open until on_enter returns (or hands the floor to an AgentTask)."""
+        if self._on_enter_watch is None and not self.enter_finished.is_set():
+            self._on_enter_watch = (run, run._hold())
+
+    def unwatch_on_enter(self) -> None:
+        watch, self._on_enter_watch = self._on_enter_watch, None
+        if watch is not None:
+            watch[0]._release(watch[1])
 
     async def drain(self) -> None:
         """Run ``on_exit``, let queued speeches and tool replies finish, then stop.
@@ -190,8 +204,8 @@ class Activity:
         if self._state is ActivityState.RUNNING:
             self._turns_send.close()
 
-    async def _run_on_enter(self, hold: tuple[Any, object] | None) -> None:
-        token = current_inline.set(InlineScope(activity=self))
+    async def _run_on_enter(self) -> None:
+        token = current_inline.set(InlineScope(activity=self, hook="on_enter"))
         try:
             await self.agent.on_enter()
         except Exception:
@@ -199,14 +213,14 @@ class Activity:
         finally:
             current_inline.reset(token)
             self.enter_settled.set()
-            if hold is not None:
-                hold[0]._release(hold[1])
+            self.enter_finished.set()
+            self.unwatch_on_enter()
 
     async def _run_on_exit(self) -> None:
         if self._hooks is not _HookPhase.ENTERED:
             return
         self._hooks = _HookPhase.EXITED
-        token = current_inline.set(InlineScope(activity=self))
+        token = current_inline.set(InlineScope(activity=self, hook="on_exit"))
         try:
             await self.agent.on_exit()
         except Exception:
@@ -375,7 +389,7 @@ class Activity:
 
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
                           ) -> ReplyRequest | None:
-        step = StepState()
+        step = StepState(handle._step_message_id)
         async with trio.open_nursery() as tool_nursery:
             with handle._step_scope:
                 try:
@@ -392,7 +406,8 @@ class Activity:
         if text and request.add_to_chat_ctx:
             msg = ChatMessage(role="assistant", content=[text], interrupted=handle.interrupted,
                               id=step.message_id,
-                              created_at=step.authorized_at or trio.current_time())
+                              created_at=(trio.current_time() if step.authorized_at is None
+                                          else step.authorized_at))
             self._commit_item(msg, handle)
         self._release_pause(handle)
         handle._mark_generation_done()
@@ -424,7 +439,7 @@ class Activity:
         self._cancel_preemptive()
         token = current_inline.set(InlineScope(activity=self, speech_handle=handle,
                                                function_call=call))
-        self.session._record_run_item(call)
+        self.session._record_run_item(call, handle)
         try:
             outcome = await execute_function_call(
                 call, {t.name: t for t in tools},

@@ -126,8 +126,10 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
             session._switch_current(child, AgentHandoff(
                 old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
             child.enter()  # the run now watches the task's on_enter instead
-            if scope.function_call is None and scope.speech_handle is None:
-                parent.enter_settled.set()  # awaited from a hook: the child carries on
+            if scope.hook == "on_enter":
+                # the parent's on_enter is blocked on the task: the child carries on for it
+                parent.enter_settled.set()
+                parent.unwatch_on_enter()
             if run is not None and hold is not None:
                 run._release(hold)
                 hold = None
@@ -148,6 +150,8 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
     run = session._active_run
     if run is not None and handle is not None:
         run._watch(handle)
+    if run is not None and scope.hook == "on_enter":
+        parent.watch_on_enter(run)  # the rest of on_enter belongs to the run again
     if task._run_hold is not None:
         held_run, token = task._run_hold
         task._run_hold = None

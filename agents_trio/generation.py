@@ -18,7 +18,7 @@ from livekit import rtc
 
 from . import text_transforms
 from ._ids import short_id
-from .chat import ChatContext, FunctionCall, new_item_id
+from .chat import ChatContext, FunctionCall
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
 from .speech_handle import SpeechHandle
 from .tools import ToolOutcome
@@ -41,13 +41,13 @@ class Segment:
 class StepState:
     """What one generation step produced."""
 
-    def __init__(self) -> None:
+    def __init__(self, message_id: str) -> None:
         self.calls: list[FunctionCall] = []
         self.outcomes: dict[str, ToolOutcome] = {}
         self.played_text = ""
         self.authorized_at: float | None = None
         self.started_speaking_at: float | None = None
-        self.message_id = new_item_id()
+        self.message_id = message_id
         self.pending_metrics: list[Any] = []
         self.error: BaseException | None = None
 

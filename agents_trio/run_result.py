@@ -18,6 +18,7 @@ and finishes, or until the session settles it with ``_check_done()`` or ``_fail(
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, Union, overload
@@ -128,6 +129,7 @@ class RunResult(Generic[T]):
         self._done_ev = trio.Event()
         # id(handle) -> handle; holds are stored the same way (token -> token).
         self._pending: dict[int, Any] = {}
+        self._seen: weakref.WeakSet[Any] = weakref.WeakSet()
         self._error: BaseException | None = None
         self._final_output: Any = _UNSET
         self._expect: RunAssert | None = None
@@ -232,6 +234,7 @@ class RunResult(Generic[T]):
         """
         if self.done():
             return
+        self._seen.add(handle)
         key = id(handle)
         if self._pending.get(key) is handle:
             return
@@ -240,6 +243,10 @@ class RunResult(Generic[T]):
             self._on_handle_done(handle)
             return
         handle.add_done_callback(self._on_handle_done)
+
+    def _watches(self, handle: Any) -> bool:
+        """Whether ``handle`` was ever watched by this run (its items belong to the run)."""
+        return handle in self._seen
 
     def _unwatch(self, handle: _Watchable) -> None:
         """Stop waiting for ``handle``; the run may finish if nothing else is pending.

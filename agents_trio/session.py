@@ -410,10 +410,13 @@ class AgentSession:
         if self._state is not SessionState.RUNNING:
             raise RuntimeError("session closed" if self._closing else "the session is not running")
         run: RunResult[Any] = RunResult(user_input=user_input)
-        self._run = run
+        # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run
         await self._wait_settled()
         if self._closing:
-            await run  # failed by aclose
+            raise RuntimeError("session closed")
+        if self._run is not None and not self._run.done():
+            raise RuntimeError("nested runs are not supported")
+        self._run = run
         self.generate_reply(user_input=user_input)
         await run
         return run
@@ -441,14 +444,16 @@ class AgentSession:
         if handle is not None:
             handle._add_item(item)
         if item.type != "function_call":  # calls are recorded when they start executing
-            self._record_run_item(item, old_agent=old_agent, new_agent=new_agent)
+            self._record_run_item(item, handle, old_agent=old_agent, new_agent=new_agent)
         if isinstance(item, (ChatMessage, AgentHandoff)):
             self._emit("conversation_item_added", ConversationItemAddedEvent(item=item))
 
-    def _record_run_item(self, item: ChatItem, *, old_agent: Any = None,
-                         new_agent: Any = None) -> None:
-        if self._run is not None and not self._run.done():
-            self._run._record_item(item, old_agent=old_agent, new_agent=new_agent)
+    def _record_run_item(self, item: ChatItem, handle: SpeechHandle | None, *,
+                         old_agent: Any = None, new_agent: Any = None) -> None:
+        """Record on the active run the items of the speeches it watches, and handoffs."""
+        run = self._active_run
+        if run is not None and (handle is None or run._watches(handle)):
+            run._record_item(item, old_agent=old_agent, new_agent=new_agent)
 
     @property
     def _active_run(self) -> RunResult[Any] | None:

@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from ._ids import short_id
-from .chat import ChatItem
+from .chat import ChatItem, new_item_id
 
 SPEECH_PRIORITY_LOW = 0
 SPEECH_PRIORITY_NORMAL = 5
@@ -60,6 +60,9 @@ class SpeechHandle:
         # One scope, authorization and completion per generation step: a tool reply is a new
         # step of the same handle, scheduled again.
         self._step_scope = trio.CancelScope()
+        # allocated now, so the step's message sorts by when the speech was asked for among
+        # items created at the same Trio time
+        self._step_message_id = new_item_id()
         self._authorized = trio.Event()
         self._generation_done = trio.Event()
         if self._interrupted:
