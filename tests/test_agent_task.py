@@ -150,3 +150,72 @@ async def test_exception_passed_to_complete_is_raised_and_double_await_refused(a
         with trio.fail_after(10):
             await session.run(user_input="go")
     assert agent.errors == ["no luck", "AgentTask raising_task was already awaited"]
+
+
+class Dialog(AgentTask[str]):
+    def __init__(self, label: str, log: list[str]) -> None:
+        super().__init__(instructions=f"dialog {label}")
+        self.name = label
+        self.log = log
+
+    async def on_enter(self) -> None:
+        self.log.append(f"{self.name}.enter")
+        await trio.sleep(0.5)
+        self.complete(f"answer {self.name}")
+
+    async def on_exit(self) -> None:
+        self.log.append(f"{self.name}.exit")
+
+
+class TwoQuestions(Agent):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__(instructions="asks twice")
+        self.log = log
+
+    @function_tool
+    async def ask(self, ctx: RunContext, label: str) -> str:
+        """Ask one question.
+
+        Args:
+            label: Which question
+        """
+        return await Dialog(label, self.log)
+
+
+async def test_tasks_awaited_by_parallel_tool_calls_run_one_after_another(autojump_clock):
+    a = FakeActions()
+    a.add_llm("", tool_calls=[
+        FunctionToolCall(name="ask", arguments='{"label": "a"}', call_id="1"),
+        FunctionToolCall(name="ask", arguments='{"label": "b"}', call_id="2")], input="go")
+    log: list[str] = []
+    session = AgentSession(llm=FakeLLM(a.llm_responses))
+    executed = []
+    session.on("function_tools_executed", executed.append)
+    async with session:
+        await session.start(TwoQuestions(log))
+        with trio.fail_after(10):
+            await session.run(user_input="go")
+    assert log in (["a.enter", "a.exit", "b.enter", "b.exit"],
+                   ["b.enter", "b.exit", "a.enter", "a.exit"])
+    (ev,) = executed
+    assert sorted(o.output for o in ev.function_call_outputs) == ["answer a", "answer b"]
+
+
+class ExitSurvey(Agent):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__(instructions="survey on exit")
+        self.log = log
+
+    async def on_exit(self) -> None:
+        self.log.append(await Dialog("survey", self.log))
+
+
+async def test_a_task_awaited_from_on_exit_runs_before_the_handoff_completes(autojump_clock):
+    log: list[str] = []
+    async with AgentSession(llm=FakeLLM()) as session:
+        await session.start(ExitSurvey(log))
+        session.update_agent(Agent(instructions="next"))
+        with trio.fail_after(10):
+            while session._activity is None or session._activity.agent.instructions != "next":
+                await trio.sleep(0.1)
+    assert log == ["survey.enter", "survey.exit", "answer survey"]

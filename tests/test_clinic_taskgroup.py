@@ -125,3 +125,46 @@ async def test_out_of_scope_goes_back_to_an_earlier_task(autojump_clock):
             await session.run(user_input=clinic.TURNS[1])
     assert completed == ["intent", "intent", "patient"]
     assert receptionist.result.task_results["intent"] == "cancel_visit"
+
+
+async def test_group_summary_and_return_exceptions(autojump_clock):
+    from agents_trio import AgentTask, ToolError
+    from agents_trio.workflows import SUMMARY_INSTRUCTIONS
+    from agents_trio.testing import FakeActions
+
+    class Failing(AgentTask[str]):
+        def __init__(self) -> None:
+            super().__init__(instructions="fails")
+
+        async def on_enter(self) -> None:
+            self.complete(ToolError("could not get it"))
+
+    class Quick(AgentTask[str]):
+        def __init__(self) -> None:
+            super().__init__(instructions="quick")
+
+        async def on_enter(self) -> None:
+            self.session.say("quick question")
+            self.complete("fine")
+
+    a = FakeActions()
+    a.add_llm("The user answered a quick question.", input=SUMMARY_INSTRUCTIONS)
+    results = {}
+
+    class Host(clinic.Receptionist):
+        async def on_enter(self) -> None:
+            group = TaskGroup(return_exceptions=True)
+            group.add(Failing, id="failing", description="fails")
+            group.add(Quick, id="quick", description="quick")
+            results["group"] = await group
+            results["ctx"] = [i.text_content for i in group.chat_ctx.items if i.type == "message"]
+
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(Host())
+        with trio.fail_after(10):
+            while "group" not in results:
+                await trio.sleep(0.1)
+    task_results = results["group"].task_results
+    assert isinstance(task_results["failing"], ToolError)
+    assert task_results["quick"] == "fine"
+    assert results["ctx"] == ["The user answered a quick question."]
