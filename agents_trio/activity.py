@@ -24,7 +24,7 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
 from .events import (AgentFalseInterruptionEvent, EOUMetrics, FunctionToolsExecutedEvent,
                      LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
-from .nurseries import LatestSlot, PriorityQueue
+from .nurseries import LatestSlot, PriorityQueue, TaskOwner, open_owner
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
@@ -143,20 +143,23 @@ class Activity:
         ``on_exit`` (if ``on_enter`` was started) still runs under the session's shielded grace.
         """
         self.agent._activity = self
+        owner: TaskOwner | None = None
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self._resume_slot = LatestSlot(nursery)
+            async with open_owner(grace=self.session.close_grace,
+                                  name=f"activity:{self.agent.id}") as owner:
+                self._nursery = owner.nursery
+                self._resume_slot = LatestSlot(owner.nursery)
                 self._record_config()
-                nursery.start_soon(self._scheduler)
-                nursery.start_soon(self._turn_worker)
+                owner.start_soon(self._scheduler)
+                owner.start_soon(self._turn_worker)
                 self._state = ActivityState.RUNNING
                 task_status.started()
                 await self._stop.wait()
-                nursery.cancel_scope.cancel()
+                owner.cancel()
         finally:
-            with trio.move_on_after(self.session.close_grace, shield=True):
-                await self._run_on_exit()
+            if owner is not None:
+                with owner.cleanup_scope():
+                    await self._run_on_exit()
             self._state = ActivityState.CLOSED
             self._queue.close()
             self.agent._activity = None
