@@ -11,8 +11,6 @@ import contextvars
 import enum
 import logging
 import math
-import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -21,18 +19,20 @@ import trio
 from ._errors import StopResponse
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (AgentFalseInterruptionEvent, EOUMetrics, FunctionToolsExecutedEvent,
+from .events import (EOUMetrics, FunctionToolsExecutedEvent,
                      LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
-from .nurseries import LatestSlot, PriorityQueue, TaskOwner, open_owner
+from .agent import _NOT_GIVEN, Agent
+from .interruption import AudioInterruption, words
+from .nurseries import PriorityQueue, TaskOwner, open_owner
+from .preemptive import PreemptiveGeneration
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, ToolOutcome, execute_function_call
+from .tools import FunctionTool, execute_function_call
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .session import AgentSession
 
 logger = logging.getLogger("agents_trio")
@@ -66,25 +66,6 @@ class _HookPhase(enum.Enum):
     EXITED = "exited"
 
 
-class _Pause(msgspec.Struct, kw_only=True):
-    """The audio output is paused for ``speech`` (a possible false interruption)."""
-
-    speech: SpeechHandle
-    saved_state: str | None = None      # None while only pre-paused (§4.3)
-
-
-class _Preemptive(msgspec.Struct, kw_only=True):
-    handle: SpeechHandle
-    user_message: ChatMessage
-    transcript: str
-    snapshot: ChatContext
-    tool_names: list[str]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\w']+", text.casefold())
-
-
 class Activity:
     """Runs one agent inside the session. Created and owned by the session's activity host."""
 
@@ -92,8 +73,8 @@ class Activity:
         self.session = session
         self.agent = agent
         self.options = resolve_turn_handling(session.turn_handling_overrides, agent.turn_handling)
-        self.llm = session.llm if agent.llm is _not_given() else agent.llm
-        self.tts = session.tts if agent.tts is _not_given() else agent.tts
+        self.llm = session.llm if agent.llm is _NOT_GIVEN else agent.llm
+        self.tts = session.tts if agent.tts is _NOT_GIVEN else agent.tts
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -103,11 +84,9 @@ class Activity:
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
         self._tool_calls_in_flight: dict[str, FunctionCall] = {}
         self._turns_send, self._turns_recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
-        self._pause: _Pause | None = None
-        self._preemptive: _Preemptive | None = None
-        self._preemptive_attempts = 0
+        self.interruption = AudioInterruption(self)
+        self.preemptive = PreemptiveGeneration(self)
         self._nursery: trio.Nursery | None = None
-        self._resume_slot: LatestSlot | None = None
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self._scheduling_open = trio.Event()
@@ -148,7 +127,7 @@ class Activity:
             async with open_owner(grace=self.session.close_grace,
                                   name=f"activity:{self.agent.id}") as owner:
                 self._nursery = owner.nursery
-                self._resume_slot = LatestSlot(owner.nursery)
+                self.interruption.bind(owner.nursery)
                 self._record_config()
                 owner.start_soon(self._scheduler)
                 owner.start_soon(self._turn_worker)
@@ -193,7 +172,7 @@ class Activity:
         if self._state is not ActivityState.RUNNING:
             await self._stopped.wait()
             return
-        self._cancel_preemptive()
+        self.preemptive.cancel()
         self.block_new_turns()
         await self._run_on_exit()
         self._state = ActivityState.DRAINING
@@ -385,7 +364,7 @@ class Activity:
         finally:
             self._speeches.discard(handle)
             self._pending_user_messages.pop(handle, None)
-            self._release_pause(handle)
+            self.interruption.release(handle)
             handle._mark_done()
             self._refresh_state_when_idle()
             self._speeches_changed.unpark_all()
@@ -412,7 +391,7 @@ class Activity:
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
             self._commit_item(msg, handle)
-        self._release_pause(handle)
+        self.interruption.release(handle)
         handle._mark_generation_done()
         state = self.session.agent_state
         tools_busy = bool(step.calls) and not handle.interrupted
@@ -439,7 +418,7 @@ class Activity:
         """Execute one function call of ``step`` (runs in the step's tool nursery)."""
         call.created_at = trio.current_time()
         self._tool_calls_in_flight[call.call_id] = call
-        self._cancel_preemptive()
+        self.preemptive.cancel()
         token = current_inline.set(InlineScope(activity=self, speech_handle=handle,
                                                function_call=call))
         self.session._record_run_item(call, handle)
@@ -541,13 +520,13 @@ class Activity:
         min_words = self.options.interruption.min_words
         current = self._current_speech
         if (min_words > 0 and current is not None and current.allow_interruptions
-                and not current.interrupted and len(_words(info.new_transcript)) < min_words):
+                and not current.interrupted and len(words(info.new_transcript)) < min_words):
             return False
         try:
             self._turns_send.send_nowait(info)
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
-            self._cancel_preemptive()
+            self.preemptive.cancel()
         return True
 
     async def _turn_worker(self) -> None:
@@ -559,7 +538,7 @@ class Activity:
                 logger.exception("handling the user turn failed")
 
     async def _user_turn_completed(self, info: EndOfTurnInfo) -> None:
-        self._preemptive_attempts = 0
+        self.preemptive.reset_attempts()
         background = [h for h in self._speeches
                       if h is not self._current_speech and h.scheduled and not h.done()
                       and h._generation_done.is_set() and h.allow_interruptions]
@@ -572,7 +551,7 @@ class Activity:
             if not current.allow_interruptions:
                 logger.info("skipping reply to the user turn: the current speech cannot be "
                             "interrupted")
-                self._cancel_preemptive()
+                self.preemptive.cancel()
                 return
             current.interrupt()
             await current._wait_for_generation()
@@ -581,20 +560,20 @@ class Activity:
         try:
             await self.agent.on_user_turn_completed(turn_ctx, message)
         except StopResponse:
-            self._cancel_preemptive()
+            self.preemptive.cancel()
             return
         except Exception:
             logger.exception("error in on_user_turn_completed")
-            self._cancel_preemptive()
+            self.preemptive.cancel()
             return
         hook_delay = trio.current_time() - hook_started
         if self._state is not ActivityState.RUNNING:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is %s", self.agent.id,
                            self._state.value)
-            self._cancel_preemptive()
+            self.preemptive.cancel()
             return
-        handle = self._take_preemptive(info.new_transcript, turn_ctx)
+        handle = self.preemptive.take(info.new_transcript, turn_ctx)
         if handle is None:
             handle = self.generate_reply(user_message=message, chat_ctx=turn_ctx, schedule=False)
         self.session.emit_metrics(EOUMetrics(
@@ -606,130 +585,25 @@ class Activity:
             handle.interrupt()
         self._schedule(handle)
 
-    # -- preemptive generation (§6) -----------------------------------------------------------
+    # -- routed from recognition ---------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:
-        self._interrupt_by_audio_activity()
-        if self._pause is not None and self._pause.saved_state is not None:
-            self._pause.speech.interrupt()
-        self._start_preemptive()
+        self.interruption.on_final_transcript()
+        self.preemptive.start()
 
-    def _start_preemptive(self) -> None:
-        opts = self.options.preemptive_generation
-        recognition = self.session._recognition
-        current = self._current_speech
-        if (not opts.enabled or self._state is not ActivityState.RUNNING or self.llm is None
-                or recognition is None or (current is not None and not current.interrupted)
-                or self._tool_calls_in_flight
-                or recognition.user_speech_duration > opts.max_speech_duration
-                or self._preemptive_attempts >= opts.max_retries):
-            return
-        transcript = recognition.transcript
-        self._cancel_preemptive()
-        self._preemptive_attempts += 1
-        message = ChatMessage(role="user", content=[transcript])
-        snapshot = self.agent._chat_ctx.copy()
-        handle = self.generate_reply(user_message=message, chat_ctx=snapshot, schedule=False)
-        self._preemptive = _Preemptive(handle=handle, user_message=message,
-                                       transcript=transcript, snapshot=snapshot,
-                                       tool_names=[t.name for t in self._tools()])
+    @property
+    def accepts_turns(self) -> bool:
+        return self._state is ActivityState.RUNNING
 
-    def _take_preemptive(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
-        pre, self._preemptive = self._preemptive, None
-        if pre is None:
-            return None
-        valid = (not pre.handle.done() and not pre.handle.interrupted
-                 and not self._tool_calls_in_flight
-                 and _words(pre.transcript) == _words(transcript)
-                 and pre.snapshot.is_equivalent(turn_ctx)
-                 and pre.tool_names == [t.name for t in self._tools()])
-        if not valid:
-            pre.handle.interrupt(force=True)
-            return None
-        pre.user_message.content = [transcript]
-        return pre.handle
+    @property
+    def tools_running(self) -> bool:
+        return bool(self._tool_calls_in_flight)
 
-    def _cancel_preemptive(self) -> None:
-        pre, self._preemptive = self._preemptive, None
-        if pre is not None:
-            pre.handle.interrupt(force=True)
-
-    # -- interruption (§4) --------------------------------------------------------------------
-    def _can_pause(self) -> bool:
-        opts = self.options.interruption
-        output = self.session.output.audio
-        return (opts.resume_false_interruption and opts.false_interruption_timeout is not None
-                and output is not None and output.can_pause)
-
-    def on_start_of_speech(self) -> None:
-        if self._resume_slot is not None:
-            self._resume_slot.cancel()
-        current = self._current_speech
-        if (self.session.agent_state == "thinking" and self._pause is None and current is not None
-                and current.allow_interruptions and not current.interrupted
-                and self.options.interruption.enabled and self._can_pause()):
-            self._pause = _Pause(speech=current)
-            self.session.output.audio.pause()
-
-    def on_vad_inference(self, speech_duration: float) -> None:
-        if speech_duration >= self.options.interruption.min_duration:
-            self._interrupt_by_audio_activity()
-
-    def on_end_of_speech(self) -> None:
-        pause = self._pause
-        if pause is None or pause.saved_state is None or self._resume_slot is None:
-            return
-        timeout = self.options.interruption.false_interruption_timeout or 0.0
-        self._resume_slot.replace(self._resume_after, timeout)
-
-    def _interrupt_by_audio_activity(self) -> None:
-        opts = self.options.interruption
-        speech = self._current_speech
-        if (speech is None or speech.interrupted or not speech.allow_interruptions
-                or not opts.enabled):
-            return
-        recognition = self.session._recognition
-        if (opts.min_words > 0 and recognition is not None and self.session.stt is not None
-                and len(_words(recognition.current_transcript)) < opts.min_words):
-            return
-        if self._resume_slot is not None:
-            self._resume_slot.cancel()
-        if not self._can_pause():
-            speech.interrupt()
-            return
-        if self._pause is not None and self._pause.speech is speech:
-            if self._pause.saved_state is not None:
-                return
-        else:
-            self.session.output.audio.pause()
-        self._pause = _Pause(speech=speech, saved_state=self.session.agent_state)
-        self.session._update_agent_state("listening")
-
-    async def _resume_after(self, timeout: float) -> None:
-        await trio.sleep(timeout)
-        pause = self._pause
-        if pause is None:
-            return
-        if pause.speech.done() or pause.speech is not self._current_speech:
-            self._pause = None
-            self.session._emit("agent_false_interruption",
-                               AgentFalseInterruptionEvent(resumed=False))
-            return
-        self._pause = None
-        self.session._update_agent_state(pause.saved_state or "thinking")
-        self.session.output.audio.resume()
-        self.session._emit("agent_false_interruption", AgentFalseInterruptionEvent(resumed=True))
-
-    def _release_pause(self, handle: SpeechHandle) -> None:
-        pause = self._pause
-        if pause is not None and pause.speech is handle:
-            self._pause = None
-            if self._resume_slot is not None:
-                self._resume_slot.cancel()
-            self.session.output.audio.resume()
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self._tools()]
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
         """Interrupt the background, current and queued speeches (§4.6)."""
-        self._cancel_preemptive()
+        self.preemptive.cancel()
         current = self._current_speech
         if current is not None and not current.allow_interruptions and not force:
             raise RuntimeError("the current speech does not allow interruptions")
@@ -751,12 +625,4 @@ class Activity:
 
 
 def _is_agent(value: Any) -> bool:
-    from .agent import Agent
-
     return isinstance(value, Agent)
-
-
-def _not_given() -> Any:
-    from .agent import _NOT_GIVEN
-
-    return _NOT_GIVEN

@@ -129,7 +129,8 @@ class AgentSession:
         try:
             await self.aclose()
         finally:
-            return await self._nursery_manager.__aexit__(*exc_info)
+            suppress = await self._nursery_manager.__aexit__(*exc_info)
+        return suppress
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -552,16 +553,16 @@ class _RecognitionRouter:
     def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None:
         self._session._update_user_state("speaking", started_at)
         if self._session._activity is not None:
-            self._session._activity.on_start_of_speech()
+            self._session._activity.interruption.on_start_of_speech()
 
     def on_vad_inference(self, ev: VADEvent) -> None:
         if self._session._activity is not None:
-            self._session._activity.on_vad_inference(ev.speech_duration)
+            self._session._activity.interruption.on_vad_inference(ev.speech_duration)
 
     def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
         self._session._update_user_state("listening", stopped_at)
         if self._session._activity is not None:
-            self._session._activity.on_end_of_speech()
+            self._session._activity.interruption.on_end_of_speech()
 
     def on_interim_transcript(self, ev: SpeechEvent) -> None:
         text = ev.alternatives[0].text if ev.alternatives else ""

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import trio
 
 from agents_trio import Agent, FunctionToolCall, RunContext, function_tool
-from agents_trio.testing import FakeActions, create_session, run_session
-from timeline import Recorder
+from agents_trio.testing import FakeActions, create_session
+from timeline import near, run_recorded
 
 STORY = "Here is a long story for you, about a brave knight."
 
@@ -28,15 +27,9 @@ class WeatherAgent(Agent):
 
 async def _run(actions: FakeActions, agent: Agent | None = None, **kwargs):
     session = create_session(actions, **kwargs)
-    rec = Recorder(session)
     agent = agent or WeatherAgent()
-    with trio.fail_after(120):
-        rec.t0 = await run_session(session, agent)
+    rec = await run_recorded(session, agent)
     return session, agent, rec
-
-
-def _approx(value: float, expected: float) -> bool:
-    return abs(value - expected) <= 0.1
 
 
 async def test_events_and_metrics_follow_the_reference_timeline(autojump_clock):
@@ -49,27 +42,27 @@ async def test_events_and_metrics_follow_the_reference_timeline(autojump_clock):
     items = rec.of("conversation_item_added")
     assert [i.item.type for i in items] == ["agent_handoff", "message", "message"]
     assert items[1].item.role == "user" and items[1].item.text_content == "Hello, how are you?"
-    assert _approx(rec.t(items[1]), 3.0)
-    assert items[2].item.role == "assistant" and _approx(rec.t(items[2]), 5.2)
+    assert near(rec.t(items[1]), 3.0)
+    assert items[2].item.role == "assistant" and near(rec.t(items[2]), 5.2)
 
     finals = [ev for ev in rec.of("user_input_transcribed") if ev.is_final]
-    assert finals[-1].transcript == "Hello, how are you?" and _approx(rec.t(finals[-1]), 2.7)
+    assert finals[-1].transcript == "Hello, how are you?" and near(rec.t(finals[-1]), 2.7)
 
     user_states = [(ev.new_state, rec.t(ev)) for ev in rec.of("user_state_changed")]
     assert [s for s, _ in user_states] == ["speaking", "listening"]
-    assert _approx(user_states[0][1], 0.5) and _approx(user_states[1][1], 2.5)
+    assert near(user_states[0][1], 0.5) and near(user_states[1][1], 2.5)
 
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "listening"]
     for (_, t), expected in zip(states, [0.0, 3.0, 3.2, 5.2]):
-        assert _approx(t, expected)
+        assert near(t, expected)
 
     metrics = [ev.metrics for ev in rec.of("metrics_collected") if ev.metrics.type != "vad_metrics"]
     assert [m.type for m in metrics] == ["eou_metrics", "llm_metrics", "tts_metrics"]
     eou, llm, tts = metrics
-    assert _approx(eou.end_of_utterance_delay, 0.5) and _approx(eou.transcription_delay, 0.2)
-    assert _approx(llm.ttft, 0.1) and _approx(llm.duration, 0.3)
-    assert _approx(tts.ttfb, 0.2) and _approx(tts.audio_duration, 2.0)
+    assert near(eou.end_of_utterance_delay, 0.5) and near(eou.transcription_delay, 0.2)
+    assert near(llm.ttft, 0.1) and near(llm.duration, 0.3)
+    assert near(tts.ttfb, 0.2) and near(tts.audio_duration, 2.0)
     assert eou.speech_id == llm.speech_id == tts.speech_id
     assert rec.events[-1][0] == "close"
 
@@ -90,12 +83,12 @@ async def test_tool_call_runs_during_playout_and_replies_on_the_same_speech(auto
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "thinking",
                                       "speaking", "listening"]
-    assert _approx(states[3][1], 5.2) and _approx(states[4][1], 5.7)
+    assert near(states[3][1], 5.2) and near(states[4][1], 5.7)
     (tools_ev,) = rec.of("function_tools_executed")
     assert [(c.name, c.arguments, c.call_id) for c in tools_ev.function_calls] == [
         ("get_weather", '{"location": "Tokyo"}', "1")]
     assert tools_ev.function_call_outputs[0].output == "The weather in Tokyo is sunny today."
-    assert _approx(rec.t(tools_ev), 5.2)
+    assert near(rec.t(tools_ev), 5.2)
 
     ctx = agent.chat_ctx.items
     assert [i.type for i in ctx] == ["message", "agent_config_update", "message", "message",
@@ -126,11 +119,11 @@ async def test_interruption_keeps_the_played_prefix(autojump_clock, resume_false
     assert ctx[4].role == "user" and ctx[4].text_content == "Stop!"
     states = rec.agent_states()
     assert len(states) == 6
-    assert states[3][0] == "listening" and _approx(states[3][1], 5.5)
-    assert states[4][0] == "thinking" and _approx(states[4][1], 6.5)
-    assert states[5][0] == "listening" and _approx(states[5][1], 6.5)
+    assert states[3][0] == "listening" and near(states[3][1], 5.5)
+    assert states[4][0] == "thinking" and near(states[4][1], 6.5)
+    assert states[5][0] == "listening" and near(states[5][1], 6.5)
     (finished,) = session.output.audio.playback_finished_events
-    assert finished.interrupted and _approx(finished.playback_position, 2.3)
+    assert finished.interrupted and near(finished.playback_position, 2.3)
 
 
 @pytest.mark.parametrize("can_pause_audio", [False, True])
@@ -146,7 +139,7 @@ async def test_interruption_before_speaking_leaves_no_assistant_message(
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "listening", "thinking",
                                       "listening"]
-    assert _approx(states[2][1], 3.5)
+    assert near(states[2][1], 3.5)
     assert "speaking" not in [s for s, _ in states]
     finished = session.output.audio.playback_finished_events
     if can_pause_audio:
@@ -171,13 +164,13 @@ async def test_false_interruption_resumes_after_the_timeout(autojump_clock):
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "listening",
                                       "speaking", "listening"]
-    assert _approx(states[3][1], 5.5)
-    assert _approx(states[4][1], 8.5)
+    assert near(states[3][1], 5.5)
+    assert near(states[4][1], 8.5)
     (false_int,) = rec.of("agent_false_interruption")
-    assert false_int.resumed and _approx(rec.t(false_int), 8.5)
+    assert false_int.resumed and near(rec.t(false_int), 8.5)
     (finished,) = session.output.audio.playback_finished_events
-    assert not finished.interrupted and _approx(finished.playback_position, 10.0)
-    assert _approx(rec.t(finished), 16.2)
+    assert not finished.interrupted and near(finished.playback_position, 10.0)
+    assert near(rec.t(finished), 16.2)
     assistant = [i for i in agent.chat_ctx.items if getattr(i, "role", None) == "assistant"]
     assert [(m.text_content, m.interrupted) for m in assistant] == [(STORY, False)]
 
@@ -191,6 +184,6 @@ async def test_noise_without_pausable_output_interrupts_at_the_vad_threshold(aut
     session, agent, rec = await _run(a)
     assert rec.of("agent_false_interruption") == []
     (finished,) = session.output.audio.playback_finished_events
-    assert finished.interrupted and _approx(rec.t(finished), 5.5)
+    assert finished.interrupted and near(rec.t(finished), 5.5)
     assistant = [i for i in agent.chat_ctx.items if getattr(i, "role", None) == "assistant"]
     assert len(assistant) == 1 and assistant[0].interrupted

@@ -6,12 +6,9 @@ Script: the agent tells a 5 s story (playout 3.2-8.2); the user says "Stop!" (5.
 
 from __future__ import annotations
 
-import pytest
-import trio
-
 from agents_trio import Agent
-from agents_trio.testing import FakeActions, create_session, run_session
-from timeline import Recorder
+from agents_trio.testing import FakeActions, create_session
+from timeline import Recorder, near, run_recorded
 
 STORY = "Here is a long story for you ... the end."
 
@@ -28,26 +25,16 @@ def _actions() -> FakeActions:
 
 async def _run(turn_handling: dict) -> tuple:
     session = create_session(_actions(), turn_handling=turn_handling)
-    rec = Recorder(session)
     agent = Agent(instructions="You are a helpful assistant.")
-    try:
-        with trio.fail_after(120):
-            rec.t0 = await run_session(session, agent)
-    except trio.TooSlowError:
-        rec.t0 = rec.events[0][1].created_at if rec.events else 0.0
-        pytest.fail("the session did not finish within 120 s of script time:\n" + rec.dump())
+    rec = await run_recorded(session, agent)
     return session, agent, rec
-
-
-def _near(value: float, expected: float, tol: float = 0.1) -> bool:
-    return abs(value - expected) <= tol
 
 
 def _check_states(rec: Recorder, expected: list[tuple[str, float]]) -> None:
     states = rec.agent_states()
     assert [s for s, _ in states] == [s for s, _ in expected], rec.dump()
     for (state, t), (_, want) in zip(states, expected):
-        assert _near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
+        assert near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
 
 
 def _user_messages(rec: Recorder) -> list[tuple[str, float]]:
@@ -66,14 +53,14 @@ async def test_min_words_interrupts_only_once_the_transcript_has_three_words(aut
     finished = rec.of("playback_finished")
     assert len(finished) == 1, rec.dump()
     assert finished[0].interrupted is True
-    assert _near(finished[0].playback_position, 4.3), rec.dump()
-    assert _near(rec.t(finished[0]), 7.5), rec.dump()
+    assert near(finished[0].playback_position, 4.3), rec.dump()
+    assert near(rec.t(finished[0]), 7.5), rec.dump()
     assert session.output.audio.playback_finished_events == finished
 
     # the turn at 6.5 was rejected (kept open): one user message with both transcripts, at 8.0
     users = _user_messages(rec)
     assert [text for text, _ in users] == ["Tell me a story.", "Stop! ok, stop!"], rec.dump()
-    assert _near(users[0][1], 3.0) and _near(users[1][1], 8.0), rec.dump()
+    assert near(users[0][1], 3.0) and near(users[1][1], 8.0), rec.dump()
 
     items = agent.chat_ctx.items
     assert [i.type for i in items] == ["message", "agent_config_update", "message", "message",
@@ -94,8 +81,8 @@ async def test_interruptions_disabled_plays_the_story_and_drops_both_user_turns(
     finished = rec.of("playback_finished")
     assert len(finished) == 1, rec.dump()
     assert finished[0].interrupted is False
-    assert _near(finished[0].playback_position, 5.0)
-    assert _near(rec.t(finished[0]), 8.2), rec.dump()
+    assert near(finished[0].playback_position, 5.0)
+    assert near(rec.t(finished[0]), 8.2), rec.dump()
     assert session.output.audio.playback_finished_events == finished
 
     # both user turns completed while an uninterruptible speech played: dropped, not recorded

@@ -8,11 +8,10 @@ The user speaks 0.5-2.0 (final transcript at 2.1, end of turn at 2.5); LLM ttft 
 from __future__ import annotations
 
 import pytest
-import trio
 
 from agents_trio import Agent
-from agents_trio.testing import FakeActions, create_session, run_session
-from timeline import Recorder
+from agents_trio.testing import FakeActions, create_session
+from timeline import Recorder, near, run_recorded
 
 ANSWER = "I'm doing great, thank you!"
 
@@ -25,21 +24,11 @@ def _actions() -> FakeActions:
     return a
 
 
-def _near(value: float, expected: float, tol: float = 0.1) -> bool:
-    return abs(value - expected) <= tol
-
-
 async def _run(session_preemptive: dict, agent_turn_handling: dict | None = None):
     session = create_session(_actions(),
                              turn_handling={"preemptive_generation": session_preemptive})
-    rec = Recorder(session)
     agent = Agent(instructions="You are a helpful assistant.", turn_handling=agent_turn_handling)
-    try:
-        with trio.fail_after(120):
-            rec.t0 = await run_session(session, agent)
-    except trio.TooSlowError:
-        rec.t0 = rec.events[0][1].created_at if rec.events else 0.0
-        pytest.fail("the session did not finish within 120 s of script time:\n" + rec.dump())
+    rec = await run_recorded(session, agent)
     return session, agent, rec
 
 
@@ -47,20 +36,20 @@ def _check_latency(rec: Recorder, expected_latency: float) -> None:
     user = rec.of("user_state_changed")
     assert [(ev.old_state, ev.new_state) for ev in user] == [
         ("listening", "speaking"), ("speaking", "listening")], rec.dump()
-    assert _near(rec.t(user[0]), 0.5) and _near(rec.t(user[1]), 2.0), rec.dump()
+    assert near(rec.t(user[0]), 0.5) and near(rec.t(user[1]), 2.0), rec.dump()
 
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "listening"], rec.dump()
     speaking_at = rec.of("agent_state_changed")[2].created_at
     latency = speaking_at - user[1].created_at
-    assert _near(latency, expected_latency), (
+    assert near(latency, expected_latency), (
         f"speaking - user stop = {latency:.2f}, expected {expected_latency}\n{rec.dump()}")
     # the turn commits at 2.5 (thinking) and the 3 s answer plays to the end
-    assert _near(states[1][1], 2.5), rec.dump()
-    assert _near(states[3][1], 2.0 + expected_latency + 3.0), rec.dump()
+    assert near(states[1][1], 2.5), rec.dump()
+    assert near(states[3][1], 2.0 + expected_latency + 3.0), rec.dump()
     finished = rec.of("playback_finished")
     assert len(finished) == 1 and finished[0].interrupted is False, rec.dump()
-    assert _near(finished[0].playback_position, 3.0)
+    assert near(finished[0].playback_position, 3.0)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +70,7 @@ async def test_preemptive_generation_shortens_the_reply_latency(autojump_clock, 
     assert len(created) == 1, rec.dump()
     # a preemptive speech is created at the final transcript (2.1), otherwise at the turn (2.5)
     expected_created = 2.5 if preemptive.get("enabled") is False else 2.1
-    assert _near(rec.t(created[0]), expected_created), rec.dump()
+    assert near(rec.t(created[0]), expected_created), rec.dump()
 
     items = agent.chat_ctx.items
     assert [(i.type, getattr(i, "role", None)) for i in items] == [

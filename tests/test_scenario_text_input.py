@@ -7,47 +7,13 @@ now." with 2 s of audio.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
-import trio
-
 from agents_trio import Agent, AgentSession
 from agents_trio.testing import FakeActions, create_session
-from timeline import Recorder
+from timeline import near, run_recorded
 
 STORY = "Here is a long story for you ... the end."
 TEXT_INPUT = "stop from text input"
 ANSWER = "Ok, I'll stop now."
-
-
-def _near(value: float, expected: float, tol: float = 0.1) -> bool:
-    return abs(value - expected) <= tol
-
-
-async def _drive(session: AgentSession, agent: Agent, rec: Recorder,
-                 script: list[tuple[float, Callable[[], object]]], *,
-                 drain_delay: float = 5.0) -> None:
-    """Like ``run_session``, plus callbacks run at given script times."""
-
-    async def call_at(at: float, fn: Callable[[], object]) -> None:
-        await trio.sleep_until(rec.t0 + at)
-        fn()
-
-    async with session:
-        await session.start(agent)
-        rec.t0 = trio.current_time()
-        session.input.audio.push(0.1)
-        async with trio.open_nursery() as nursery:
-            for at, fn in script:
-                nursery.start_soon(call_at, at, fn)
-            await session.stt.speeches_done.wait()
-            await trio.sleep(drain_delay)
-            try:
-                await session.drain()
-            except RuntimeError:
-                pass
-        await session.aclose()
 
 
 async def test_text_input_interrupts_the_story_and_replies_to_the_text(autojump_clock):
@@ -58,39 +24,34 @@ async def test_text_input_interrupts_the_story_and_replies_to_the_text(autojump_
     a.add_llm(ANSWER, input=TEXT_INPUT)
     a.add_tts(2.0)
     session = create_session(a)
-    rec = Recorder(session)
     agent = Agent(instructions="You are a helpful assistant.")
     handles = []
 
-    def fake_text_input() -> None:
+    def fake_text_input(session: AgentSession) -> None:
         session.interrupt()
         handles.append(session.generate_reply(user_input=TEXT_INPUT))
 
-    try:
-        with trio.fail_after(120):
-            await _drive(session, agent, rec, [(5.0, fake_text_input)])
-    except trio.TooSlowError:
-        pytest.fail("the session did not finish within 120 s of script time:\n" + rec.dump())
+    rec = await run_recorded(session, agent, script=[(5.0, fake_text_input)])
 
     # states: speaking goes straight to thinking for the new reply (no listening in between)
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "thinking",
                                       "speaking", "listening"], rec.dump()
     for (state, t), want in zip(states, [0.0, 3.0, 3.2, 5.0, 5.5, 7.5]):
-        assert _near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
+        assert near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
 
     # playback: the story is cut at 1.8 s, the answer plays in full
     finished = rec.of("playback_finished")
     assert len(finished) == 2, rec.dump()
     assert finished[0].interrupted is True
-    assert _near(finished[0].playback_position, 1.8) and _near(rec.t(finished[0]), 5.0)
+    assert near(finished[0].playback_position, 1.8) and near(rec.t(finished[0]), 5.0)
     assert finished[1].interrupted is False
-    assert _near(finished[1].playback_position, 2.0) and _near(rec.t(finished[1]), 7.5)
+    assert near(finished[1].playback_position, 2.0) and near(rec.t(finished[1]), 7.5)
     assert session.output.audio.playback_finished_events == finished
 
     # the text input creates its speech at 5.0
     created = [ev for ev in rec.of("speech_created") if ev.speech_handle is handles[0]]
-    assert len(created) == 1 and _near(rec.t(created[0]), 5.0), rec.dump()
+    assert len(created) == 1 and near(rec.t(created[0]), 5.0), rec.dump()
 
     # conversation_item_added: the text-input user message is emitted at 5.0 *before* the
     # interrupted assistant message, which still sorts before it in the chat context
@@ -103,7 +64,7 @@ async def test_text_input_interrupts_the_story_and_replies_to_the_text(autojump_
         ("assistant", ANSWER, False),
     ], rec.dump()
     for (*_, t), want in zip(added, [3.0, 5.0, 5.0, 7.5]):
-        assert _near(t, want), rec.dump()
+        assert near(t, want), rec.dump()
 
     items = agent.chat_ctx.items
     assert len(items) == 6, items

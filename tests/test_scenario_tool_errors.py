@@ -8,12 +8,9 @@ tool reply finds no response and the agent returns to listening.
 
 from __future__ import annotations
 
-import pytest
-import trio
-
 from agents_trio import Agent, FunctionToolCall, RunContext, ToolError, function_tool
-from agents_trio.testing import FakeActions, create_session, run_session
-from timeline import Recorder
+from agents_trio.testing import FakeActions, create_session
+from timeline import Recorder, near, run_recorded
 
 
 class WeatherAgent(Agent):
@@ -64,10 +61,6 @@ class RefusingToolAgent(Agent):
         raise ToolError(f"Weather for {location} is not available, ask for another city.")
 
 
-def _near(value: float, expected: float, tol: float = 0.1) -> bool:
-    return abs(value - expected) <= tol
-
-
 async def _run(agent: Agent, transcript: str, call: FunctionToolCall,
                reply: tuple[str, str] | None = None):
     a = FakeActions()
@@ -77,13 +70,7 @@ async def _run(agent: Agent, transcript: str, call: FunctionToolCall,
         a.add_llm(reply[1], input=reply[0])
         a.add_tts(2.0)
     session = create_session(a)
-    rec = Recorder(session)
-    try:
-        with trio.fail_after(120):
-            rec.t0 = await run_session(session, agent)
-    except trio.TooSlowError:
-        rec.t0 = rec.events[0][1].created_at if rec.events else 0.0
-        pytest.fail("the session did not finish within 120 s of script time:\n" + rec.dump())
+    rec = await run_recorded(session, agent)
     return session, rec
 
 
@@ -92,7 +79,7 @@ def _single_step(rec: Recorder, name: str):
     tools = rec.of("function_tools_executed")
     assert len(tools) == 1, rec.dump()
     ev = tools[0]
-    assert _near(rec.t(ev), 3.0), rec.dump()
+    assert near(rec.t(ev), 3.0), rec.dump()
     assert [c.name for c in ev.function_calls] == [name]
     assert len(ev.function_call_outputs) == 1 and ev.function_call_outputs[0] is not None
     out = ev.function_call_outputs[0]
@@ -126,7 +113,7 @@ def _check_ctx_pair(agent: Agent, session, name: str, output: str) -> None:
 def _check_back_to_listening(rec: Recorder) -> None:
     states = rec.agent_states()
     assert [s for s, _ in states] == ["listening", "thinking", "listening"], rec.dump()
-    assert _near(states[1][1], 3.0) and _near(states[2][1], 3.0), rec.dump()
+    assert near(states[1][1], 3.0) and near(states[2][1], 3.0), rec.dump()
     assert rec.of("playback_finished") == [], rec.dump()
 
 
@@ -196,7 +183,7 @@ async def test_tool_error_message_is_shown_to_the_model_as_is(autojump_clock):
     assert [s for s, _ in states] == ["listening", "thinking", "speaking", "listening"], \
         rec.dump()
     for (state, t), want in zip(states, [0.0, 3.0, 3.5, 5.5]):
-        assert _near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
+        assert near(t, want), f"{state} at {t}, expected {want}\n{rec.dump()}"
     assistant = [i for i in agent.chat_ctx.items
                  if i.type == "message" and i.role == "assistant"]
     assert [m.text_content for m in assistant] == ["Sorry, which other city?"]

@@ -1,10 +1,22 @@
-"""Helpers for timeline tests: record every session event with its script time."""
+"""Helpers for timeline tests: record every session event with its script time, and run a
+scripted session under a deadline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents_trio import AgentSession
+import pytest
+import trio
+
+from agents_trio import Agent, AgentSession
+from agents_trio.testing import run_session
+
+Script = Sequence[tuple[float, Callable[[AgentSession], object]]]
+
+
+def near(value: float, expected: float, tol: float = 0.1) -> bool:
+    return abs(value - expected) <= tol
 
 
 class Recorder:
@@ -42,3 +54,48 @@ class Recorder:
                       if k not in ("created_at", "type", "speech_handle")}
             lines.append(f"{self.t(ev):7.2f} {name} {detail}")
         return "\n".join(lines)
+
+
+async def drive(session: AgentSession, agent: Agent, rec: Recorder, script: Script, *,
+                drain_delay: float = 5.0) -> None:
+    """Like ``run_session``, plus callbacks ``fn(session)`` run at given script times (also
+    during the drain delay). Sets ``rec.t0`` once the agent has started."""
+
+    async def call_at(at: float, fn: Callable[[AgentSession], object]) -> None:
+        await trio.sleep_until(rec.t0 + at)
+        fn(session)
+
+    async with session:
+        await session.start(agent)
+        rec.t0 = trio.current_time()
+        session.input.audio.push(0.1)
+        async with trio.open_nursery() as nursery:
+            for at, fn in script:
+                nursery.start_soon(call_at, at, fn)
+            await session.stt.speeches_done.wait()
+            await trio.sleep(drain_delay)
+            try:
+                await session.drain()
+            except RuntimeError:
+                pass
+        await session.aclose()
+
+
+async def run_recorded(session: AgentSession, agent: Agent, *, script: Script = (),
+                       drain_delay: float = 5.0, limit: float = 120.0) -> Recorder:
+    """Record ``session`` while it runs ``agent`` to the end (``run_session``, or ``drive``
+    when there is a ``script``); fail the test with the event dump if it takes longer than
+    ``limit`` seconds of script time."""
+    rec = Recorder(session)
+    try:
+        with trio.fail_after(limit):
+            if script:
+                await drive(session, agent, rec, script, drain_delay=drain_delay)
+            else:
+                rec.t0 = await run_session(session, agent, drain_delay=drain_delay)
+    except trio.TooSlowError:
+        if not script:  # run_session gives t0 only when it returns
+            rec.t0 = rec.events[0][1].created_at if rec.events else 0.0
+        pytest.fail(f"the session did not finish within {limit:g} s of script time:\n"
+                    + rec.dump())
+    return rec

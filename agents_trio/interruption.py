@@ -1,0 +1,133 @@
+"""Interruption by the user's voice, and false-interruption resume (reference §4.1-4.4).
+
+Owned by one activity. When the user's speech reaches the threshold, the playing speech is
+either interrupted, or — with a pausable output and resume enabled — paused; if the user then
+stops without a transcript, the speech resumes after ``false_interruption_timeout``. The resume
+timer is a task in a latest-wins slot of the activity's nursery, so a new start of speech or a
+real interruption replaces or cancels it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import msgspec
+import trio
+
+from .events import AgentFalseInterruptionEvent
+from .nurseries import LatestSlot
+from .speech_handle import SpeechHandle
+
+if TYPE_CHECKING:
+    from .activity import Activity
+
+
+def words(text: str) -> list[str]:
+    """Case-folded words, ignoring punctuation (for min_words and transcript comparison)."""
+    return re.findall(r"[\w']+", text.casefold())
+
+
+class _Pause(msgspec.Struct, kw_only=True):
+    """The audio output is paused for ``speech`` (a possible false interruption)."""
+
+    speech: SpeechHandle
+    saved_state: str | None = None      # None while only pre-paused (§4.3)
+
+
+class AudioInterruption:
+    """Decides what the user's voice does to the activity's current speech."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+        self._pause: _Pause | None = None
+        self._resume_slot: LatestSlot | None = None
+
+    def bind(self, nursery: trio.Nursery) -> None:
+        self._resume_slot = LatestSlot(nursery)
+
+    @property
+    def _session(self):  # noqa: ANN202 - the activity's session
+        return self._activity.session
+
+    def can_pause(self) -> bool:
+        opts = self._activity.options.interruption
+        output = self._session.output.audio
+        return (opts.resume_false_interruption and opts.false_interruption_timeout is not None
+                and output is not None and output.can_pause)
+
+    def on_start_of_speech(self) -> None:
+        self._cancel_resume()
+        current = self._activity.current_speech
+        # §4.3: the user started speaking before the reply played: hold its first frame
+        if (self._session.agent_state == "thinking" and self._pause is None
+                and current is not None and current.allow_interruptions
+                and not current.interrupted and self._activity.options.interruption.enabled
+                and self.can_pause()):
+            self._pause = _Pause(speech=current)
+            self._session.output.audio.pause()
+
+    def on_vad_inference(self, speech_duration: float) -> None:
+        if speech_duration >= self._activity.options.interruption.min_duration:
+            self.interrupt_by_audio_activity()
+
+    def on_end_of_speech(self) -> None:
+        pause = self._pause
+        if pause is None or pause.saved_state is None or self._resume_slot is None:
+            return
+        timeout = self._activity.options.interruption.false_interruption_timeout or 0.0
+        self._resume_slot.replace(self._resume_after, timeout)
+
+    def on_final_transcript(self) -> None:
+        """A final transcript: interrupt by voice, and turn a pause into an interruption."""
+        self.interrupt_by_audio_activity()
+        if self._pause is not None and self._pause.saved_state is not None:
+            self._pause.speech.interrupt()
+
+    def interrupt_by_audio_activity(self) -> None:
+        opts = self._activity.options.interruption
+        speech = self._activity.current_speech
+        if (speech is None or speech.interrupted or not speech.allow_interruptions
+                or not opts.enabled):
+            return
+        recognition = self._session._recognition
+        if (opts.min_words > 0 and recognition is not None and self._session.stt is not None
+                and len(words(recognition.current_transcript)) < opts.min_words):
+            return
+        self._cancel_resume()
+        if not self.can_pause():
+            speech.interrupt()
+            return
+        if self._pause is not None and self._pause.speech is speech:
+            if self._pause.saved_state is not None:
+                return
+        else:
+            self._session.output.audio.pause()
+        self._pause = _Pause(speech=speech, saved_state=self._session.agent_state)
+        self._session._update_agent_state("listening")
+
+    def release(self, handle: SpeechHandle) -> None:
+        """``handle`` finished its generation step or was interrupted: undo its pause."""
+        pause = self._pause
+        if pause is not None and pause.speech is handle:
+            self._pause = None
+            self._cancel_resume()
+            self._session.output.audio.resume()
+
+    def _cancel_resume(self) -> None:
+        if self._resume_slot is not None:
+            self._resume_slot.cancel()
+
+    async def _resume_after(self, timeout: float) -> None:
+        await trio.sleep(timeout)
+        pause, self._pause = self._pause, None
+        if pause is None:
+            return
+        if pause.speech.done() or pause.speech is not self._activity.current_speech:
+            self._session._emit("agent_false_interruption",
+                                AgentFalseInterruptionEvent(resumed=False))
+            return
+        self._session._update_agent_state(pause.saved_state or "thinking")
+        self._session.output.audio.resume()
+        self._session._emit("agent_false_interruption",
+                            AgentFalseInterruptionEvent(resumed=True))
