@@ -6,10 +6,11 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings
+from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent
 from .tools import FunctionTool, find_function_tools
 
 if TYPE_CHECKING:
@@ -21,6 +22,23 @@ _NOT_GIVEN: Any = object()
 
 def _snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@trio.as_safe_channel
+async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
+                      ) -> AsyncIterator[SpeechEvent]:
+    """Push ``audio`` into an STT stream while yielding its events (a safe channel: the
+    pushing task lives in the channel's own nursery)."""
+    async with stt.stream() as stream, trio.open_nursery() as nursery:
+        async def push() -> None:
+            async for frame in audio:
+                stream.push_frame(frame)
+            stream.end_input()
+
+        nursery.start_soon(push)
+        async for ev in stream:
+            yield ev
+        nursery.cancel_scope.cancel()
 
 
 class Agent:
@@ -164,6 +182,21 @@ class Agent:
         async with tts.stream(text) as frames:
             async for frame in frames:
                 yield frame
+
+    async def stt_node(self, audio: AsyncIterable[rtc.AudioFrame], model_settings: ModelSettings
+                       ) -> AsyncIterator[SpeechEvent]:
+        """Turn the user's audio into speech events with the STT.
+
+        An override may transform the events and delegate with
+        ``async for ev in super().stt_node(audio, model_settings): yield ev``. The session
+        consumes the node in one task and closes it when recognition stops.
+        """
+        stt = self._stt if self._stt is not _NOT_GIVEN else self._require_activity().session.stt
+        if stt is None:
+            raise RuntimeError("no STT is configured for this agent or session")
+        async with _stt_events(stt, audio) as events:
+            async for ev in events:
+                yield ev
 
     async def transcription_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                                  ) -> AsyncIterator[str]:

@@ -9,8 +9,9 @@ streams directly, with no channel hop in between.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable
-from contextlib import AsyncExitStack
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from contextlib import AsyncExitStack, aclosing
 from typing import Any, Protocol
 
 import msgspec
@@ -22,6 +23,22 @@ from .nurseries import LatestSlot
 from .options import TurnHandling
 
 logger = logging.getLogger("agents_trio")
+
+
+SttNode = Callable[[AsyncIterable[Any]], AsyncIterator[SpeechEvent]]
+
+
+class _ChannelFeed:
+    """Looks like an STT stream to the pump; feeds an overridden ``stt_node``."""
+
+    def __init__(self, send: trio.MemorySendChannel[Any]) -> None:
+        self._send = send
+
+    def push_frame(self, frame: Any) -> None:
+        self._send.send_nowait(frame)
+
+    def end_input(self) -> None:
+        self._send.close()
 
 
 class EndOfTurnInfo(msgspec.Struct, kw_only=True):
@@ -55,10 +72,11 @@ class AudioRecognition:
     """
 
     def __init__(self, hooks: RecognitionHooks, *, vad: VAD | None, stt: STT | None,
-                 turn_detection: str | None) -> None:
+                 turn_detection: str | None, stt_node: SttNode | None = None) -> None:
         self._hooks = hooks
         self._vad = vad
         self._stt = stt
+        self._stt_node = stt_node
         if turn_detection is None:
             turn_detection = "vad" if vad is not None else ("stt" if stt is not None else "manual")
         self.turn_detection = turn_detection
@@ -113,13 +131,20 @@ class AudioRecognition:
         """
         async with AsyncExitStack() as stack:
             vad_stream = await stack.enter_async_context(self._vad.stream()) if self._vad else None
-            stt_stream = await stack.enter_async_context(self._stt.stream()) if self._stt else None
+            stt_stream: Any = None
+            if self._stt is not None and self._stt_node is None:
+                stt_stream = await stack.enter_async_context(self._stt.stream())
             async with trio.open_nursery() as nursery:
                 self._eot_slot = LatestSlot(nursery)
                 if vad_stream is not None:
                     nursery.start_soon(self._consume_vad, vad_stream)
                 if stt_stream is not None:
                     nursery.start_soon(self._consume_stt, stt_stream)
+                elif self._stt is not None and self._stt_node is not None:
+                    # an overridden stt_node: frames reach it through a channel (one hop)
+                    frames_send, frames_recv = trio.open_memory_channel[Any](math.inf)
+                    stt_stream = _ChannelFeed(frames_send)
+                    nursery.start_soon(self._consume_stt_node, frames_recv)
                 task_status.started()
                 await self._pump(audio, vad_stream, stt_stream)
 
@@ -140,6 +165,15 @@ class AudioRecognition:
                 self._on_vad_event(ev)
         except APIError as e:
             self._hooks.on_recognition_error(e, self._vad)
+
+    async def _consume_stt_node(self, frames: trio.MemoryReceiveChannel[Any]) -> None:
+        assert self._stt_node is not None
+        try:
+            async with aclosing(self._stt_node(frames)) as events:
+                async for ev in events:
+                    self._on_stt_event(ev)
+        except APIError as e:
+            self._hooks.on_recognition_error(e, self._stt)
 
     async def _consume_stt(self, stream: Any) -> None:
         try:

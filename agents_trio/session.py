@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from ._errors import APIError
+from ._errors import APIError, SessionClosedError
 from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
@@ -232,7 +232,8 @@ class AgentSession:
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
                             _RecognitionRouter(self), vad=self.vad, stt=self.stt,
-                            turn_detection=self.turn_handling_overrides.get("turn_detection"))
+                            turn_detection=self.turn_handling_overrides.get("turn_detection"),
+                            stt_node=_overridden_stt_node(agent))
                         await nursery.start(self._recognition.run, self.input.audio)
                     self._state = SessionState.RUNNING
                     self._update_agent_state("listening")
@@ -246,7 +247,7 @@ class AgentSession:
     def _finish_close(self) -> None:
         self._state = SessionState.CLOSED
         if self._run is not None and not self._run.done():
-            self._run._fail(RuntimeError("session closed"))
+            self._run._fail(SessionClosedError("session closed"))
         self._emit("close", CloseEvent(reason=self._close_reason, error=self._close_error))
         self._agent_state = "initializing"
         self._events.close()
@@ -335,7 +336,7 @@ class AgentSession:
             self._state = SessionState.CLOSING
             # before the cancellation completes the watched speeches, so the run can't pass
             if self._run is not None and not self._run.done():
-                self._run._fail(self._close_error or RuntimeError("session closed"))
+                self._run._fail(self._close_error or SessionClosedError("session closed"))
             with trio.move_on_after(self.close_grace):
                 await self._unwind_tasks()
             self._work_scope.cancel()
@@ -409,12 +410,14 @@ class AgentSession:
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
         if self._state is not SessionState.RUNNING:
-            raise RuntimeError("session closed" if self._closing else "the session is not running")
+            if self._closing:
+                raise SessionClosedError("session closed")
+            raise RuntimeError("the session is not running")
         run: RunResult[Any] = RunResult(user_input=user_input)
         # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run
         await self._wait_settled()
         if self._closing:
-            raise RuntimeError("session closed")
+            raise SessionClosedError("session closed")
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
         self._run = run
@@ -490,6 +493,14 @@ class AgentSession:
             async for chunk in agent.transcription_node(_once(text), ModelSettings()):
                 await output.capture_text(chunk)
             output.flush()
+
+
+def _overridden_stt_node(agent: Agent) -> Any:
+    """The starting agent's ``stt_node`` if it overrides the default, else None (the session
+    then pushes frames straight into the STT stream, with no channel hop)."""
+    if type(agent).stt_node is Agent.stt_node:
+        return None
+    return lambda audio: agent.stt_node(audio, ModelSettings())
 
 
 async def _once(text: str) -> Any:

@@ -81,20 +81,20 @@ async def drive(session: AgentSession, agent: Agent, rec: Recorder, script: Scri
         await session.aclose()
 
 
-async def run_recorded(session: AgentSession, agent: Agent, *, script: Script = (),
+async def run_recorded(session: AgentSession, agent: Agent, *, script: Script | None = None,
                        drain_delay: float = 5.0, limit: float = 120.0) -> Recorder:
-    """Record ``session`` while it runs ``agent`` to the end (``run_session``, or ``drive``
-    when there is a ``script``); fail the test with the event dump if it takes longer than
-    ``limit`` seconds of script time."""
+    """Record ``session`` while it runs ``agent`` to the end: ``run_session``, or ``drive``
+    when a ``script`` is given (even an empty one). Fails the test with the event dump if
+    the run takes longer than ``limit`` seconds of script time."""
     rec = Recorder(session)
     try:
         with trio.fail_after(limit):
-            if script:
+            if script is not None:
                 await drive(session, agent, rec, script, drain_delay=drain_delay)
             else:
                 rec.t0 = await run_session(session, agent, drain_delay=drain_delay)
     except trio.TooSlowError:
-        if not script:  # run_session gives t0 only when it returns
+        if script is None:  # run_session gives t0 only when it returns
             rec.t0 = rec.events[0][1].created_at if rec.events else 0.0
         pytest.fail(f"the session did not finish within {limit:g} s of script time:\n"
                     + rec.dump())
