@@ -18,6 +18,10 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolCall,
                      ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      VADEventType)
+from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
+                       InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
+                       RealtimeError, RealtimeErrorEvent, RealtimeModel, RealtimeSession,
+                       RealtimeSessionClosedError, SessionReconnectedEvent)
 from .run_context import RunContext
 from .run_result import RunResult
 from .session import AgentSession
@@ -32,7 +36,10 @@ __all__ = [
     "ErrorEvent", "FlushSentinel", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "FunctionToolsExecutedEvent", "LLM", "LLMMetrics",
     "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",
-    "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
+    "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent", "RealtimeModel",
+    "RealtimeSession", "RealtimeSessionClosedError", "GenerationCreatedEvent",
+    "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
+    "MessageGeneration", "SessionReconnectedEvent", "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
     "SpeechData", "SpeechEvent", "SpeechEventType", "SpeechHandle", "StopResponse", "TTS",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
     "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",

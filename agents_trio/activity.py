@@ -19,13 +19,15 @@ import trio
 from ._errors import StopResponse
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (EOUMetrics, FunctionToolsExecutedEvent,
-                     LLMMetrics, TTSMetrics)
+from .events import (EOUMetrics, ErrorEvent, FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
+                     UserInputTranscribedEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import _NOT_GIVEN, Agent
 from .interruption import AudioInterruption, words
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
+from .realtime import RealtimeCapabilities, RealtimeError, is_realtime_model
+from .realtime_generation import RealtimeGeneration
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
@@ -86,6 +88,12 @@ class Activity:
         self._turns_send, self._turns_recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
+        self.realtime_model: Any = self.llm if is_realtime_model(self.llm) else None
+        self._rt: Any = None  # the live realtime session, set only while it is open
+        self._realtime_ended = trio.Event()
+        self._scheduling_closed = trio.Event()
+        self._realtime_closed = trio.Event()  # set while no realtime session is open
+        self._realtime_closed.set()
         self._nursery: trio.Nursery | None = None
         self._stop = trio.Event()
         self._stopped = trio.Event()
@@ -129,6 +137,8 @@ class Activity:
                 self._nursery = owner.nursery
                 self.interruption.bind(owner.nursery)
                 self._record_config()
+                if self.realtime_model is not None:
+                    await owner.start(self._realtime_host)
                 owner.start_soon(self._scheduler)
                 owner.start_soon(self._turn_worker)
                 self._state = ActivityState.RUNNING
@@ -182,9 +192,114 @@ class Activity:
         await self._stopped.wait()
 
     def block_new_turns(self) -> None:
-        """Stop accepting user turns (a handoff was requested)."""
+        """Stop accepting user turns (a handoff was requested or the agent drains)."""
         if self._state is ActivityState.RUNNING:
             self._turns_send.close()
+
+    def end_realtime(self) -> None:
+        """Another agent takes over: nothing more reaches this activity's realtime session,
+        which closes now (its speeches still finish, without it)."""
+        self._rt = None
+        self._realtime_ended.set()
+
+    # -- the realtime session (§9): a child of this activity -----------------------------------
+    async def _realtime_host(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Keep a realtime session open while the activity runs and is not paused."""
+        started = False
+        while not self._realtime_ended.is_set():
+            await self._scheduling_open.wait()
+            if self._realtime_ended.is_set():
+                break
+            self._realtime_closed = trio.Event()
+            try:
+                async with self.realtime_model.session() as rt:
+                    try:
+                        await self._sync_realtime(rt)
+                        self._rt = rt
+                        if not started:
+                            task_status.started()
+                            started = True
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(self._consume_realtime_events, rt)
+                            nursery.start_soon(_cancel_when, self._scheduling_closed, nursery)
+                            nursery.start_soon(_cancel_when, self._realtime_ended, nursery)
+                    finally:
+                        self._rt = None
+            finally:
+                self._realtime_closed.set()
+        if not started:
+            task_status.started()
+
+    async def _sync_realtime(self, rt: Any) -> None:
+        await rt.update_instructions(self.agent.instructions)
+        await rt.update_tools(self._tools())
+        await rt.update_chat_ctx(self.agent._chat_ctx.copy(exclude_instructions=True))
+
+    def realtime_session_if_live(self) -> Any:
+        return self._rt
+
+    def live_realtime_session(self) -> Any:
+        if self._rt is None:
+            raise RealtimeError("the agent has no live realtime session (paused or closing)")
+        return self._rt
+
+    @property
+    def realtime_capabilities(self) -> RealtimeCapabilities:
+        return self.realtime_model.capabilities
+
+    @property
+    def server_turn_detection(self) -> bool:
+        return (self.realtime_model is not None and self.realtime_capabilities.turn_detection
+                and self.options.turn_detection in (None, "realtime_llm"))
+
+    def push_realtime_audio(self, frame: Any) -> None:
+        rt = self._rt
+        if rt is not None:
+            rt.push_audio(frame)
+
+    async def _consume_realtime_events(self, rt: Any) -> None:
+        async for ev in rt.events():
+            self._on_realtime_event(ev)
+
+    def _on_realtime_event(self, ev: Any) -> None:
+        now = trio.current_time()
+        if ev.type == "input_speech_started":
+            self.session._update_user_state("speaking", now)
+            current = self._current_speech
+            if (self.server_turn_detection and current is not None
+                    and current.allow_interruptions and not current.interrupted):
+                current.interrupt()
+        elif ev.type == "input_speech_stopped":
+            self.session._update_user_state("listening", now)
+        elif ev.type == "input_audio_transcription_completed":
+            self.session._emit("user_input_transcribed", UserInputTranscribedEvent(
+                transcript=ev.transcript, is_final=ev.is_final, item_id=ev.item_id))
+            if ev.is_final and ev.transcript:
+                self._commit_item(ChatMessage(
+                    role="user", content=[ev.transcript], id=ev.item_id,
+                    created_at=now if ev.turn_started_at is None else ev.turn_started_at))
+        elif ev.type == "generation_created":
+            if self._state is not ActivityState.RUNNING or not self._scheduling_open.is_set():
+                return  # ignored while paused or draining (reference 7.4)
+            handle = SpeechHandle(allow_interruptions=self.allow_interruptions)
+            self._start_speech(handle, ReplyRequest(chat_ctx=ChatContext(), tools=self._tools(),
+                                                    generation=ev), user_initiated=False)
+            self._schedule(handle)
+        elif ev.type == "error":
+            if ev.recoverable:
+                self.session._emit("error", ErrorEvent(error=ev.error, source=self.llm))
+            else:
+                self.session._report_error(ev.error, self.llm)
+
+    async def _push_tool_outputs(self) -> None:
+        """Tool outputs go to this activity's own live session, never another one."""
+        rt = self._rt
+        if rt is None:
+            return  # paused or closing: the next session starts from the agent's context
+        try:
+            await rt.update_chat_ctx(self.agent._chat_ctx.copy(exclude_instructions=True))
+        except RealtimeError:
+            logger.warning("the realtime model refused the tool outputs")
 
     async def _run_on_enter(self) -> None:
         token = current_inline.set(InlineScope(activity=self, hook="on_enter"))
@@ -211,14 +326,22 @@ class Activity:
             current_inline.reset(token)
 
     # -- pausing for an AgentTask (the parent stays alive, its scheduler holds) ---------------
-    def pause(self) -> None:
-        """Hold the scheduler: queued speeches wait until ``resume()``."""
+    async def pause(self) -> None:
+        """Hold the scheduler: queued speeches wait until ``resume()``; a realtime session is
+        closed until then (this returns once it is).
+
+        Cancellation: a checkpoint; the activity stays paused.
+        """
         if self._scheduling_open.is_set():
             self._scheduling_open = trio.Event()
+            self._scheduling_closed.set()
+            self._rt = None
+        await self._realtime_closed.wait()
 
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
         if not self._scheduling_open.is_set():
+            self._scheduling_closed = trio.Event()
             self._scheduling_open.set()
             self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
                                                 tools_added=[t.name for t in self.agent.tools]))
@@ -285,8 +408,11 @@ class Activity:
     def say(self, text: Any, *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
         self._check_can_schedule()
-        if self.session.output.audio is not None and self.tts is None:
-            raise RuntimeError("say() needs a TTS when audio output is enabled")
+        realtime_say = (self.realtime_model is not None
+                        and self.realtime_capabilities.supports_say)
+        if self.session.output.audio is not None and self.tts is None and not realtime_say:
+            raise RuntimeError("say() needs a TTS (or a realtime model that supports say) when "
+                               "audio output is enabled")
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
         request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
                                add_to_chat_ctx=add_to_chat_ctx)
@@ -311,7 +437,8 @@ class Activity:
         if user_message is not None:
             self._pending_user_messages[handle] = user_message
         request = ReplyRequest(chat_ctx=ctx, tools=self._tools(), tool_choice=tool_choice,
-                               instructions=instructions)
+                               instructions=instructions,
+                               sync_chat_ctx=self.realtime_model is not None)
         self._start_speech(handle, request)
         if schedule:
             self._schedule(handle)
@@ -320,10 +447,11 @@ class Activity:
     def _allow(self, allow: bool | None) -> bool:
         return self.allow_interruptions if allow is None else allow
 
-    def _start_speech(self, handle: SpeechHandle, request: ReplyRequest) -> None:
+    def _start_speech(self, handle: SpeechHandle, request: ReplyRequest, *,
+                      user_initiated: bool = True) -> None:
         assert self._nursery is not None
         self._speeches.add(handle)
-        self.session._on_speech_created(handle)
+        self.session._on_speech_created(handle, user_initiated=user_initiated)
         self._nursery.start_soon(self._speech_task, handle, request)
 
     def _schedule(self, handle: SpeechHandle, *, force: bool = False) -> None:
@@ -372,13 +500,19 @@ class Activity:
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
                           ) -> ReplyRequest | None:
         step = StepState(handle._step_message_id)
+        realtime = self.realtime_model is not None and (
+            request.say_text is None or self.realtime_capabilities.supports_say)
+        generation_type = RealtimeGeneration if realtime else Generation
         async with trio.open_nursery() as tool_nursery:
             with handle._step_scope:
                 try:
-                    await Generation(self, handle, request, step).run(tool_nursery)
+                    await generation_type(self, handle, request, step).run(tool_nursery)
                 finally:
                     self._finish_generation(handle, request, step)
-        return self._finish_tools(handle, request, step)
+        next_request = self._finish_tools(handle, request, step)
+        if realtime and step.calls:
+            await self._push_tool_outputs()
+        return next_request
 
     def _finish_generation(self, handle: SpeechHandle, request: ReplyRequest,
                            step: StepState) -> None:
@@ -471,6 +605,9 @@ class Activity:
             logger.error("a step returned more than one agent; no handoff")
         if not ev.has_tool_reply or self.session._closing:
             return None
+        if self.realtime_model is not None and (
+                self.realtime_capabilities.auto_tool_reply_generation or ev.has_agent_handoff):
+            return None  # the server answers itself, or the session is handed over
         steps_before = handle.num_steps
         handle._num_steps += 1
         tool_choice = request.tool_choice
@@ -517,6 +654,8 @@ class Activity:
         if self._state is not ActivityState.RUNNING:
             logger.warning("user turn dropped: the agent %r is not accepting turns", self.agent.id)
             return True
+        if self.server_turn_detection:
+            return True  # the realtime server detects turns and answers them itself
         min_words = self.options.interruption.min_words
         current = self._current_speech
         if (min_words > 0 and current is not None and current.allow_interruptions
@@ -622,6 +761,11 @@ class Activity:
                 break
             interrupted.append(h.interrupt(force=force))
         return interrupted
+
+
+async def _cancel_when(event: trio.Event, nursery: trio.Nursery) -> None:
+    await event.wait()
+    nursery.cancel_scope.cancel()
 
 
 def _is_agent(value: Any) -> bool:

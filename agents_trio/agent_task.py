@@ -118,7 +118,7 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
     hold = run._hold() if run is not None else None
     if run is not None and handle is not None:
         run._unwatch(handle)  # the run may end while the task waits for the user
-    parent.pause()
+    await parent.pause()
     child = Activity(session, task)
     try:
         async with trio.open_nursery() as nursery:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Union
@@ -21,19 +22,20 @@ ChatRole = Literal["system", "developer", "user", "assistant"]
 
 
 _ITEM_SEQ = itertools.count(1)
+_SEQ_ID = re.compile(r"item_[0-9a-f]{8}_[0-9a-f]{4}\Z")
 
 
 def new_item_id() -> str:
-    # "item_" + an 8-hex-digit sequence + 4 random hex digits: ids made by this process sort by
+    # "item_" + an 8-hex-digit sequence + "_" + 4 random hex digits: ids made here sort by
     # creation, which breaks ties between items created at the same Trio time (see ``insert``).
-    return f"item_{next(_ITEM_SEQ):08x}{uuid.uuid4().hex[:4]}"
+    return f"item_{next(_ITEM_SEQ):08x}_{uuid.uuid4().hex[:4]}"
 
 
 def sorts_before_or_with(a: ChatItem, b: ChatItem) -> bool:
     """Whether ``a`` sorts at or before ``b``: by time, then (for our ids) by creation order."""
     if a.created_at != b.created_at:
         return a.created_at < b.created_at
-    if len(a.id) == len(b.id) == 17 and a.id.startswith("item_") and b.id.startswith("item_"):
+    if _SEQ_ID.match(a.id) and _SEQ_ID.match(b.id):
         return a.id <= b.id
     return True
 

@@ -36,6 +36,7 @@ class Segment:
         self.text_ended_at: float | None = None
         self.frames: trio.MemoryReceiveChannel[rtc.AudioFrame] | None = None
         self.audio_duration = 0.0
+        self.message_id: str | None = None  # realtime messages carry the server's id
 
 
 class StepState:
@@ -50,6 +51,8 @@ class StepState:
         self.message_id = message_id
         self.pending_metrics: list[Any] = []
         self.error: BaseException | None = None
+        self.current_message_id: str | None = None  # the realtime message being played
+        self.heard_seconds = 0.0  # played audio of that message (for truncation)
 
 
 class ReplyRequest(msgspec.Struct, kw_only=True):
@@ -62,6 +65,8 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     in_on_enter: bool = False
     say_text: Any = None
     add_to_chat_ctx: bool = True
+    generation: Any = None  # a realtime response the server started
+    sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
 
 
 def _chunk_parts(chunk: Any) -> tuple[str | None, list[FunctionToolCall]]:
@@ -219,6 +224,7 @@ class Generation:
         async for segment in played_recv:
             assert segment.frames is not None
             heard = 0.0
+            self.step.current_message_id = segment.message_id
             try:
                 pushed = False
                 async for frame in segment.frames:
@@ -234,7 +240,8 @@ class Generation:
                 self._record_played(segment, math.inf)
             except trio.Cancelled:
                 ev = output.clear_buffer()
-                self._record_played(segment, ev.playback_position if ev else 0.0)
+                self.step.heard_seconds = ev.playback_position if ev else 0.0
+                self._record_played(segment, self.step.heard_seconds)
                 raise
 
     async def _play_text(self, segs_recv: trio.MemoryReceiveChannel[Segment]) -> None:

@@ -77,6 +77,8 @@ class AudioRecognition:
         self._vad = vad
         self._stt = stt
         self._stt_node = stt_node
+        # where the user's frames also go (a realtime model's session), or None
+        self.audio_sink: Callable[[Any], None] | None = None
         if turn_detection is None:
             turn_detection = "vad" if vad is not None else ("stt" if stt is not None else "manual")
         self.turn_detection = turn_detection
@@ -150,6 +152,8 @@ class AudioRecognition:
 
     async def _pump(self, audio: AsyncIterable[Any], vad_stream: Any, stt_stream: Any) -> None:
         async for frame in audio:
+            if self.audio_sink is not None:
+                self.audio_sink(frame)
             if vad_stream is not None:
                 vad_stream.push_frame(frame)
             if stt_stream is not None:

@@ -30,6 +30,7 @@ from .io.audio import AudioInput, AudioOutput, TextOutput
 from .models import ModelSettings, SpeechEvent, VADEvent
 from .nurseries import EventFanout
 from .options import TurnHandling
+from .realtime import is_realtime_model
 from .recognition import AudioRecognition, EndOfTurnInfo
 from .run_result import RunResult
 from .speech_handle import SpeechHandle
@@ -234,6 +235,8 @@ class AgentSession:
                             _RecognitionRouter(self), vad=self.vad, stt=self.stt,
                             turn_detection=self.turn_handling_overrides.get("turn_detection"),
                             stt_node=_overridden_stt_node(agent))
+                        if is_realtime_model(self.llm):
+                            self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
                     self._state = SessionState.RUNNING
                     self._update_agent_state("listening")
@@ -307,6 +310,7 @@ class AgentSession:
         self._agent = agent
         if self._activity is not None:
             self._activity.block_new_turns()
+            self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
         self._switch_send.send_nowait(_SwitchRequest(agent, self._active_run))
@@ -434,11 +438,11 @@ class AgentSession:
             if self._activity is activity:
                 return
 
-    def _on_speech_created(self, handle: SpeechHandle) -> None:
+    def _on_speech_created(self, handle: SpeechHandle, *, user_initiated: bool = True) -> None:
         if self._run is not None and not self._run.done():
             self._run._watch(handle)
-        self._emit("speech_created", SpeechCreatedEvent(speech_handle=handle,
-                                                        source=handle.source))
+        self._emit("speech_created", SpeechCreatedEvent(
+            speech_handle=handle, source=handle.source, user_initiated=user_initiated))
 
     # -- history ------------------------------------------------------------------------------
     def _commit_history(self, item: ChatItem, handle: SpeechHandle | None = None, *,
@@ -479,6 +483,10 @@ class AgentSession:
     def _on_playback_started(self, _ev: Any) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
+
+    def _push_realtime_audio(self, frame: Any) -> None:
+        if self._activity is not None:
+            self._activity.push_realtime_audio(frame)
 
     def _forward_transcription(self, text: str) -> None:
         if self._transcripts_send is not None and text and self.output.transcription is not None:

@@ -7,10 +7,12 @@ scripted conversation runs instantly and gives the same timeline every time.
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
 from .fake_io import FakeAudioInput, FakeAudioOutput, FakeTextOutput
 from .fake_models import FakeLLM, FakeSTT, FakeTTS, FakeVAD
+from .fake_realtime import FakeRealtimeModel, FakeRealtimeResponse, FakeRealtimeSession
 from .harness import create_session, run_session
 
 __all__ = [
-    "FakeActions", "FakeAudioInput", "FakeAudioOutput", "FakeLLM", "FakeLLMResponse", "FakeSTT",
+    "FakeActions", "FakeAudioInput", "FakeAudioOutput", "FakeLLM", "FakeLLMResponse",
+    "FakeRealtimeModel", "FakeRealtimeResponse", "FakeRealtimeSession", "FakeSTT",
     "FakeTTS", "FakeTTSResponse", "FakeTextOutput", "FakeUserSpeech", "FakeVAD",
     "create_session", "run_session",
 ]

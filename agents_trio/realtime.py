@@ -1,0 +1,133 @@
+"""The Trio-native realtime (speech-to-speech) model protocol.
+
+A ``RealtimeModel`` opens sessions: ``async with model.session() as rt:``. The session is a
+long-lived connection; leaving the block closes it, and every call after that is an error. The
+activity opens its session inside its own nursery, so a session can never outlive the activity
+that uses it.
+
+Calls go to the server (``push_audio``, ``generate_reply``, ``interrupt``, ``truncate``,
+``update_*``); server events come back through ``async for ev in rt.events()`` — one consumer,
+the activity. A generation carries its messages and function calls as Trio receive channels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal, Protocol, Union, runtime_checkable
+
+import msgspec
+import trio
+from livekit import rtc
+
+from ._errors import AgentsTrioError
+from .chat import ChatContext, FunctionCall
+
+
+class RealtimeError(AgentsTrioError):
+    """The realtime server refused a call (e.g. a chat context update it cannot apply)."""
+
+
+class RealtimeSessionClosedError(RealtimeError):
+    """A call reached a realtime session after it was closed."""
+
+
+class RealtimeCapabilities(msgspec.Struct, kw_only=True, frozen=True):
+    message_truncation: bool = False
+    turn_detection: bool = False
+    user_transcription: bool = False
+    auto_tool_reply_generation: bool = False
+    audio_output: bool = False
+    manual_function_calls: bool = True
+    mutable_chat_context: bool = False
+    mutable_instructions: bool = False
+    mutable_tools: bool = False
+    supports_say: bool = False
+
+
+class MessageGeneration(msgspec.Struct, kw_only=True):
+    """One assistant message of a generation: text deltas and audio frames as channels."""
+
+    message_id: str
+    text_stream: Any  # trio.MemoryReceiveChannel[str]
+    audio_stream: Any  # trio.MemoryReceiveChannel[rtc.AudioFrame]
+    modalities: list[str] = msgspec.field(default_factory=lambda: ["text", "audio"])
+
+
+class GenerationCreatedEvent(msgspec.Struct, kw_only=True):
+    """A response of the model: its messages and function calls, each as a channel."""
+
+    message_stream: Any  # trio.MemoryReceiveChannel[MessageGeneration]
+    function_stream: Any  # trio.MemoryReceiveChannel[FunctionCall]
+    user_initiated: bool = False
+    response_id: str = ""
+    type: Literal["generation_created"] = "generation_created"
+
+
+class InputSpeechStartedEvent(msgspec.Struct, kw_only=True):
+    type: Literal["input_speech_started"] = "input_speech_started"
+
+
+class InputSpeechStoppedEvent(msgspec.Struct, kw_only=True):
+    user_transcription_enabled: bool = True
+    type: Literal["input_speech_stopped"] = "input_speech_stopped"
+
+
+class InputTranscriptionCompleted(msgspec.Struct, kw_only=True):
+    item_id: str
+    transcript: str
+    is_final: bool = True
+    confidence: float = 1.0
+    turn_started_at: float | None = None
+    type: Literal["input_audio_transcription_completed"] = "input_audio_transcription_completed"
+
+
+class SessionReconnectedEvent(msgspec.Struct, kw_only=True):
+    type: Literal["session_reconnected"] = "session_reconnected"
+
+
+class RealtimeErrorEvent(msgspec.Struct, kw_only=True):
+    error: Any
+    recoverable: bool = True
+    type: Literal["error"] = "error"
+
+
+RealtimeEvent = Union[GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
+                      InputTranscriptionCompleted, SessionReconnectedEvent, RealtimeErrorEvent]
+
+
+class RealtimeSession(Protocol):
+    """One connection to a realtime model (see the module docstring)."""
+
+    def events(self) -> AsyncIterator[RealtimeEvent]: ...
+    async def update_instructions(self, instructions: str) -> None: ...
+    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None: ...
+    async def update_tools(self, tools: list[Any]) -> None: ...
+    def push_audio(self, frame: rtc.AudioFrame) -> None: ...
+    def commit_audio(self) -> None: ...
+    def clear_audio(self) -> None: ...
+    async def generate_reply(self, *, instructions: str | None = None,
+                             tool_choice: Any = None) -> GenerationCreatedEvent: ...
+    def interrupt(self) -> None: ...
+    def truncate(self, *, message_id: str, audio_end_ms: int,
+                 audio_transcript: str | None = None) -> None: ...
+    async def say(self, text: str) -> GenerationCreatedEvent: ...
+
+
+@runtime_checkable
+class RealtimeModel(Protocol):
+    capabilities: RealtimeCapabilities
+
+    def session(self) -> AbstractAsyncContextManager[RealtimeSession]: ...
+
+
+def is_realtime_model(model: Any) -> bool:
+    return model is not None and hasattr(model, "capabilities") and hasattr(model, "session") \
+        and not hasattr(model, "chat")
+
+
+def open_generation_channels() -> tuple[Any, Any, Any, Any]:
+    """Send/receive channel pairs for a generation's messages and function calls."""
+    msg_send, msg_recv = trio.open_memory_channel[MessageGeneration](float("inf"))
+    fn_send, fn_recv = trio.open_memory_channel[FunctionCall](float("inf"))
+    return msg_send, msg_recv, fn_send, fn_recv

@@ -1,0 +1,126 @@
+"""One generation step of a realtime speech: a model response played, tools dispatched.
+
+The step asks the activity's *live* realtime session for a response (or plays one the server
+started), plays its messages through the same audio path as the pipeline, and on
+interruption tells the session to stop and truncates the message at the played position.
+The session is read from the activity when needed and never kept past the step: once the
+activity closed its session, nothing in the step can reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+import trio
+from livekit import rtc
+
+from .generation import Generation, Segment
+from .realtime import RealtimeError
+
+if TYPE_CHECKING:
+    from .realtime import GenerationCreatedEvent, MessageGeneration
+
+logger = logging.getLogger("agents_trio")
+
+
+class RealtimeGeneration(Generation):
+    """Runs one realtime step for ``handle`` on ``activity``."""
+
+    async def run(self, tool_nursery: trio.Nursery) -> None:
+        activity, handle = self.activity, self.handle
+        await handle._wait_scheduled()
+        await handle._wait_authorized()
+        self.step.authorized_at = trio.current_time()
+        try:
+            generation = await self._generation()
+        except RealtimeError as e:
+            self.step.error = e
+            activity.report_model_error(handle, e, source=activity.llm)
+            return
+        played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._dispatch_functions, generation.function_stream,
+                               tool_nursery)
+            nursery.start_soon(self._messages, generation.message_stream, played_send)
+            try:
+                if activity.session.output.audio is not None:
+                    await self._play_audio(played_recv)
+                else:
+                    await self._play_text_segments(played_recv)
+            except trio.Cancelled:
+                self._stop_server_side()
+                raise
+
+    async def _generation(self) -> GenerationCreatedEvent:
+        if self.request.generation is not None:
+            return self.request.generation
+        rt = self.activity.live_realtime_session()
+        if self.request.say_text is not None:
+            return await rt.say(self.request.say_text)
+        if self.request.sync_chat_ctx:
+            try:
+                await rt.update_chat_ctx(self.activity.agent._chat_ctx.copy(
+                    exclude_instructions=True))
+            except RealtimeError:
+                logger.warning("the realtime model refused the chat context update")
+        return await rt.generate_reply(instructions=self.request.instructions,
+                                       tool_choice=self.request.tool_choice)
+
+    def _stop_server_side(self) -> None:
+        """Interrupted: stop the response and cut the message at what the user heard."""
+        rt = self.activity.realtime_session_if_live()
+        if rt is None:
+            return
+        rt.interrupt()
+        if (self.step.current_message_id is not None
+                and self.activity.realtime_capabilities.message_truncation):
+            rt.truncate(message_id=self.step.current_message_id,
+                        audio_end_ms=int(self.step.heard_seconds * 1000),
+                        audio_transcript=self.step.played_text)
+
+    async def _messages(self, messages: Any, played_send: trio.MemorySendChannel[Segment]
+                        ) -> None:
+        async with played_send, trio.open_nursery() as nursery:
+            async for message in messages:
+                segment = Segment()
+                segment.message_id = message.message_id
+                frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                played_send.send_nowait(segment)
+                nursery.start_soon(self._collect, message, segment, frames_send)
+
+    @staticmethod
+    async def _collect(message: MessageGeneration, segment: Segment,
+                       frames_send: trio.MemorySendChannel[rtc.AudioFrame]) -> None:
+        async def text() -> None:
+            async for delta in message.text_stream:
+                segment.text += delta
+            segment.text_ended_at = trio.current_time()
+
+        async def audio() -> None:
+            async with frames_send:
+                async for frame in message.audio_stream:
+                    segment.audio_duration += frame.duration
+                    frames_send.send_nowait(frame)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(text)
+            nursery.start_soon(audio)
+
+    async def _play_text_segments(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+        async for segment in played_recv:
+            assert segment.frames is not None
+            async for _ in segment.frames:
+                pass
+            if self.step.started_speaking_at is None:
+                self.step.started_speaking_at = trio.current_time()
+                self.activity.on_text_playback_started(self.handle)
+            self.step.played_text += segment.text
+            self.activity.forward_transcription_nowait(segment.text)
+
+    async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery) -> None:
+        async for call in calls:
+            self.step.calls.append(call)
+            tool_nursery.start_soon(self.activity.run_tool, self.handle, call, self.step,
+                                    self.request.tools)

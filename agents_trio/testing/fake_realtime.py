@@ -1,0 +1,229 @@
+"""FakeRealtimeModel: a scripted realtime server under Trio time.
+
+Responses are keyed like ``FakeLLM``'s: by the instructions of ``generate_reply`` if given,
+else by the text of the last item of the chat context the session was last given (a user
+message, or a function output). Server-side behaviour is driven by the test with ``emit_*``.
+Every call is recorded in ``calls``; a call reaching a closed session is recorded in the
+model's ``violations`` and raises ``RealtimeSessionClosedError`` — it fails loudly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+import trio
+from livekit import rtc
+
+from .._ids import short_id
+from ..chat import ChatContext, ChatMessage, FunctionCall, FunctionCallOutput
+from ..models import FunctionToolCall
+from ..realtime import (GenerationCreatedEvent, InputSpeechStartedEvent,
+                        InputSpeechStoppedEvent, InputTranscriptionCompleted, MessageGeneration,
+                        RealtimeCapabilities, RealtimeErrorEvent, RealtimeSessionClosedError,
+                        SessionReconnectedEvent, open_generation_channels)
+
+SAMPLE_RATE = 24000
+
+
+class FakeRealtimeResponse(msgspec.Struct, kw_only=True):
+    input: str
+    text: str = ""
+    audio_duration: float = 0.0
+    function_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
+    ttft: float = 0.1
+
+
+class FakeRealtimeModel:
+    """A realtime model whose sessions follow scripted responses (see the module docstring)."""
+
+    def __init__(self, responses: list[FakeRealtimeResponse] | None = None, *,
+                 capabilities: RealtimeCapabilities | None = None) -> None:
+        self.capabilities = capabilities or RealtimeCapabilities(
+            message_truncation=True, turn_detection=True, user_transcription=True,
+            audio_output=True, manual_function_calls=True, mutable_chat_context=True,
+            mutable_instructions=True, mutable_tools=True, supports_say=False)
+        self.responses = list(responses or [])
+        self.sessions: list[FakeRealtimeSession] = []
+        self.violations: list[str] = []
+        self.max_live_sessions = 0
+
+    def add_response(self, input: str, text: str = "", *, audio_duration: float = 0.0,
+                     function_calls: list[FunctionToolCall] | None = None,
+                     ttft: float = 0.1) -> FakeRealtimeModel:
+        self.responses.append(FakeRealtimeResponse(
+            input=input, text=text, audio_duration=audio_duration,
+            function_calls=list(function_calls or []), ttft=ttft))
+        return self
+
+    @property
+    def live_sessions(self) -> list[FakeRealtimeSession]:
+        return [s for s in self.sessions if not s.closed]
+
+    def find(self, key: str) -> FakeRealtimeResponse | None:
+        for r in self.responses:
+            if r.input == key:
+                return r
+        return None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[FakeRealtimeSession]:
+        session = FakeRealtimeSession(self)
+        self.sessions.append(session)
+        self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
+        try:
+            async with trio.open_nursery() as nursery:
+                session._nursery = nursery
+                yield session
+                nursery.cancel_scope.cancel()
+        finally:
+            session._close()
+
+
+class FakeRealtimeSession:
+    """One fake connection. Test-side API: ``emit_*``; runtime-side: the protocol calls."""
+
+    def __init__(self, model: FakeRealtimeModel) -> None:
+        self.model = model
+        self.id = short_id("rt")
+        self.closed = False
+        self.calls: list[tuple[str, Any]] = []
+        self.audio_pushed = 0.0
+        self.chat_ctx = ChatContext()
+        self.instructions: str | None = None
+        self.tools: list[str] = []
+        self._events_send, self._events_recv = trio.open_memory_channel[Any](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._silence = bytes(2 * SAMPLE_RATE // 100)
+
+    def __repr__(self) -> str:
+        return f"FakeRealtimeSession({self.id}, closed={self.closed})"
+
+    def _close(self) -> None:
+        self.closed = True
+        self._events_send.close()
+
+    def _check(self, call: str, arg: Any = None) -> None:
+        if self.closed:
+            self.model.violations.append(f"{call} on closed session {self.id}")
+            raise RealtimeSessionClosedError(f"{call}() on a closed realtime session")
+        if call != "push_audio":
+            self.calls.append((call, arg))
+
+    def call_names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    # -- protocol ------------------------------------------------------------------------------
+    def events(self) -> AsyncIterator[Any]:
+        return self._events_recv.__aiter__()
+
+    async def update_instructions(self, instructions: str) -> None:
+        self._check("update_instructions", instructions)
+        self.instructions = instructions
+
+    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        self._check("update_chat_ctx", chat_ctx.copy())
+        self.chat_ctx = chat_ctx.copy()
+
+    async def update_tools(self, tools: list[Any]) -> None:
+        self._check("update_tools", [t.name for t in tools])
+        self.tools = [t.name for t in tools]
+
+    def push_audio(self, frame: rtc.AudioFrame) -> None:
+        self._check("push_audio")
+        self.audio_pushed += frame.duration
+
+    def commit_audio(self) -> None:
+        self._check("commit_audio")
+
+    def clear_audio(self) -> None:
+        self._check("clear_audio")
+
+    def interrupt(self) -> None:
+        self._check("interrupt")
+
+    def truncate(self, *, message_id: str, audio_end_ms: int,
+                 audio_transcript: str | None = None) -> None:
+        self._check("truncate", (message_id, audio_end_ms, audio_transcript))
+
+    async def generate_reply(self, *, instructions: str | None = None,
+                             tool_choice: Any = None) -> GenerationCreatedEvent:
+        self._check("generate_reply", instructions)
+        key = instructions if instructions is not None else self._last_text()
+        response = self.model.find(key) or FakeRealtimeResponse(input=key)
+        await trio.sleep(response.ttft)
+        self._check("generate_reply.created")
+        return self._start_generation(response, user_initiated=True)
+
+    async def say(self, text: str) -> GenerationCreatedEvent:
+        self._check("say", text)
+        return self._start_generation(FakeRealtimeResponse(
+            input="", text=text, audio_duration=0.06 * len(text.split())), user_initiated=True)
+
+    # -- server side (driven by the test) ------------------------------------------------------
+    def emit_speech_started(self) -> None:
+        self._events_send.send_nowait(InputSpeechStartedEvent())
+
+    def emit_speech_stopped(self) -> None:
+        self._events_send.send_nowait(InputSpeechStoppedEvent())
+
+    def emit_transcription(self, transcript: str, *, item_id: str | None = None) -> str:
+        item_id = item_id or short_id("item")
+        self._events_send.send_nowait(InputTranscriptionCompleted(
+            item_id=item_id, transcript=transcript, turn_started_at=None))
+        return item_id
+
+    def emit_generation(self, text: str = "", *, audio_duration: float = 0.0,
+                        function_calls: list[FunctionToolCall] | None = None) -> None:
+        """A server-initiated response (server turn detection answered the user)."""
+        ev = self._start_generation(FakeRealtimeResponse(
+            input="", text=text, audio_duration=audio_duration,
+            function_calls=list(function_calls or [])), user_initiated=False)
+        self._events_send.send_nowait(ev)
+
+    def emit_error(self, error: Exception, *, recoverable: bool = True) -> None:
+        self._events_send.send_nowait(RealtimeErrorEvent(error=error, recoverable=recoverable))
+
+    def emit_reconnected(self) -> None:
+        self._events_send.send_nowait(SessionReconnectedEvent())
+
+    # -- internals -----------------------------------------------------------------------------
+    def _last_text(self) -> str:
+        for item in reversed(self.chat_ctx.items):
+            if isinstance(item, ChatMessage) and item.role == "user":
+                return item.text_content or ""
+            if isinstance(item, FunctionCallOutput):
+                return item.output
+        return ""
+
+    def _start_generation(self, response: FakeRealtimeResponse, *,
+                          user_initiated: bool) -> GenerationCreatedEvent:
+        assert self._nursery is not None
+        msg_send, msg_recv, fn_send, fn_recv = open_generation_channels()
+        self._nursery.start_soon(self._produce, response, msg_send, fn_send)
+        return GenerationCreatedEvent(message_stream=msg_recv, function_stream=fn_recv,
+                                      user_initiated=user_initiated,
+                                      response_id=short_id("resp"))
+
+    async def _produce(self, response: FakeRealtimeResponse, msg_send: Any, fn_send: Any) -> None:
+        async with msg_send, fn_send:
+            if response.text or response.audio_duration:
+                text_send, text_recv = trio.open_memory_channel[str](math.inf)
+                audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                msg_send.send_nowait(MessageGeneration(message_id=short_id("item"),
+                                                       text_stream=text_recv,
+                                                       audio_stream=audio_recv))
+                with text_send:
+                    for i in range(0, len(response.text), 3):
+                        text_send.send_nowait(response.text[i:i + 3])
+                with audio_send:
+                    samples = SAMPLE_RATE // 100
+                    for _ in range(int(round(response.audio_duration * 100))):
+                        audio_send.send_nowait(rtc.AudioFrame(self._silence, SAMPLE_RATE, 1,
+                                                              samples))
+            for call in response.function_calls:
+                fn_send.send_nowait(FunctionCall(call_id=call.call_id or short_id("call"),
+                                                 name=call.name, arguments=call.arguments))
