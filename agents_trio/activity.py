@@ -8,10 +8,11 @@ scope, and its tools in a tool nursery outside that scope (see ``generation``).
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Awaitable, Callable
 import enum
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import trio
@@ -26,7 +27,8 @@ from .agent import _NOT_GIVEN, Agent
 from .interruption import AudioInterruption, words
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
-from .realtime import RealtimeCapabilities, RealtimeError, is_realtime_model
+from .realtime import (RealtimeCapabilities, RealtimeError, RealtimeUnavailable,
+                       is_realtime_model)
 from .realtime_generation import RealtimeGeneration
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 logger = logging.getLogger("agents_trio")
+T = TypeVar("T")
 
 _HANDOFF_INTERRUPTED = "the agent handoff was interrupted and did not happen"
 
@@ -90,6 +93,7 @@ class Activity:
         self.preemptive = PreemptiveGeneration(self)
         self.realtime_model: Any = self.llm if is_realtime_model(self.llm) else None
         self._rt: Any = None  # the live realtime session, set only while it is open
+        self._rt_gone = trio.Event()  # set when that session stops being live
         self._realtime_ended = trio.Event()
         self._scheduling_closed = trio.Event()
         self._realtime_closed = trio.Event()  # set while no realtime session is open
@@ -200,6 +204,7 @@ class Activity:
         """Another agent takes over: nothing more reaches this activity's realtime session,
         which closes now (its speeches still finish, without it)."""
         self._rt = None
+        self._rt_gone.set()
         self._realtime_ended.set()
 
     # -- the realtime session (§9): a child of this activity -----------------------------------
@@ -215,7 +220,7 @@ class Activity:
                 async with self.realtime_model.session() as rt:
                     try:
                         await self._sync_realtime(rt)
-                        self._rt = rt
+                        self._rt, self._rt_gone = rt, trio.Event()
                         if not started:
                             task_status.started()
                             started = True
@@ -225,6 +230,7 @@ class Activity:
                             nursery.start_soon(_cancel_when, self._realtime_ended, nursery)
                     finally:
                         self._rt = None
+                        self._rt_gone.set()  # calls still in flight on it are cancelled
             finally:
                 self._realtime_closed.set()
         if not started:
@@ -238,10 +244,24 @@ class Activity:
     def realtime_session_if_live(self) -> Any:
         return self._rt
 
-    def live_realtime_session(self) -> Any:
-        if self._rt is None:
-            raise RealtimeError("the agent has no live realtime session (paused or closing)")
-        return self._rt
+    async def call_realtime(self, call: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``call(session)`` on the live realtime session, cancelled if that session stops
+        being live meanwhile (a handoff, a pause or close): no call outlives its session.
+
+        Raises:
+            RealtimeUnavailable: there is no live session, or it went away during the call.
+        """
+        rt, gone = self._rt, self._rt_gone
+        if rt is None:
+            raise RealtimeUnavailable("the agent has no live realtime session")
+        result: list[T] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_when, gone, nursery)
+            result.append(await call(rt))
+            nursery.cancel_scope.cancel()
+        if not result:
+            raise RealtimeUnavailable("the realtime session closed during the call")
+        return result[0]
 
     @property
     def realtime_capabilities(self) -> RealtimeCapabilities:
@@ -293,11 +313,11 @@ class Activity:
 
     async def _push_tool_outputs(self) -> None:
         """Tool outputs go to this activity's own live session, never another one."""
-        rt = self._rt
-        if rt is None:
-            return  # paused or closing: the next session starts from the agent's context
+        ctx = self.agent._chat_ctx.copy(exclude_instructions=True)
         try:
-            await rt.update_chat_ctx(self.agent._chat_ctx.copy(exclude_instructions=True))
+            await self.call_realtime(lambda rt: rt.update_chat_ctx(ctx))
+        except RealtimeUnavailable:
+            pass  # paused or closing: the next session starts from the agent's context
         except RealtimeError:
             logger.warning("the realtime model refused the tool outputs")
 
@@ -336,6 +356,7 @@ class Activity:
             self._scheduling_open = trio.Event()
             self._scheduling_closed.set()
             self._rt = None
+            self._rt_gone.set()
         await self._realtime_closed.wait()
 
     def resume(self) -> None:

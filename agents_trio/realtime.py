@@ -32,6 +32,11 @@ class RealtimeSessionClosedError(RealtimeError):
     """A call reached a realtime session after it was closed."""
 
 
+class RealtimeUnavailable(RealtimeError):
+    """The activity has no live realtime session (it is paused, handed over or closing); the
+    speech that needed it ends quietly."""
+
+
 class RealtimeCapabilities(msgspec.Struct, kw_only=True, frozen=True):
     message_truncation: bool = False
     turn_detection: bool = False

@@ -17,7 +17,7 @@ import trio
 from livekit import rtc
 
 from .generation import Generation, Segment
-from .realtime import RealtimeError
+from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
     from .realtime import GenerationCreatedEvent, MessageGeneration
@@ -35,6 +35,8 @@ class RealtimeGeneration(Generation):
         self.step.authorized_at = trio.current_time()
         try:
             generation = await self._generation()
+        except RealtimeUnavailable:
+            return  # the agent was handed over, paused or closed: nothing to say
         except RealtimeError as e:
             self.step.error = e
             activity.report_model_error(handle, e, source=activity.llm)
@@ -56,17 +58,19 @@ class RealtimeGeneration(Generation):
     async def _generation(self) -> GenerationCreatedEvent:
         if self.request.generation is not None:
             return self.request.generation
-        rt = self.activity.live_realtime_session()
+        call = self.activity.call_realtime
         if self.request.say_text is not None:
-            return await rt.say(self.request.say_text)
+            return await call(lambda rt: rt.say(self.request.say_text))
         if self.request.sync_chat_ctx:
+            ctx = self.activity.agent._chat_ctx.copy(exclude_instructions=True)
             try:
-                await rt.update_chat_ctx(self.activity.agent._chat_ctx.copy(
-                    exclude_instructions=True))
+                await call(lambda rt: rt.update_chat_ctx(ctx))
+            except RealtimeUnavailable:
+                raise
             except RealtimeError:
                 logger.warning("the realtime model refused the chat context update")
-        return await rt.generate_reply(instructions=self.request.instructions,
-                                       tool_choice=self.request.tool_choice)
+        return await call(lambda rt: rt.generate_reply(
+            instructions=self.request.instructions, tool_choice=self.request.tool_choice))
 
     def _stop_server_side(self) -> None:
         """Interrupted: stop the response and cut the message at what the user heard."""

@@ -220,3 +220,30 @@ async def test_transfer_back_resumes_the_paused_parent_with_a_live_session(autoj
     assert model.max_live_sessions == 1
     assert model.violations == []
     assert model.live_sessions == []
+
+
+async def test_after_update_agent_nothing_more_reaches_the_old_session(autojump_clock):
+    """Regression: the asyncio runtime kept sending chat-context updates and replies to the
+    session it had just closed for a handoff."""
+    model = FakeRealtimeModel()
+    model.add_response("tell me more", "Sure, here is more.", audio_duration=3.0, ttft=0.5)
+    model.add_response("greet as sales", "Hi, sales here.", audio_duration=1.0)
+    session = _session(model)
+    async with session:
+        await session.start(Front())
+        session.input.audio.push(0.1)
+        old_activity = session._activity
+        session.generate_reply(user_input="tell me more")
+        await trio.sleep(0.2)  # the reply is waiting for the server's response
+        old = model.sessions[0]
+        sent, heard = len(old.calls), old.audio_pushed
+        session.update_agent(Sales())
+        assert old_activity.realtime_session_if_live() is None  # at once, not eventually
+        session.input.audio.push(0.5)
+        with trio.fail_after(10):
+            while len(model.sessions) < 2:
+                await trio.sleep(0.1)
+        await trio.sleep(2.0)
+        assert old.calls[sent:] == [] and old.audio_pushed == heard
+        assert old.closed
+    assert model.violations == []

@@ -155,7 +155,8 @@ class FakeRealtimeSession:
         key = instructions if instructions is not None else self._last_text()
         response = self.model.find(key) or FakeRealtimeResponse(input=key)
         await trio.sleep(response.ttft)
-        self._check("generate_reply.created")
+        if self.closed:  # closed while the server was thinking: the call fails
+            raise RealtimeSessionClosedError("the realtime session closed during generate_reply")
         return self._start_generation(response, user_initiated=True)
 
     async def say(self, text: str) -> GenerationCreatedEvent:
