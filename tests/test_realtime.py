@@ -247,3 +247,27 @@ async def test_after_update_agent_nothing_more_reaches_the_old_session(autojump_
         assert old.calls[sent:] == [] and old.audio_pushed == heard
         assert old.closed
     assert model.violations == []
+
+
+async def test_the_realtime_handoff_example_runs_with_one_live_session_at_a_time(
+        autojump_clock, capsys):
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).parents[1] / "examples" / "realtime_handoff.py"
+    spec = importlib.util.spec_from_file_location("realtime_handoff", path)
+    example = importlib.util.module_from_spec(spec)
+    sys.modules["realtime_handoff"] = example
+    spec.loader.exec_module(example)
+    with trio.fail_after(30):
+        await example.main()
+    out = capsys.readouterr().out
+    assert "handoff concierge -> booking_task" in out
+    assert "handoff booking_task -> concierge" in out
+    assert "assistant: Your table is booked for 8 pm." in out
+    assert "handoff concierge -> sommelier" in out
+    assert "after close: 0 live sessions, 4 opened in all, violations: none" in out
+    for line in out.splitlines():
+        if "live sessions:" in line:
+            assert line.split("live sessions:")[1].count("rt_") <= 1
