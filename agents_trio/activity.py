@@ -305,11 +305,20 @@ class Activity:
             self._start_speech(handle, ReplyRequest(chat_ctx=ChatContext(), tools=self._tools(),
                                                     generation=ev), user_initiated=False)
             self._schedule(handle)
+        elif ev.type == "session_reconnected" and self._nursery is not None:
+            self._nursery.start_soon(self._resync_realtime)
         elif ev.type == "error":
             if ev.recoverable:
                 self.session._emit("error", ErrorEvent(error=ev.error, source=self.llm))
             else:
                 self.session._report_error(ev.error, self.llm)
+
+    async def _resync_realtime(self) -> None:
+        """The server reconnected: give the new connection the agent's state again."""
+        try:
+            await self.call_realtime(self._sync_realtime)
+        except RealtimeError:
+            logger.warning("could not resynchronize the realtime session after a reconnect")
 
     async def _push_tool_outputs(self) -> None:
         """Tool outputs go to this activity's own live session, never another one."""

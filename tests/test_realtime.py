@@ -271,3 +271,43 @@ async def test_the_realtime_handoff_example_runs_with_one_live_session_at_a_time
     for line in out.splitlines():
         if "live sessions:" in line:
             assert line.split("live sessions:")[1].count("rt_") <= 1
+
+
+async def test_client_turn_detection_replies_to_local_transcripts(autojump_clock):
+    from agents_trio import RealtimeCapabilities
+    from agents_trio.testing import FakeActions, FakeSTT, FakeVAD
+
+    actions = FakeActions().add_user_speech(0.5, 1.5, "hi there")
+    model = FakeRealtimeModel(capabilities=RealtimeCapabilities(
+        turn_detection=False, audio_output=True, message_truncation=True,
+        mutable_chat_context=True))
+    model.add_response("hi there", "Hello!", audio_duration=1.0)
+    session = _session(model, vad=FakeVAD(actions.user_speeches),
+                       stt=FakeSTT(actions.user_speeches))
+    async with session:
+        await session.start(Helper())
+        session.input.audio.push(0.1)
+        await trio.sleep(5)
+    messages = [(i.role, i.text_content) for i in session.history.items if i.type == "message"]
+    assert messages == [("user", "hi there"), ("assistant", "Hello!")]
+    assert "generate_reply" in model.sessions[0].call_names()
+
+
+async def test_say_uses_the_model_when_it_supports_it_and_reconnects_resync(autojump_clock):
+    from agents_trio import RealtimeCapabilities
+
+    model = FakeRealtimeModel(capabilities=RealtimeCapabilities(
+        turn_detection=True, audio_output=True, supports_say=True, mutable_chat_context=True))
+    session = _session(model)
+    async with session:
+        await session.start(Helper())
+        with trio.fail_after(10):
+            await session.say("Welcome back")
+        rt = model.sessions[0]
+        assert ("say", "Welcome back") in rt.calls
+        syncs = rt.call_names().count("update_instructions")
+        rt.emit_reconnected()
+        await trio.sleep(0.1)
+        assert rt.call_names().count("update_instructions") == syncs + 1
+    (assistant,) = [i for i in session.history.items if getattr(i, "role", "") == "assistant"]
+    assert assistant.text_content == "Welcome back"
