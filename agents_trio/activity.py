@@ -78,6 +78,9 @@ class Activity:
         self.session = session
         self.agent = agent
         self.options = resolve_turn_handling(session.turn_handling_overrides, agent.turn_handling)
+        self.min_consecutive_speech_delay = (
+            agent._min_consecutive_speech_delay if agent._min_consecutive_speech_delay is not None
+            else session.min_consecutive_speech_delay)
         self.llm = session.llm if agent.llm is _NOT_GIVEN else agent.llm
         self.tts = session.tts if agent.tts is _NOT_GIVEN else agent.tts
         self._state = ActivityState.CREATED
@@ -511,6 +514,8 @@ class Activity:
             await handle._wait_for_generation()
             self._current_speech = None
             self._speeches_changed.unpark_all()
+            if self.min_consecutive_speech_delay > 0:
+                await trio.sleep(self.min_consecutive_speech_delay)
 
     async def _speech_task(self, handle: SpeechHandle, request: ReplyRequest | None) -> None:
         try:
@@ -582,6 +587,7 @@ class Activity:
         """Execute one function call of ``step`` (runs in the step's tool nursery)."""
         call.created_at = trio.current_time()
         self._tool_calls_in_flight[call.call_id] = call
+        self.session._refresh_away()
         self.preemptive.cancel()
         token = current_inline.set(InlineScope(activity=self, speech_handle=handle,
                                                function_call=call))
@@ -596,6 +602,7 @@ class Activity:
         finally:
             current_inline.reset(token)
             del self._tool_calls_in_flight[call.call_id]
+            self.session._refresh_away()  # the away window restarts in full after a tool
 
     def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState
                       ) -> ReplyRequest | None:

@@ -88,7 +88,8 @@ class AudioInterruption:
         opts = self._activity.options.interruption
         speech = self._activity.current_speech
         if (speech is None or speech.interrupted or not speech.allow_interruptions
-                or not opts.enabled or self._activity.server_turn_detection):
+                or not opts.enabled or self._activity.server_turn_detection
+                or self._session.aec_warmup_active):
             return
         recognition = self._session._recognition
         if (opts.min_words > 0 and recognition is not None and self._session.stt is not None

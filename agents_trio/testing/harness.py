@@ -35,8 +35,9 @@ def create_session(actions: FakeActions, *, speed_factor: float = 1.0,
     """A session on fakes that follow ``actions``.
 
     VAD min_silence 0.5 s / min_speech 0.05 s, VAD end-of-turn detection, endpointing 0.5 /
-    6.0, interruption min_duration 0.5 and false_interruption_timeout 2.0; ``turn_handling``
-    overrides per key. ``session.input.audio.push(0.1)`` starts the script's clock.
+    6.0, interruption min_duration 0.5 and false_interruption_timeout 2.0, no AEC warm-up
+    (``extra_kwargs={"aec_warmup_duration": 3.0}`` turns it on); ``turn_handling`` overrides
+    per key. ``session.input.audio.push(0.1)`` starts the script's clock.
     """
     actions = actions.scaled(speed_factor)
     session = AgentSession(
@@ -45,7 +46,7 @@ def create_session(actions: FakeActions, *, speed_factor: float = 1.0,
         llm=FakeLLM(actions.llm_responses),
         tts=FakeTTS(actions.tts_responses),
         turn_handling=_merge(_HARNESS_TURN_HANDLING, turn_handling),
-        **(extra_kwargs or {}),
+        **{"aec_warmup_duration": None, **(extra_kwargs or {})},
     )
     session.input.audio = FakeAudioInput()
     session.output.audio = FakeAudioOutput(can_pause=can_pause_audio)
