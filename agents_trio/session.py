@@ -28,7 +28,7 @@ from .events import (AgentStateChangedEvent, CloseEvent, ConversationItemAddedEv
                      UserStateChangedEvent)
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .models import ModelSettings, SpeechEvent, VADEvent
-from .nurseries import EventFanout
+from .nurseries import EventFanout, LatestSlot
 from .options import TurnHandling
 from .realtime import is_realtime_model
 from .recognition import AudioRecognition, EndOfTurnInfo
@@ -78,6 +78,11 @@ class AgentSession:
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes.
         userdata: Any object, available to tools as ``ctx.userdata``.
         tts_text_transforms: Transforms applied to text before the TTS (None disables).
+        min_consecutive_speech_delay: Minimum gap between two speeches.
+        user_away_timeout: Seconds of mutual silence before the user is ``away`` (None
+            disables).
+        aec_warmup_duration: After the agent first speaks, voice interruptions are ignored
+            for this long while echo cancellation warms up (None disables).
         close_grace: Seconds that shielded cleanup (``on_exit``, clearing audio) may take.
     """
 
@@ -86,6 +91,9 @@ class AgentSession:
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3, userdata: Any = _NOT_GIVEN,
                  tts_text_transforms: Sequence[Any] | None = DEFAULT_TRANSFORMS,
+                 min_consecutive_speech_delay: float = 0.0,
+                 user_away_timeout: float | None = 15.0,
+                 aec_warmup_duration: float | None = 3.0,
                  close_grace: float = 5.0) -> None:
         self.stt, self.vad, self.llm, self.tts = stt or None, vad or None, llm or None, tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
@@ -95,6 +103,11 @@ class AgentSession:
         self._userdata = userdata
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
         self.close_grace = close_grace
+        self.min_consecutive_speech_delay = min_consecutive_speech_delay
+        self.user_away_timeout = user_away_timeout
+        self.aec_warmup_duration = aec_warmup_duration
+        self._aec_warmup_ends: float | None = None  # set when the agent first speaks
+        self._away_slot: LatestSlot | None = None
         self.input = SessionInput()
         self.output = SessionOutput()
         self._events = EventFanout()
@@ -195,7 +208,11 @@ class AgentSession:
         if state == "speaking":
             self._error_counts.pop("llm", None)
             self._error_counts.pop("tts", None)
+            if self._aec_warmup_ends is None and self.aec_warmup_duration is not None \
+                    and self.output.audio is not None:
+                self._aec_warmup_ends = trio.current_time() + self.aec_warmup_duration
         self._emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
+        self._refresh_away()
 
     def _update_user_state(self, state: str, created_at: float) -> None:
         if state == self._user_state:
@@ -203,6 +220,28 @@ class AgentSession:
         old, self._user_state = self._user_state, state
         self._emit("user_state_changed", UserStateChangedEvent(
             old_state=old, new_state=state, created_at=created_at))
+        self._refresh_away()
+
+    @property
+    def aec_warmup_active(self) -> bool:
+        """Voice interruptions are ignored while echo cancellation warms up (§4.7)."""
+        return self._aec_warmup_ends is not None and trio.current_time() < self._aec_warmup_ends
+
+    def _refresh_away(self) -> None:
+        """Arm the away timer while both sides listen and no tool runs; cancel it otherwise."""
+        slot = self._away_slot
+        if slot is None or self.user_away_timeout is None:
+            return
+        activity = self._activity
+        if (self._agent_state == "listening" and self._user_state == "listening"
+                and not (activity is not None and activity.tools_running)):
+            slot.replace(self._away_after, self.user_away_timeout)
+        else:
+            slot.cancel()
+
+    async def _away_after(self, timeout: float) -> None:
+        await trio.sleep(timeout)
+        self._update_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, agent: Agent) -> None:
@@ -239,6 +278,7 @@ class AgentSession:
                             self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
                     self._state = SessionState.RUNNING
+                    self._away_slot = LatestSlot(nursery)
                     self._update_agent_state("listening")
                     assert self._activity is not None
                     self._activity.enter()
@@ -343,8 +383,18 @@ class AgentSession:
                 self._run._fail(self._close_error or SessionClosedError("session closed"))
             with trio.move_on_after(self.close_grace):
                 await self._unwind_tasks()
+            self._commit_trailing_user_turn()
             self._work_scope.cancel()
         await self._closed.wait()
+
+    def _commit_trailing_user_turn(self) -> None:
+        """Reference §8 step 7: what the user said before close is kept, not dropped."""
+        recognition, activity = self._recognition, self._activity
+        if recognition is None or activity is None or not recognition.transcript:
+            return
+        message = ChatMessage(role="user", content=[recognition.transcript])
+        recognition.clear_user_turn()
+        activity._commit_item(message)
 
     async def _unwind_tasks(self) -> None:
         """Cancel the AgentTasks innermost first, so each awaiting tool gets an error output."""
@@ -355,6 +405,21 @@ class AgentSession:
             activity.agent.cancel()
             while self._activity is activity:
                 await self._current_changed.park()
+
+    async def start_service(self, async_fn: Callable[..., Any], *args: Any) -> Any:
+        """Start a long-running service in the session's nursery, like ``nursery.start``.
+
+        The session owns the service, so it must return once the session closes (when
+        ``session.events()`` ends); ``SessionHost.serve`` does. Returns the value the service
+        passes to ``task_status.started()``.
+
+        Raises:
+            RuntimeError: outside ``async with session:``, or the session is closing.
+        """
+        if self._nursery is None or self._state not in (SessionState.ENTERED,
+                                                        SessionState.RUNNING):
+            raise RuntimeError("start_service() needs an open session (inside `async with`)")
+        return await self._nursery.start(async_fn, *args)
 
     def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks)."""
@@ -587,10 +652,17 @@ class _RecognitionRouter:
         text = ev.alternatives[0].text if ev.alternatives else ""
         self._session._emit("user_input_transcribed",
                             UserInputTranscribedEvent(transcript=text, is_final=False))
+        if self._session.vad is None and text and self._session._activity is not None:
+            # without a VAD, interim transcripts are the first sign of the user's voice
+            self._session._activity.interruption.interrupt_by_audio_activity()
 
     def on_final_transcript(self, ev: SpeechEvent) -> None:
         alt = ev.alternatives[0]
         self._session._error_counts.pop("stt", None)
+        if self._session.user_state == "away":
+            self._session._update_user_state("listening", trio.current_time())
+        else:
+            self._session._refresh_away()
         self._session._emit("user_input_transcribed", UserInputTranscribedEvent(
             transcript=alt.text, is_final=True, language=alt.language or None))
         if self._session._activity is not None:
