@@ -8,11 +8,10 @@ scope, and its tools in a tool nursery outside that scope (see ``generation``).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable
 import enum
 import logging
 import math
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -20,16 +19,15 @@ import trio
 from ._errors import StopResponse
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (EOUMetrics, ErrorEvent, FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
-                     UserInputTranscribedEvent)
+from .events import (EOUMetrics, FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import _NOT_GIVEN, Agent
 from .interruption import AudioInterruption, words
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
-from .realtime import (RealtimeCapabilities, RealtimeError, RealtimeUnavailable,
-                       is_realtime_model)
+from .realtime import is_realtime_model
 from .realtime_generation import RealtimeGeneration
+from .realtime_link import RealtimeLink
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 logger = logging.getLogger("agents_trio")
-T = TypeVar("T")
 
 _HANDOFF_INTERRUPTED = "the agent handoff was interrupted and did not happen"
 
@@ -94,18 +91,13 @@ class Activity:
         self._turns_send, self._turns_recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
-        self.realtime_model: Any = self.llm if is_realtime_model(self.llm) else None
-        self._rt: Any = None  # the live realtime session, set only while it is open
-        self._rt_gone = trio.Event()  # set when that session stops being live
-        self._realtime_ended = trio.Event()
-        self._scheduling_closed = trio.Event()
-        self._realtime_closed = trio.Event()  # set while no realtime session is open
-        self._realtime_closed.set()
+        self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
+        self.scheduling_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._stop = trio.Event()
         self._stopped = trio.Event()
-        self._scheduling_open = trio.Event()
-        self._scheduling_open.set()
+        self.scheduling_open = trio.Event()
+        self.scheduling_open.set()
         # set when on_enter returned, or handed the floor to an AgentTask it awaits
         self.enter_settled = trio.Event()
         self.enter_finished = trio.Event()
@@ -144,8 +136,8 @@ class Activity:
                 self._nursery = owner.nursery
                 self.interruption.bind(owner.nursery)
                 self._record_config()
-                if self.realtime_model is not None:
-                    await owner.start(self._realtime_host)
+                if self.realtime is not None:
+                    await owner.start(self.realtime.run)
                 owner.start_soon(self._scheduler)
                 owner.start_soon(self._turn_worker)
                 self._state = ActivityState.RUNNING
@@ -204,134 +196,17 @@ class Activity:
             self._turns_send.close()
 
     def end_realtime(self) -> None:
-        """Another agent takes over: nothing more reaches this activity's realtime session,
-        which closes now (its speeches still finish, without it)."""
-        self._rt = None
-        self._rt_gone.set()
-        self._realtime_ended.set()
-
-    # -- the realtime session (§9): a child of this activity -----------------------------------
-    async def _realtime_host(self, *, task_status: trio.TaskStatus[None]) -> None:
-        """Keep a realtime session open while the activity runs and is not paused."""
-        started = False
-        while not self._realtime_ended.is_set():
-            await self._scheduling_open.wait()
-            if self._realtime_ended.is_set():
-                break
-            self._realtime_closed = trio.Event()
-            try:
-                async with self.realtime_model.session() as rt:
-                    try:
-                        await self._sync_realtime(rt)
-                        self._rt, self._rt_gone = rt, trio.Event()
-                        if not started:
-                            task_status.started()
-                            started = True
-                        async with trio.open_nursery() as nursery:
-                            nursery.start_soon(self._consume_realtime_events, rt)
-                            nursery.start_soon(_cancel_when, self._scheduling_closed, nursery)
-                            nursery.start_soon(_cancel_when, self._realtime_ended, nursery)
-                    finally:
-                        self._rt = None
-                        self._rt_gone.set()  # calls still in flight on it are cancelled
-            finally:
-                self._realtime_closed.set()
-        if not started:
-            task_status.started()
-
-    async def _sync_realtime(self, rt: Any) -> None:
-        await rt.update_instructions(self.agent.instructions)
-        await rt.update_tools(self._tools())
-        await rt.update_chat_ctx(self.agent._chat_ctx.copy(exclude_instructions=True))
-
-    def realtime_session_if_live(self) -> Any:
-        return self._rt
-
-    async def call_realtime(self, call: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``call(session)`` on the live realtime session, cancelled if that session stops
-        being live meanwhile (a handoff, a pause or close): no call outlives its session.
-
-        Raises:
-            RealtimeUnavailable: there is no live session, or it went away during the call.
-        """
-        rt, gone = self._rt, self._rt_gone
-        if rt is None:
-            raise RealtimeUnavailable("the agent has no live realtime session")
-        result: list[T] = []
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_when, gone, nursery)
-            result.append(await call(rt))
-            nursery.cancel_scope.cancel()
-        if not result:
-            raise RealtimeUnavailable("the realtime session closed during the call")
-        return result[0]
-
-    @property
-    def realtime_capabilities(self) -> RealtimeCapabilities:
-        return self.realtime_model.capabilities
+        """Another agent takes over: nothing more reaches this activity's realtime session."""
+        if self.realtime is not None:
+            self.realtime.end()
 
     @property
     def server_turn_detection(self) -> bool:
-        return (self.realtime_model is not None and self.realtime_capabilities.turn_detection
-                and self.options.turn_detection in (None, "realtime_llm"))
+        return self.realtime is not None and self.realtime.server_turn_detection
 
     def push_realtime_audio(self, frame: Any) -> None:
-        rt = self._rt
-        if rt is not None:
-            rt.push_audio(frame)
-
-    async def _consume_realtime_events(self, rt: Any) -> None:
-        async for ev in rt.events():
-            self._on_realtime_event(ev)
-
-    def _on_realtime_event(self, ev: Any) -> None:
-        now = trio.current_time()
-        if ev.type == "input_speech_started":
-            self.session._update_user_state("speaking", now)
-            current = self._current_speech
-            if (self.server_turn_detection and current is not None
-                    and current.allow_interruptions and not current.interrupted):
-                current.interrupt()
-        elif ev.type == "input_speech_stopped":
-            self.session._update_user_state("listening", now)
-        elif ev.type == "input_audio_transcription_completed":
-            self.session._emit("user_input_transcribed", UserInputTranscribedEvent(
-                transcript=ev.transcript, is_final=ev.is_final, item_id=ev.item_id))
-            if ev.is_final and ev.transcript:
-                self._commit_item(ChatMessage(
-                    role="user", content=[ev.transcript], id=ev.item_id,
-                    created_at=now if ev.turn_started_at is None else ev.turn_started_at))
-        elif ev.type == "generation_created":
-            if self._state is not ActivityState.RUNNING or not self._scheduling_open.is_set():
-                return  # ignored while paused or draining (reference 7.4)
-            handle = SpeechHandle(allow_interruptions=self.allow_interruptions)
-            self._start_speech(handle, ReplyRequest(chat_ctx=ChatContext(), tools=self._tools(),
-                                                    generation=ev), user_initiated=False)
-            self._schedule(handle)
-        elif ev.type == "session_reconnected" and self._nursery is not None:
-            self._nursery.start_soon(self._resync_realtime)
-        elif ev.type == "error":
-            if ev.recoverable:
-                self.session._emit("error", ErrorEvent(error=ev.error, source=self.llm))
-            else:
-                self.session._report_error(ev.error, self.llm)
-
-    async def _resync_realtime(self) -> None:
-        """The server reconnected: give the new connection the agent's state again."""
-        try:
-            await self.call_realtime(self._sync_realtime)
-        except RealtimeError:
-            logger.warning("could not resynchronize the realtime session after a reconnect")
-
-    async def _push_tool_outputs(self) -> None:
-        """Tool outputs go to this activity's own live session, never another one."""
-        ctx = self.agent._chat_ctx.copy(exclude_instructions=True)
-        try:
-            await self.call_realtime(lambda rt: rt.update_chat_ctx(ctx))
-        except RealtimeUnavailable:
-            pass  # paused or closing: the next session starts from the agent's context
-        except RealtimeError:
-            logger.warning("the realtime model refused the tool outputs")
+        if self.realtime is not None:
+            self.realtime.push_audio(frame)
 
     async def _run_on_enter(self) -> None:
         token = current_inline.set(InlineScope(activity=self, hook="on_enter"))
@@ -364,18 +239,17 @@ class Activity:
 
         Cancellation: a checkpoint; the activity stays paused.
         """
-        if self._scheduling_open.is_set():
-            self._scheduling_open = trio.Event()
-            self._scheduling_closed.set()
-            self._rt = None
-            self._rt_gone.set()
-        await self._realtime_closed.wait()
+        if self.scheduling_open.is_set():
+            self.scheduling_open = trio.Event()
+            self.scheduling_closed.set()
+        if self.realtime is not None:
+            await self.realtime.suspend()
 
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
-        if not self._scheduling_open.is_set():
-            self._scheduling_closed = trio.Event()
-            self._scheduling_open.set()
+        if not self.scheduling_open.is_set():
+            self.scheduling_closed = trio.Event()
+            self.scheduling_open.set()
             self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
                                                 tools_added=[t.name for t in self.agent.tools]))
 
@@ -441,8 +315,7 @@ class Activity:
     def say(self, text: Any, *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
         self._check_can_schedule()
-        realtime_say = (self.realtime_model is not None
-                        and self.realtime_capabilities.supports_say)
+        realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
         if self.session.output.audio is not None and self.tts is None and not realtime_say:
             raise RuntimeError("say() needs a TTS (or a realtime model that supports say) when "
                                "audio output is enabled")
@@ -471,7 +344,7 @@ class Activity:
             self._pending_user_messages[handle] = user_message
         request = ReplyRequest(chat_ctx=ctx, tools=self._tools(), tool_choice=tool_choice,
                                instructions=instructions,
-                               sync_chat_ctx=self.realtime_model is not None)
+                               sync_chat_ctx=self.realtime is not None)
         self._start_speech(handle, request)
         if schedule:
             self._schedule(handle)
@@ -506,7 +379,7 @@ class Activity:
                 return
             if handle.done():
                 continue
-            await self._scheduling_open.wait()
+            await self.scheduling_open.wait()
             if handle.done():
                 continue
             self._current_speech = handle
@@ -535,8 +408,8 @@ class Activity:
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
                           ) -> ReplyRequest | None:
         step = StepState(handle._step_message_id)
-        realtime = self.realtime_model is not None and (
-            request.say_text is None or self.realtime_capabilities.supports_say)
+        realtime = self.realtime is not None and (
+            request.say_text is None or self.realtime.capabilities.supports_say)
         generation_type = RealtimeGeneration if realtime else Generation
         async with trio.open_nursery() as tool_nursery:
             with handle._step_scope:
@@ -546,7 +419,8 @@ class Activity:
                     self._finish_generation(handle, request, step)
         next_request = self._finish_tools(handle, request, step)
         if realtime and step.calls:
-            await self._push_tool_outputs()
+            assert self.realtime is not None
+            await self.realtime.push_tool_outputs()
         return next_request
 
     def _finish_generation(self, handle: SpeechHandle, request: ReplyRequest,
@@ -642,8 +516,8 @@ class Activity:
             logger.error("a step returned more than one agent; no handoff")
         if not ev.has_tool_reply or self.session._closing:
             return None
-        if self.realtime_model is not None and (
-                self.realtime_capabilities.auto_tool_reply_generation or ev.has_agent_handoff):
+        if self.realtime is not None and (
+                self.realtime.capabilities.auto_tool_reply_generation or ev.has_agent_handoff):
             return None  # the server answers itself, or the session is handed over
         steps_before = handle.num_steps
         handle._num_steps += 1
@@ -798,11 +672,6 @@ class Activity:
                 break
             interrupted.append(h.interrupt(force=force))
         return interrupted
-
-
-async def _cancel_when(event: trio.Event, nursery: trio.Nursery) -> None:
-    await event.wait()
-    nursery.cancel_scope.cancel()
 
 
 def _is_agent(value: Any) -> bool:

@@ -58,7 +58,9 @@ class RealtimeGeneration(Generation):
     async def _generation(self) -> GenerationCreatedEvent:
         if self.request.generation is not None:
             return self.request.generation
-        call = self.activity.call_realtime
+        link = self.activity.realtime
+        assert link is not None
+        call = link.call
         if self.request.say_text is not None:
             return await call(lambda rt: rt.say(self.request.say_text))
         if self.request.sync_chat_ctx:
@@ -74,12 +76,12 @@ class RealtimeGeneration(Generation):
 
     def _stop_server_side(self) -> None:
         """Interrupted: stop the response and cut the message at what the user heard."""
-        rt = self.activity.realtime_session_if_live()
+        link = self.activity.realtime
+        rt = link.session if link is not None else None
         if rt is None:
             return
         rt.interrupt()
-        if (self.step.current_message_id is not None
-                and self.activity.realtime_capabilities.message_truncation):
+        if self.step.current_message_id is not None and link.capabilities.message_truncation:
             rt.truncate(message_id=self.step.current_message_id,
                         audio_end_ms=int(self.step.heard_seconds * 1000),
                         audio_transcript=self.step.played_text)

@@ -238,7 +238,7 @@ async def test_after_update_agent_nothing_more_reaches_the_old_session(autojump_
         old = model.sessions[0]
         sent, heard = len(old.calls), old.audio_pushed
         session.update_agent(Sales())
-        assert old_activity.realtime_session_if_live() is None  # at once, not eventually
+        assert old_activity.realtime.session is None  # at once, not eventually
         session.input.audio.push(0.5)
         with trio.fail_after(10):
             while len(model.sessions) < 2:

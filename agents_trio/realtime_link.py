@@ -1,0 +1,189 @@
+"""RealtimeLink: an activity's realtime session, a child of the activity.
+
+The link keeps a session open while its activity runs and is not paused, feeds it the user's
+audio, turns its server events into user states, transcripts and speeches, and is the only way
+the activity's speeches reach it. ``session`` is None whenever no session is live — paused,
+handed over or closing — and every call in flight is cancelled when its session stops being
+live, so nothing can reach a closed session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
+
+from .chat import ChatContext, ChatMessage
+from .events import ErrorEvent, UserInputTranscribedEvent
+from .generation import ReplyRequest
+from .realtime import RealtimeCapabilities, RealtimeError, RealtimeUnavailable
+from .speech_handle import SpeechHandle
+
+if TYPE_CHECKING:
+    from .activity import Activity
+
+logger = logging.getLogger("agents_trio")
+T = TypeVar("T")
+
+
+async def _cancel_when(event: trio.Event, nursery: trio.Nursery) -> None:
+    await event.wait()
+    nursery.cancel_scope.cancel()
+
+
+class RealtimeLink:
+    """The realtime session of one activity (see the module docstring)."""
+
+    def __init__(self, activity: Activity, model: Any) -> None:
+        self._activity = activity
+        self.model = model
+        self.session: Any = None  # the live session, set only while it is open and unpaused
+        self._gone = trio.Event()  # set when that session stops being live
+        self._ended = trio.Event()  # another agent took over: no new session
+        self._closed = trio.Event()  # set while no session is open
+        self._closed.set()
+
+    @property
+    def capabilities(self) -> RealtimeCapabilities:
+        return self.model.capabilities
+
+    @property
+    def server_turn_detection(self) -> bool:
+        return (self.capabilities.turn_detection
+                and self._activity.options.turn_detection in (None, "realtime_llm"))
+
+    # -- lifetime ------------------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep a session open while the activity runs and is not paused (until ``end``).
+
+        Cancellation: cancelling it closes the open session.
+        """
+        activity = self._activity
+        started = False
+        while not self._ended.is_set():
+            await activity.scheduling_open.wait()
+            if self._ended.is_set():
+                break
+            self._closed = trio.Event()
+            try:
+                async with self.model.session() as rt:
+                    try:
+                        await self._sync(rt)
+                        self.session, self._gone = rt, trio.Event()
+                        if not started:
+                            task_status.started()
+                            started = True
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(self._consume_events, rt)
+                            nursery.start_soon(_cancel_when, activity.scheduling_closed, nursery)
+                            nursery.start_soon(_cancel_when, self._ended, nursery)
+                    finally:
+                        self._detach()
+            finally:
+                self._closed.set()
+        if not started:
+            task_status.started()
+
+    def _detach(self) -> None:
+        self.session = None
+        self._gone.set()  # calls still in flight on it are cancelled
+
+    def end(self) -> None:
+        """Another agent takes over: nothing more reaches the session, which closes now."""
+        self._detach()
+        self._ended.set()
+
+    async def suspend(self) -> None:
+        """The activity paused: detach now and return once the session is closed."""
+        self._detach()
+        await self._closed.wait()
+
+    async def _sync(self, rt: Any) -> None:
+        agent = self._activity.agent
+        await rt.update_instructions(agent.instructions)
+        await rt.update_tools(self._activity._tools())
+        await rt.update_chat_ctx(agent._chat_ctx.copy(exclude_instructions=True))
+
+    # -- calls ---------------------------------------------------------------------------------
+    async def call(self, call: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``call(session)`` on the live session, cancelled if that session stops being
+        live meanwhile (a handoff, a pause or close): no call outlives its session.
+
+        Raises:
+            RealtimeUnavailable: there is no live session, or it went away during the call.
+        """
+        rt, gone = self.session, self._gone
+        if rt is None:
+            raise RealtimeUnavailable("the agent has no live realtime session")
+        result: list[T] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_when, gone, nursery)
+            result.append(await call(rt))
+            nursery.cancel_scope.cancel()
+        if not result:
+            raise RealtimeUnavailable("the realtime session closed during the call")
+        return result[0]
+
+    def push_audio(self, frame: Any) -> None:
+        rt = self.session
+        if rt is not None:
+            rt.push_audio(frame)
+
+    async def push_tool_outputs(self) -> None:
+        """Tool outputs go to this activity's own live session, never another one."""
+        ctx = self._activity.agent._chat_ctx.copy(exclude_instructions=True)
+        try:
+            await self.call(lambda rt: rt.update_chat_ctx(ctx))
+        except RealtimeUnavailable:
+            pass  # paused or closing: the next session starts from the agent's context
+        except RealtimeError:
+            logger.warning("the realtime model refused the tool outputs")
+
+    async def _resync(self) -> None:
+        """The server reconnected: give the new connection the agent's state again."""
+        try:
+            await self.call(self._sync)
+        except RealtimeError:
+            logger.warning("could not resynchronize the realtime session after a reconnect")
+
+    # -- server events -------------------------------------------------------------------------
+    async def _consume_events(self, rt: Any) -> None:
+        async for ev in rt.events():
+            self._on_event(ev)
+
+    def _on_event(self, ev: Any) -> None:
+        activity = self._activity
+        session = activity.session
+        now = trio.current_time()
+        if ev.type == "input_speech_started":
+            session._update_user_state("speaking", now)
+            current = activity.current_speech
+            if (self.server_turn_detection and current is not None
+                    and current.allow_interruptions and not current.interrupted):
+                current.interrupt()
+        elif ev.type == "input_speech_stopped":
+            session._update_user_state("listening", now)
+        elif ev.type == "input_audio_transcription_completed":
+            session._emit("user_input_transcribed", UserInputTranscribedEvent(
+                transcript=ev.transcript, is_final=ev.is_final, item_id=ev.item_id))
+            if ev.is_final and ev.transcript:
+                activity._commit_item(ChatMessage(
+                    role="user", content=[ev.transcript], id=ev.item_id,
+                    created_at=now if ev.turn_started_at is None else ev.turn_started_at))
+        elif ev.type == "generation_created":
+            if not activity.accepts_turns or not activity.scheduling_open.is_set():
+                return  # ignored while paused or draining (reference 7.4)
+            handle = SpeechHandle(allow_interruptions=activity.allow_interruptions)
+            activity._start_speech(handle, ReplyRequest(
+                chat_ctx=ChatContext(), tools=activity._tools(), generation=ev),
+                user_initiated=False)
+            activity._schedule(handle)
+        elif ev.type == "session_reconnected" and activity._nursery is not None:
+            activity._nursery.start_soon(self._resync)
+        elif ev.type == "error":
+            if ev.recoverable:
+                session._emit("error", ErrorEvent(error=ev.error, source=self.model))
+            else:
+                session._report_error(ev.error, self.model)
