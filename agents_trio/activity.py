@@ -10,21 +10,20 @@ from __future__ import annotations
 import contextvars
 import enum
 import logging
-import math
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
-from ._errors import StopResponse
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (EOUMetrics, FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
+from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import _NOT_GIVEN, Agent
-from .interruption import AudioInterruption, words
+from .interruption import AudioInterruption
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
+from .user_turns import UserTurns
 from .realtime import is_realtime_model
 from .realtime_generation import RealtimeGeneration
 from .realtime_link import RealtimeLink
@@ -88,7 +87,7 @@ class Activity:
         self._speeches_changed = trio.lowlevel.ParkingLot()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
         self._tool_calls_in_flight: dict[str, FunctionCall] = {}
-        self._turns_send, self._turns_recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+        self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
@@ -139,7 +138,7 @@ class Activity:
                 if self.realtime is not None:
                     await owner.start(self.realtime.run)
                 owner.start_soon(self._scheduler)
-                owner.start_soon(self._turn_worker)
+                owner.start_soon(self.turns.run)
                 self._state = ActivityState.RUNNING
                 task_status.started()
                 await self._stop.wait()
@@ -192,8 +191,7 @@ class Activity:
 
     def block_new_turns(self) -> None:
         """Stop accepting user turns (a handoff was requested or the agent drains)."""
-        if self._state is ActivityState.RUNNING:
-            self._turns_send.close()
+        self.turns.block()
 
     def end_realtime(self) -> None:
         """Another agent takes over: nothing more reaches this activity's realtime session."""
@@ -562,78 +560,7 @@ class Activity:
     # -- user turns ---------------------------------------------------------------------------
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         """Decide a completed user turn (called by the session's recognition)."""
-        if self._state is not ActivityState.RUNNING:
-            logger.warning("user turn dropped: the agent %r is not accepting turns", self.agent.id)
-            return True
-        if self.server_turn_detection:
-            return True  # the realtime server detects turns and answers them itself
-        min_words = self.options.interruption.min_words
-        current = self._current_speech
-        if (min_words > 0 and current is not None and current.allow_interruptions
-                and not current.interrupted and len(words(info.new_transcript)) < min_words):
-            return False
-        try:
-            self._turns_send.send_nowait(info)
-        except trio.ClosedResourceError:
-            logger.warning("user turn dropped: a handoff is in progress")
-            self.preemptive.cancel()
-        return True
-
-    async def _turn_worker(self) -> None:
-        async for info in self._turns_recv:
-            try:
-                await self._user_turn_completed(info)
-            except Exception:
-                # a failing turn must not take the session down with it
-                logger.exception("handling the user turn failed")
-
-    async def _user_turn_completed(self, info: EndOfTurnInfo) -> None:
-        self.preemptive.reset_attempts()
-        background = [h for h in self._speeches
-                      if h is not self._current_speech and h.scheduled and not h.done()
-                      and h._generation_done.is_set() and h.allow_interruptions]
-        for h in background:
-            h.interrupt()
-        message = ChatMessage(role="user", content=[info.new_transcript],
-                              transcript_confidence=info.transcript_confidence)
-        current = self._current_speech
-        if current is not None and not current.done():
-            if not current.allow_interruptions:
-                logger.info("skipping reply to the user turn: the current speech cannot be "
-                            "interrupted")
-                self.preemptive.cancel()
-                return
-            current.interrupt()
-            await current._wait_for_generation()
-        turn_ctx = self.agent._chat_ctx.copy()
-        hook_started = trio.current_time()
-        try:
-            await self.agent.on_user_turn_completed(turn_ctx, message)
-        except StopResponse:
-            self.preemptive.cancel()
-            return
-        except Exception:
-            logger.exception("error in on_user_turn_completed")
-            self.preemptive.cancel()
-            return
-        hook_delay = trio.current_time() - hook_started
-        if self._state is not ActivityState.RUNNING:
-            # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
-            logger.warning("user turn dropped: the agent %r is %s", self.agent.id,
-                           self._state.value)
-            self.preemptive.cancel()
-            return
-        handle = self.preemptive.take(info.new_transcript, turn_ctx)
-        if handle is None:
-            handle = self.generate_reply(user_message=message, chat_ctx=turn_ctx, schedule=False)
-        self.session.emit_metrics(EOUMetrics(
-            speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
-            transcription_delay=info.transcription_delay,
-            on_user_turn_completed_delay=hook_delay))
-        if self._turns_recv.statistics().current_buffer_used > 0:
-            # a newer turn is already waiting: this reply is dropped, its message kept
-            handle.interrupt()
-        self._schedule(handle)
+        return self.turns.on_end_of_turn(info)
 
     # -- routed from recognition ---------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:
@@ -650,6 +577,13 @@ class Activity:
 
     def tool_names(self) -> list[str]:
         return [t.name for t in self._tools()]
+
+    def interrupt_background_speeches(self) -> None:
+        """Interrupt the speeches waiting for their tools (a new user turn is answered)."""
+        for h in list(self._speeches):
+            if (h is not self._current_speech and h.scheduled and not h.done()
+                    and h._generation_done.is_set() and h.allow_interruptions):
+                h.interrupt()
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
         """Interrupt the background, current and queued speeches (§4.6)."""

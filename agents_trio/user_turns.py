@@ -1,0 +1,116 @@
+"""UserTurns: the completed user turns of one activity, handled one after another.
+
+Turns arrive from the session's recognition through a channel with one consumer, so a newer
+turn never cancels an older one (reference §3.3-3.4): it waits, and the older turn's reply is
+dropped (its user message kept) if a newer turn is already queued when it is ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._errors import StopResponse
+from .chat import ChatMessage
+from .events import EOUMetrics
+from .interruption import words
+from .recognition import EndOfTurnInfo
+
+if TYPE_CHECKING:
+    from .activity import Activity
+
+logger = logging.getLogger("agents_trio")
+
+
+class UserTurns:
+    """The turn channel of an activity and the worker that consumes it."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+        self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+
+    def block(self) -> None:
+        """No more turns (a handoff was requested or the agent drains)."""
+        self._send.close()
+
+    @property
+    def newer_turn_waiting(self) -> bool:
+        return self._recv.statistics().current_buffer_used > 0
+
+    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
+        """Accept a completed turn; False keeps the turn open (not enough words yet)."""
+        activity = self._activity
+        if not activity.accepts_turns:
+            logger.warning("user turn dropped: the agent %r is not accepting turns",
+                           activity.agent.id)
+            return True
+        if activity.server_turn_detection:
+            return True  # the realtime server detects turns and answers them itself
+        min_words = activity.options.interruption.min_words
+        current = activity.current_speech
+        if (min_words > 0 and current is not None and current.allow_interruptions
+                and not current.interrupted and len(words(info.new_transcript)) < min_words):
+            return False
+        try:
+            self._send.send_nowait(info)
+        except trio.ClosedResourceError:
+            logger.warning("user turn dropped: a handoff is in progress")
+            activity.preemptive.cancel()
+        return True
+
+    async def run(self) -> None:
+        """Handle turns in order until the channel closes."""
+        async for info in self._recv:
+            try:
+                await self._completed(info)
+            except Exception:
+                # a failing turn must not take the session down with it
+                logger.exception("handling the user turn failed")
+
+    async def _completed(self, info: EndOfTurnInfo) -> None:
+        activity = self._activity
+        activity.preemptive.reset_attempts()
+        activity.interrupt_background_speeches()
+        message = ChatMessage(role="user", content=[info.new_transcript],
+                              transcript_confidence=info.transcript_confidence)
+        current = activity.current_speech
+        if current is not None and not current.done():
+            if not current.allow_interruptions:
+                logger.info("skipping reply to the user turn: the current speech cannot be "
+                            "interrupted")
+                activity.preemptive.cancel()
+                return
+            current.interrupt()
+            await current._wait_for_generation()
+        turn_ctx = activity.agent._chat_ctx.copy()
+        hook_started = trio.current_time()
+        try:
+            await activity.agent.on_user_turn_completed(turn_ctx, message)
+        except StopResponse:
+            activity.preemptive.cancel()
+            return
+        except Exception:
+            logger.exception("error in on_user_turn_completed")
+            activity.preemptive.cancel()
+            return
+        hook_delay = trio.current_time() - hook_started
+        if not activity.accepts_turns:
+            # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
+            logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
+            activity.preemptive.cancel()
+            return
+        handle = activity.preemptive.take(info.new_transcript, turn_ctx)
+        if handle is None:
+            handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
+                                             schedule=False)
+        activity.session.emit_metrics(EOUMetrics(
+            speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
+            transcription_delay=info.transcription_delay,
+            on_user_turn_completed_delay=hook_delay))
+        if self.newer_turn_waiting:
+            # a newer turn is already waiting: this reply is dropped, its message kept
+            handle.interrupt()
+        activity._schedule(handle)
