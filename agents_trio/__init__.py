@@ -45,3 +45,9 @@ __all__ = [
     "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",
     "VAD", "VADEvent", "VADEventType", "VADMetrics", "function_tool",
 ]
+
+# LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in
+# asyncio: trio_asyncio is imported only when a bridge opens (see agents_trio/io/bridge.py).
+from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge  # noqa: E402
+
+__all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "open_bridge"]

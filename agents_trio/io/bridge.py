@@ -1,0 +1,868 @@
+"""The asyncio bridge: the only module of agents_trio that imports ``asyncio`` and ``trio_asyncio``.
+
+The LiveKit SDK (rooms, tracks, ``AudioSource``, ``AudioStream``) and every LiveKit Agents plugin
+are asyncio code. :func:`open_bridge` runs a trio-asyncio loop inside the caller's Trio task
+tree, so that code runs in the same thread as the Trio runtime, on Trio's clock, and is owned
+by the ``async with`` block that opened it::
+
+    async with open_bridge() as bridge:
+        source = await bridge.run_sync(rtc.AudioSource, 24000, 1)    # binds to the loop
+        await bridge.run(source.capture_frame, frame)                 # an asyncio coroutine
+        async with bridge.open_receive_channel(stream) as frames:     # asyncio iterator -> Trio
+            async for frame in frames: ...
+
+What crosses the boundary, and how:
+
+- :meth:`AsyncioBridge.run` runs an asyncio coroutine function as an asyncio task and waits for
+  it. :meth:`~AsyncioBridge.run_sync` runs a plain function inside the loop (use it to create
+  SDK objects: they bind to the running loop when constructed, and some start asyncio tasks).
+  :meth:`~AsyncioBridge.call_soon` schedules a plain function without waiting.
+- :meth:`~AsyncioBridge.open_receive_channel` turns an asyncio async iterable into a Trio
+  channel; :meth:`~AsyncioBridge.open_send_channel` feeds Trio items to an asyncio consumer;
+  both are bounded (backpressure) and hand items over in batches.
+  :meth:`~AsyncioBridge.callback_channel` turns asyncio callbacks (event emitters) into a Trio
+  channel. :class:`BridgeFeeder` hands items to a sync function inside the loop (e.g.
+  ``push_frame`` of a plugin stream), one loop callback for everything fed since the last ran.
+- :func:`run_trio_in_thread` goes the other way: asyncio code (LiveKit's job process) runs a
+  Trio function in its own thread and cancels it when the asyncio task is cancelled.
+
+Cancellation, and where the two worlds differ:
+
+- **Trio cancels asyncio, and waits.** Cancelling the Trio caller of :meth:`~AsyncioBridge.run`
+  cancels the asyncio task (``task.cancel()``) and then waits for it to finish its cleanup,
+  shielded, for at most ``cancel_grace`` seconds. A task that ignores cancellation longer is
+  abandoned (counted in :attr:`BridgeStatistics.abandoned_tasks`, cancelled again when the
+  bridge closes) rather than hanging the Trio side.
+- **asyncio cancellation is edge-triggered, Trio's is level-triggered.** asyncio throws one
+  ``CancelledError`` that the coroutine may catch and swallow, even returning a value. The
+  bridge does not let that undo a Trio cancellation: if the caller's scope was cancelled, the
+  call raises ``trio.Cancelled`` whatever the task returned. If the task failed with another
+  exception while being cancelled, that exception is raised instead, so failures are never lost.
+- **asyncio cancelling itself has no Trio meaning.** A task cancelled from the asyncio side
+  (``task.cancel()`` by SDK code, the loop shutting down) while the Trio caller was not
+  cancelled raises :class:`BridgeError`, never a bare ``asyncio.CancelledError`` (a
+  ``BaseException`` that Trio code would not expect).
+- **Trio shields do not reach into asyncio.** A shielded Trio scope keeps the Trio caller
+  waiting, but asyncio code can still be cancelled by asyncio (``asyncio.wait_for``, the SDK);
+  ``asyncio.shield`` likewise does not protect against a Trio cancel, which cancels the task
+  awaiting the shield.
+- **Sync calls cannot be interrupted.** :meth:`~AsyncioBridge.run_sync` is a checkpoint before
+  the call is scheduled; once scheduled, the function runs to completion in the loop's next
+  turn and its result is returned even if the caller was cancelled meanwhile (the next
+  checkpoint raises).
+- **Callbacks cannot wait.** An event emitter calls its handlers synchronously, so a callback
+  channel is unbounded: backpressure exists for iterators and send channels only.
+- **Closing the loop cancels what is left.** Leaving :func:`open_bridge` cancels every asyncio
+  task still running on its loop and waits for it; tasks started while those unwind may be
+  abandoned (as with ``asyncio.run``). Close SDK objects (``aclose``) before leaving.
+- **Time is Trio's.** The loop's ``time()`` is ``trio.current_time()``, so ``asyncio.sleep``
+  and ``call_later`` follow a ``trio.testing.MockClock``. The SDK's native threads do not:
+  tests that move real audio through the SDK must run on the real clock.
+- **Unhandled loop errors are logged, not raised.** trio-asyncio's default handler re-raises
+  "task exception was never retrieved" into the loop, which would tear down every session on
+  it; the bridge logs them and counts them in :attr:`BridgeStatistics.loop_errors`.
+
+Note: ``trio_asyncio`` is imported when the first bridge opens, not when this module is
+imported. Importing it replaces asyncio's loop factory for the whole process
+(``asyncio.new_event_loop`` then makes trio-asyncio loops), which would change plain asyncio
+programs running in the same process — LiveKit's worker, the benchmarks' asyncio runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import dataclasses
+import inspect
+import logging
+import math
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Generic, TypeVar
+
+import outcome
+import trio
+
+from .._errors import AgentsTrioError
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = [
+    "AsyncioBridge", "BridgeError", "BridgeFeeder", "BridgeReceiveChannel", "BridgeSendChannel",
+    "BridgeStatistics", "current_bridge", "open_bridge", "run_trio_in_thread",
+]
+
+logger = logging.getLogger("agents_trio.bridge")
+
+T = TypeVar("T")
+
+_current: contextvars.ContextVar[AsyncioBridge | None] = contextvars.ContextVar(
+    "agents_trio_bridge", default=None)
+
+
+class BridgeError(AgentsTrioError):
+    """The asyncio side ended in a way that has no Trio meaning: an asyncio task cancelled
+    from the asyncio side, a closed bridge, or no bridge open at all."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BridgeStatistics:
+    """Counters of one bridge, for tests and benchmarks (see :meth:`AsyncioBridge.statistics`).
+
+    A *hop* is one crossing that schedules work on the other side: an asyncio task or loop
+    callback started from Trio, or a Trio task woken from asyncio.
+
+    Attributes:
+        calls: Coroutines run with ``run`` (one asyncio task each).
+        sync_calls: Functions run with ``run_sync`` (one loop callback each).
+        callbacks: Loop callbacks scheduled by ``call_soon`` and feeders.
+        fed_items: Items handed to feeders (``fed_items / callbacks`` is their batching).
+        trio_wakeups: Times asyncio code woke a Trio task waiting on a bridge channel.
+        asyncio_wakeups: Times Trio code woke an asyncio pump waiting on a bridge channel.
+        items_to_trio: Items delivered by receive and callback channels.
+        items_to_asyncio: Items delivered by send channels.
+        batches_to_asyncio: Consumer calls of send channels (each gets a list of items).
+        callback_errors: Exceptions raised by ``call_soon`` callbacks and feeders (logged).
+        loop_errors: Errors reported to the loop's exception handler (logged).
+        abandoned_tasks: asyncio tasks that ignored cancellation beyond ``cancel_grace``.
+        asyncio_tasks: asyncio tasks currently alive on the loop.
+    """
+
+    calls: int = 0
+    sync_calls: int = 0
+    callbacks: int = 0
+    fed_items: int = 0
+    trio_wakeups: int = 0
+    asyncio_wakeups: int = 0
+    items_to_trio: int = 0
+    items_to_asyncio: int = 0
+    batches_to_asyncio: int = 0
+    callback_errors: int = 0
+    loop_errors: int = 0
+    abandoned_tasks: int = 0
+    asyncio_tasks: int = 0
+
+
+class _Counters:
+    def __init__(self) -> None:
+        for field in dataclasses.fields(BridgeStatistics):
+            setattr(self, field.name, 0)
+
+
+def current_bridge() -> AsyncioBridge:
+    """The innermost bridge opened by this task or an ancestor.
+
+    Raises:
+        BridgeError: No bridge is open here.
+    """
+    bridge = _current.get()
+    if bridge is None or bridge.closed:
+        raise BridgeError("no asyncio bridge is open: wrap the code in "
+                          "`async with agents_trio.open_bridge():`")
+    return bridge
+
+
+@asynccontextmanager
+async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBridge]:
+    """Open a trio-asyncio loop owned by the ``async with`` block.
+
+    The bridge is also the *current* bridge of the block (see :func:`current_bridge`), which
+    the plugin adapters use when they are not given one.
+
+    Args:
+        cancel_grace: Seconds a cancelled asyncio task may take to finish its cleanup before
+            the Trio side stops waiting for it.
+
+    Raises:
+        Whatever the body raises; a single exception is unwrapped from the loop's internal
+        nurseries, so no ``ExceptionGroup`` escapes for one error.
+
+    Cancellation:
+        Owns the loop. Leaving the block cancels every asyncio task still running on it and
+        waits for them (see the module docstring).
+    """
+    import trio_asyncio
+
+    try:
+        async with trio_asyncio.open_loop() as loop:
+            bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
+            loop.set_exception_handler(bridge._on_loop_error)
+            token = _current.set(bridge)
+            try:
+                yield bridge
+            finally:
+                _current.reset(token)
+                bridge._closing()
+    except BaseExceptionGroup as group:
+        raise _collapse(group) from None
+
+
+def _collapse(group: BaseExceptionGroup) -> BaseException:
+    """The single exception of a (nested) group, or the group itself."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+@asynccontextmanager
+async def _open_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for the bridge's own pumps, whose errors are unwrapped when single.
+
+    The pumps capture their errors into their channels, so only the body's exception can
+    escape; unwrapping keeps the channel context managers free of ``ExceptionGroup``.
+    """
+    try:
+        async with trio.open_nursery() as nursery:
+            yield nursery
+    except BaseExceptionGroup as group:
+        raise _collapse(group) from None
+
+
+class AsyncioBridge:
+    """A running trio-asyncio loop; create it with :func:`open_bridge`.
+
+    Attributes:
+        cancel_grace: Seconds a cancelled asyncio task may take to finish.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, cancel_grace: float = 5.0) -> None:
+        self._loop = loop
+        self.cancel_grace = cancel_grace
+        self._counters = _Counters()
+        self._closed = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The asyncio loop (for SDK constructors that take ``loop=``)."""
+        return self._loop
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def statistics(self) -> BridgeStatistics:
+        """A snapshot of the bridge's counters (see :class:`BridgeStatistics`)."""
+        values = vars(self._counters).copy()
+        values["asyncio_tasks"] = 0 if self._loop.is_closed() else sum(
+            1 for t in asyncio.all_tasks(self._loop) if not t.done())
+        return BridgeStatistics(**values)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BridgeError("the asyncio bridge is closed")
+
+    def _closing(self) -> None:
+        self._closed = True
+        left = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        if left:
+            logger.debug("closing the bridge cancels %d asyncio task(s): %s", len(left), left)
+
+    def _on_loop_error(self, loop: Any, context: dict[str, Any]) -> None:
+        self._counters.loop_errors += 1
+        logger.error("asyncio error on the bridge loop: %s", context.get("message"),
+                     exc_info=context.get("exception"))
+
+    # -- calls --------------------------------------------------------------------------------
+    async def run(self, async_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``await async_fn(*args, **kwargs)`` as an asyncio task and return its result.
+
+        ``async_fn`` is called inside the asyncio task, so code that runs before its first
+        ``await`` sees the running loop.
+
+        Raises:
+            BridgeError: The task was cancelled from the asyncio side, or the bridge is closed.
+            Exception: Whatever the coroutine raised.
+
+        Cancellation:
+            A checkpoint. Cancelling the caller cancels the asyncio task and waits (shielded,
+            at most ``cancel_grace``) for it to finish; then ``trio.Cancelled`` is raised, or
+            the task's own error if it failed while unwinding.
+        """
+        self._check_open()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._counters.calls += 1
+
+        async def invoke() -> Any:
+            return await async_fn(*args, **kwargs)
+
+        return await self._wait(self._loop.create_task(invoke()))
+
+    async def _wait(self, task: asyncio.Future[Any]) -> Any:
+        done = trio.Event()
+        task.add_done_callback(lambda _: done.set())
+        try:
+            await done.wait()
+        except trio.Cancelled:
+            task.cancel()
+            with trio.move_on_after(self.cancel_grace, shield=True):
+                await done.wait()
+            if not task.done():
+                self._counters.abandoned_tasks += 1
+                logger.warning("asyncio task %r ignored cancellation for %.1f s; abandoned",
+                               task, self.cancel_grace)
+            elif not task.cancelled() and task.exception() is not None:
+                raise task.exception() from None  # type: ignore[misc]
+            raise
+        return _result(task)
+
+    async def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run the plain function ``fn(*args, **kwargs)`` inside the loop and return its result.
+
+        Use it to create SDK objects (``rtc.Room()``, ``rtc.AudioSource(...)``, a plugin's
+        ``stream()``): they bind to the running loop, and some start asyncio tasks.
+
+        Cancellation:
+            A checkpoint before ``fn`` is scheduled; after that ``fn`` runs to completion and
+            its result is returned.
+        """
+        self._check_open()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._counters.sync_calls += 1
+        done = trio.Event()
+        box: list[outcome.Outcome[T]] = []
+
+        def invoke() -> None:
+            box.append(outcome.capture(fn, *args, **kwargs))
+            done.set()
+
+        self._loop.call_soon(invoke)
+        with trio.CancelScope(shield=True):
+            await done.wait()
+        return box[0].unwrap()
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule ``fn(*args)`` in the loop without waiting (FIFO with other callbacks).
+
+        Exceptions are logged and counted, never raised. Not a checkpoint.
+        """
+        self._check_open()
+        self._counters.callbacks += 1
+        self._loop.call_soon(self._guarded, fn, args)
+
+    def _guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self._counters.callback_errors += 1
+            logger.exception("callback %r failed on the bridge loop", fn)
+
+    def feeder(self, fn: Callable[[Any], Any]) -> BridgeFeeder[Any]:
+        """A :class:`BridgeFeeder` handing items to ``fn`` inside the loop."""
+        return BridgeFeeder(self, fn)
+
+    # -- channels -----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def open_receive_channel(
+            self, source: Any, *, max_buffer_size: int = 64,
+            map_error: Callable[[BaseException], BaseException] | None = None,
+    ) -> AsyncIterator[BridgeReceiveChannel[Any]]:
+        """Iterate the asyncio async iterable ``source`` into a Trio channel.
+
+        ``source`` may also be a plain function returning the iterable; it is then called
+        inside the loop. An asyncio task (the *pump*) reads ``source`` and stops reading while
+        ``max_buffer_size`` items wait for the Trio side (backpressure). The iterator's end
+        is the channel's end; its error is raised by the channel's ``receive``, through
+        ``map_error`` if given.
+
+        Cancellation:
+            Owns the pump. Leaving the block cancels it and waits for it; an async generator
+            ``source`` is closed.
+        """
+        self._check_open()
+        channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
+            self, max_buffer_size=max_buffer_size, map_error=map_error)
+        async with _open_nursery() as nursery:
+            nursery.start_soon(self.run, _pump_iterable, channel, source)
+            try:
+                yield channel
+            finally:
+                channel.close()
+                nursery.cancel_scope.cancel()
+
+    def callback_channel(self, convert: Callable[..., Any] | None = None
+                         ) -> tuple[Callable[..., None], BridgeReceiveChannel[Any]]:
+        """A plain callback and the Trio channel it feeds.
+
+        Each call ``callback(*args)`` puts ``convert(*args)`` (default: ``args`` as a tuple,
+        or the single argument) into the channel, from asyncio or Trio code. Callbacks cannot
+        wait, so the channel is unbounded; ``channel.close_source()`` ends it.
+        """
+        channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
+            self, max_buffer_size=math.inf, map_error=None)
+
+        def callback(*args: Any) -> None:
+            if channel._eof:
+                return
+            item = convert(*args) if convert else (args[0] if len(args) == 1 else args)
+            channel._put_nowait(item)
+
+        return callback, channel
+
+    @asynccontextmanager
+    async def open_send_channel(
+            self, consumer: Callable[[list[Any]], Any], *, max_buffer_size: int = 16,
+            map_error: Callable[[BaseException], BaseException] | None = None,
+    ) -> AsyncIterator[BridgeSendChannel[Any]]:
+        """Feed Trio items to the asyncio coroutine function ``consumer(batch)``.
+
+        An asyncio task (the pump) awaits ``consumer`` with every item sent since its last call,
+        in order, so a burst of sends costs one asyncio wakeup. ``send`` waits while
+        ``max_buffer_size`` items are buffered (backpressure). A consumer error ends the pump;
+        the next ``send`` raises it (through ``map_error``).
+
+        Cancellation:
+            Owns the pump. Leaving the block cancels it; ``await channel.aclose()`` first to
+            let it drain.
+        """
+        self._check_open()
+        channel: BridgeSendChannel[Any] = BridgeSendChannel(
+            self, max_buffer_size=max_buffer_size, map_error=map_error)
+        async with _open_nursery() as nursery:
+            nursery.start_soon(self.run, _pump_consumer, channel, consumer)
+            try:
+                yield channel
+            finally:
+                channel.close()
+                nursery.cancel_scope.cancel()
+
+
+def _result(task: asyncio.Future[Any]) -> Any:
+    if task.cancelled():
+        raise BridgeError("the asyncio task was cancelled from the asyncio side")
+    exc = task.exception()
+    if exc is not None:
+        raise exc
+    return task.result()
+
+
+# -- feeders ----------------------------------------------------------------------------------
+class BridgeFeeder(Generic[T]):
+    """Hands items to a plain function inside the loop, in order, batching the hops.
+
+    ``feed(item)`` is sync and never blocks: the first item fed after a drain schedules one
+    loop callback, and that callback passes every item fed until it runs. A burst of frames
+    pushed by Trio therefore costs one hop. The first exception raised by ``fn`` stops the
+    feeder (later items are dropped) and is kept in :attr:`error`.
+    """
+
+    def __init__(self, bridge: AsyncioBridge, fn: Callable[[T], Any]) -> None:
+        self._bridge = bridge
+        self._fn = fn
+        self._pending: list[T] = []
+        self._scheduled = False
+        self.error: BaseException | None = None
+
+    def feed(self, item: T) -> None:
+        if self.error is not None or self._bridge.closed:
+            return
+        self._pending.append(item)
+        self._bridge._counters.fed_items += 1
+        if not self._scheduled:
+            self._scheduled = True
+            self._bridge._counters.callbacks += 1
+            self._bridge._loop.call_soon(self._drain)
+
+    def call(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` in the loop after the items fed so far (e.g. ``end_input``)."""
+        self.feed(_Call(fn))  # type: ignore[arg-type]
+
+    def _drain(self) -> None:
+        self._scheduled = False
+        items, self._pending = self._pending, []
+        for item in items:
+            if self.error is not None:
+                return
+            try:
+                if isinstance(item, _Call):
+                    item.fn()
+                else:
+                    self._fn(item)
+            except Exception as e:
+                self.error = e
+                self._bridge._counters.callback_errors += 1
+                logger.debug("feeder %r stopped: %r", self._fn, e)
+
+
+class _Call:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+
+# -- asyncio -> Trio --------------------------------------------------------------------------
+class BridgeReceiveChannel(Generic[T]):
+    """The Trio end of a channel fed by asyncio code (see ``open_receive_channel``).
+
+    ``receive()`` returns one item; ``receive_batch()`` every buffered item at once (one wakeup
+    for a burst); ``async for`` iterates items. The end of the source raises
+    ``trio.EndOfChannel`` from ``receive`` and stops iteration; a source error is raised.
+    """
+
+    def __init__(self, bridge: AsyncioBridge, *, max_buffer_size: float,
+                 map_error: Callable[[BaseException], BaseException] | None) -> None:
+        self._bridge = bridge
+        self._max = max_buffer_size
+        self._map_error = map_error
+        self._buffer: collections.deque[T] = collections.deque()
+        self._eof = False
+        self._error: BaseException | None = None
+        self._readable = trio.Event()
+        self._receiver_waiting = False
+        self._space: asyncio.Future[None] | None = None
+
+    # producer side: asyncio (or any code in the Trio thread) --------------------------------
+    def _put_nowait(self, item: T) -> None:
+        self._buffer.append(item)
+        self._bridge._counters.items_to_trio += 1
+        self._wake_receiver()
+
+    async def _put(self, item: T) -> None:
+        """asyncio-flavoured: wait for room, then buffer ``item``."""
+        while len(self._buffer) >= self._max and not self._eof:
+            self._space = self._bridge._loop.create_future()
+            await self._space
+        if not self._eof:
+            self._put_nowait(item)
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        if not self._eof:
+            self._eof = True
+            self._error = error
+            self._wake_receiver()
+
+    def _wake_receiver(self) -> None:
+        if not self._readable.is_set():
+            if self._receiver_waiting:
+                self._bridge._counters.trio_wakeups += 1
+            self._readable.set()
+
+    def _wake_producer(self) -> None:
+        space = self._space
+        if space is not None and not space.done() and len(self._buffer) < self._max:
+            self._space = None
+            self._bridge._counters.asyncio_wakeups += 1
+            space.set_result(None)
+
+    # consumer side: Trio ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop receiving: the producer is released and later items are dropped."""
+        self._eof = True
+        self._buffer.clear()
+        space, self._space = self._space, None
+        if space is not None and not space.done() and not self._bridge._loop.is_closed():
+            space.set_result(None)
+
+    close_source = _finish  # for callback channels: end the stream after the buffered items
+
+    def _raise_end(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._eof = True
+            raise (self._map_error(error) if self._map_error else error)
+        raise trio.EndOfChannel
+
+    def receive_nowait(self) -> T:
+        """Take one buffered item.
+
+        Raises:
+            trio.WouldBlock: Nothing is buffered yet.
+            trio.EndOfChannel: The source ended. Or the source's (mapped) error.
+        """
+        if self._buffer:
+            item = self._buffer.popleft()
+            if not self._buffer and not self._eof:
+                self._readable = trio.Event()
+            self._wake_producer()
+            return item
+        if self._eof:
+            self._raise_end()
+        raise trio.WouldBlock
+
+    async def _wait_readable(self) -> None:
+        if not self._buffer and not self._eof:
+            self._receiver_waiting = True
+            try:
+                await self._readable.wait()
+            finally:
+                self._receiver_waiting = False
+        else:
+            await trio.lowlevel.checkpoint()
+
+    async def receive(self) -> T:
+        """Wait for the next item (see :meth:`receive_nowait` for the errors).
+
+        Cancellation: a checkpoint; a cancelled receive takes no item.
+        """
+        await self._wait_readable()
+        return self.receive_nowait()
+
+    async def receive_batch(self, max_items: int | None = None) -> list[T]:
+        """Wait for at least one item, then take every buffered item (up to ``max_items``).
+
+        Raises:
+            trio.EndOfChannel: The source ended and nothing is left.
+        """
+        await self._wait_readable()
+        if not self._buffer:
+            self._raise_end()
+        count = len(self._buffer) if max_items is None else min(max_items, len(self._buffer))
+        batch = [self._buffer.popleft() for _ in range(count)]
+        if not self._buffer and not self._eof:
+            self._readable = trio.Event()
+        self._wake_producer()
+        return batch
+
+    def __aiter__(self) -> BridgeReceiveChannel[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+async def _pump_iterable(channel: BridgeReceiveChannel[Any], source: Any) -> None:
+    """asyncio-flavoured: read ``source`` into ``channel`` until it ends or fails."""
+    if callable(source) and not hasattr(source, "__aiter__"):
+        try:
+            source = source()
+        except Exception as e:
+            channel._finish(e)
+            return
+    try:
+        async for item in source:
+            await channel._put(item)
+            if channel._eof:
+                break
+    except Exception as e:
+        channel._finish(e)
+    else:
+        channel._finish()
+    finally:
+        if inspect.isasyncgen(source):
+            await source.aclose()
+
+
+# -- Trio -> asyncio --------------------------------------------------------------------------
+class BridgeSendChannel(Generic[T]):
+    """The Trio end of a channel consumed by an asyncio coroutine (see ``open_send_channel``)."""
+
+    def __init__(self, bridge: AsyncioBridge, *, max_buffer_size: int,
+                 map_error: Callable[[BaseException], BaseException] | None) -> None:
+        self._bridge = bridge
+        self._max = max_buffer_size
+        self._map_error = map_error
+        self._buffer: collections.deque[T] = collections.deque()
+        self._input_closed = False
+        self._done = False          # the pump returned
+        self._error: BaseException | None = None
+        self._busy = False          # the consumer is running a batch
+        self._ready: asyncio.Future[None] | None = None
+        self._changed = trio.Event()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise (self._map_error(self._error) if self._map_error else self._error)
+        if self._input_closed or self._done:
+            raise trio.ClosedResourceError("the bridge send channel is closed")
+
+    def _wake_pump(self) -> None:
+        ready = self._ready
+        if ready is not None and not ready.done():
+            self._ready = None
+            self._bridge._counters.asyncio_wakeups += 1
+            ready.set_result(None)
+
+    def send_nowait(self, item: T, *, force: bool = False) -> None:
+        """Buffer ``item`` for the consumer (past the capacity if ``force``).
+
+        Raises:
+            trio.WouldBlock: The buffer is full.
+            trio.ClosedResourceError: The channel was closed. Or the consumer's (mapped) error.
+        """
+        self._check()
+        if len(self._buffer) >= self._max and not force:
+            raise trio.WouldBlock
+        self._buffer.append(item)
+        self._wake_pump()
+
+    async def send(self, item: T) -> None:
+        """Buffer ``item``, waiting while the buffer is full.
+
+        Cancellation: a checkpoint; a cancelled send buffers nothing.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            self._check()
+            if len(self._buffer) < self._max:
+                break
+            await self._changed.wait()
+        self.send_nowait(item)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def clear(self) -> list[T]:
+        """Drop and return the items the consumer has not taken yet. Sync."""
+        items = list(self._buffer)
+        self._buffer.clear()
+        self._notify()
+        return items
+
+    def requeue(self, items: list[T]) -> None:
+        """Put ``items`` back in front of the buffer, ignoring its capacity (undoes ``clear``).
+
+        Raises:
+            trio.ClosedResourceError: The channel was closed. Or the consumer's (mapped) error.
+        """
+        self._check()
+        self._buffer.extendleft(reversed(items))
+        if items:
+            self._wake_pump()
+        self._notify()
+
+    @property
+    def buffered(self) -> int:
+        """Items sent and not yet taken by the consumer."""
+        return len(self._buffer)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing buffered and the consumer is not running a batch."""
+        return not self._buffer and not self._busy
+
+    async def wait_idle(self) -> None:
+        """Wait until every sent item was consumed (or the consumer failed).
+
+        Cancellation: a checkpoint; cancelling the waiter affects nothing else.
+        """
+        while not self.idle and not self._done:
+            await self._changed.wait()
+        await trio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        """End of input: the consumer gets the buffered items, then the pump returns."""
+        self._input_closed = True
+        self._wake_pump()
+        self._notify()
+
+    async def aclose(self) -> None:
+        """Close and wait until the consumer took everything.
+
+        Raises:
+            The consumer's (mapped) error, if it failed.
+        """
+        self.close()
+        while not self._done:
+            await self._changed.wait()
+        if self._error is not None:
+            raise (self._map_error(self._error) if self._map_error else self._error)
+
+
+async def _pump_consumer(channel: BridgeSendChannel[Any],
+                         consumer: Callable[[list[Any]], Any]) -> None:
+    """asyncio-flavoured: hand batches of ``channel`` to ``consumer`` until it closes."""
+    loop = channel._bridge._loop
+    try:
+        while True:
+            if not channel._buffer:
+                if channel._input_closed:
+                    return
+                channel._ready = loop.create_future()
+                await channel._ready
+                continue
+            batch = list(channel._buffer)
+            channel._buffer.clear()
+            channel._busy = True
+            channel._notify()
+            try:
+                await consumer(batch)
+            finally:
+                channel._busy = False
+            channel._bridge._counters.batches_to_asyncio += 1
+            channel._bridge._counters.items_to_asyncio += len(batch)
+            channel._notify()
+    except Exception as e:
+        channel._error = e
+    finally:
+        channel._done = True
+        channel._notify()
+
+
+# -- asyncio -> Trio in a thread --------------------------------------------------------------
+async def run_trio_in_thread(async_fn: Callable[..., Any], *args: Any, name: str = "trio",
+                             cancel_grace: float = 10.0, **trio_run_kwargs: Any) -> Any:
+    """asyncio-flavoured: run ``trio.run(async_fn, *args)`` in a new thread and await it.
+
+    This is how asyncio code (LiveKit's job process) hosts the Trio runtime. Cancelling the
+    awaiting asyncio task cancels the whole Trio run (its root cancel scope) and waits, at
+    most ``cancel_grace`` seconds, for it to unwind before re-raising the cancellation.
+
+    Returns:
+        What ``async_fn`` returned (``None`` if the run was cancelled).
+
+    Raises:
+        Whatever ``async_fn`` raised.
+    """
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[Any] = loop.create_future()
+    lock = threading.Lock()
+    state: dict[str, Any] = {"token": None, "scope": None, "cancelled": False}
+
+    async def trio_main() -> Any:
+        with trio.CancelScope() as scope:
+            with lock:
+                state["token"] = trio.lowlevel.current_trio_token()
+                state["scope"] = scope
+                if state["cancelled"]:
+                    scope.cancel()
+            return await async_fn(*args)
+        return None
+
+    def resolve(result: outcome.Outcome[Any]) -> None:
+        if not finished.done():
+            if isinstance(result, outcome.Error):
+                finished.set_exception(result.error)
+            else:
+                finished.set_result(result.value)
+
+    def thread_main() -> None:
+        result = outcome.capture(trio.run, trio_main, **trio_run_kwargs)
+        try:
+            loop.call_soon_threadsafe(resolve, result)
+        except RuntimeError:  # the asyncio loop is gone: nobody is waiting any more
+            pass
+
+    def cancel_trio() -> None:
+        with lock:
+            state["cancelled"] = True
+            token, scope = state["token"], state["scope"]
+        if token is not None:
+            try:
+                token.run_sync_soon(scope.cancel)
+            except trio.RunFinishedError:
+                pass
+
+    thread = threading.Thread(target=thread_main, name=name, daemon=True)
+    thread.start()
+    try:
+        return await asyncio.shield(finished)
+    except asyncio.CancelledError:
+        cancel_trio()
+        try:
+            await asyncio.wait_for(asyncio.shield(finished), cancel_grace)
+        except asyncio.TimeoutError:
+            logger.warning("the Trio run in thread %r did not finish within %.1f s of its "
+                           "cancellation", name, cancel_grace)
+        except Exception:
+            logger.exception("the Trio run in thread %r failed while cancelled", name)
+        raise
