@@ -1,0 +1,561 @@
+"""A LiveKit room as the I/O of an ``AgentSession``.
+
+    async with open_bridge() as bridge, open_room(url, token) as room:
+        session = AgentSession(...)
+        async with open_room_io(room, session) as room_io, session:
+            await session.start(MyAgent())
+            await room_io.wait_session_closed()
+
+:func:`open_room` connects (and disconnects on exit). :func:`open_room_io` links the first
+participant that joins (or ``RoomOptions.participant_identity``): their microphone becomes
+``session.input.audio``, the agent's voice is published as a track from
+``session.output.audio``, the agent's and the user's transcriptions go to the
+``lk.transcription`` text stream, the agent state to the ``lk.agent.state`` attribute, and
+text on the ``lk.chat`` topic interrupts the agent and is answered. When the linked
+participant leaves (closing their client, the room deleted, rejected), the session closes with
+reason ``participant_disconnected``; when the agent's own connection drops, with
+``job_shutdown`` (what LiveKit Agents does when the room disconnects its job).
+
+This module uses the session through its public API only (``on``/``off``, ``input``,
+``output``, ``shutdown``, ``interrupt``, ``generate_reply``), so ``io`` does not import the
+session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import math
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlparse
+
+import trio
+from livekit import rtc
+
+from .._errors import AgentsTrioError
+from ..nurseries import LatestSlot
+from .audio import TextOutput
+from .bridge import AsyncioBridge, _open_nursery, current_bridge
+from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
+
+__all__ = ["RoomConnectError", "RoomIO", "RoomOptions", "RoomTranscriptionOutput",
+           "TextInputEvent", "mint_token", "open_room", "open_room_io"]
+
+logger = logging.getLogger("agents_trio.room")
+
+TOPIC_CHAT = "lk.chat"
+TOPIC_TRANSCRIPTION = "lk.transcription"
+ATTRIBUTE_AGENT_STATE = "lk.agent.state"
+ATTRIBUTE_TRANSCRIPTION_FINAL = "lk.transcription_final"
+ATTRIBUTE_TRANSCRIPTION_SEGMENT_ID = "lk.segment_id"
+ATTRIBUTE_TRANSCRIPTION_TRACK_ID = "lk.transcribed_track_id"
+ATTRIBUTE_PUBLISH_ON_BEHALF = "lk.publish_on_behalf"
+
+DEFAULT_PARTICIPANT_KINDS = (
+    rtc.ParticipantKind.PARTICIPANT_KIND_CONNECTOR,
+    rtc.ParticipantKind.PARTICIPANT_KIND_SIP,
+    rtc.ParticipantKind.PARTICIPANT_KIND_STANDARD,
+)
+# a participant leaving for these reasons is gone for good; others may reconnect
+CLOSE_ON_DISCONNECT_REASONS = (
+    rtc.DisconnectReason.CLIENT_INITIATED,
+    rtc.DisconnectReason.ROOM_DELETED,
+    rtc.DisconnectReason.USER_REJECTED,
+)
+
+_GRACE = 2.0
+
+
+class RoomConnectError(AgentsTrioError):
+    """Connecting to a room failed: bad URL, rejected token, unreachable server, timeout."""
+
+
+# -- connecting -------------------------------------------------------------------------------
+def mint_token(api_key: str, api_secret: str, *, room: str, identity: str,
+               name: str | None = None, kind: str = "agent",
+               ttl: datetime.timedelta = datetime.timedelta(hours=6)) -> str:
+    """An access token joining ``room`` as ``identity``, signed with the API key and secret.
+
+    Needs ``livekit-api`` (the ``livekit-plugins`` extra). The agent may publish, subscribe,
+    send data and update its own attributes (``lk.agent.state``).
+    """
+    try:
+        from livekit import api
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise RoomConnectError("minting a token needs livekit-api: "
+                               "pip install 'agents-trio[livekit-plugins]'") from e
+    if not api_key or not api_secret:
+        raise RoomConnectError("an API key and secret are needed to mint a token "
+                               "(LIVEKIT_API_KEY, LIVEKIT_API_SECRET)")
+    grants = api.VideoGrants(room_join=True, room=room, can_publish=True, can_subscribe=True,
+                             can_publish_data=True, can_update_own_metadata=True)
+    token = (api.AccessToken(api_key, api_secret).with_identity(identity).with_grants(grants)
+             .with_ttl(ttl).with_kind(kind))  # type: ignore[arg-type]
+    if name:
+        token = token.with_name(name)
+    return token.to_jwt()
+
+
+def _check_url(url: str) -> None:
+    parsed = urlparse(url or "")
+    if parsed.scheme not in ("ws", "wss", "http", "https") or not parsed.netloc:
+        raise RoomConnectError(f"invalid LiveKit URL {url!r}: expected ws[s]://host[:port] "
+                               "(e.g. wss://my-project.livekit.cloud)")
+
+
+def _explain(url: str, message: str) -> str:
+    if "401" in message or "nauthorized" in message or "invalid token" in message:
+        hint = "the server rejected the token (wrong API key/secret, expired or for another room)"
+    elif "refused" in message or "resolve" in message or "dns" in message.lower():
+        hint = "the server is unreachable"
+    else:
+        hint = "the connection failed"
+    return f"could not connect to {url}: {hint}: {message}"
+
+
+@asynccontextmanager
+async def open_room(url: str, token: str, *, bridge: AsyncioBridge | None = None,
+                    connect_timeout: float = 10.0, auto_subscribe: bool = True
+                    ) -> AsyncIterator[rtc.Room]:
+    """Connect to a LiveKit room; leaving the block disconnects.
+
+    Args:
+        url: The server URL (``wss://…``).
+        token: An access token (see :func:`mint_token`).
+        bridge: The bridge the room lives on (default: the current one).
+        connect_timeout: Seconds before giving up.
+        auto_subscribe: Subscribe to every published track (RoomIO needs the microphone).
+
+    Raises:
+        RoomConnectError: The URL is malformed, the token was rejected, the server is
+            unreachable, or the connection timed out.
+
+    Cancellation:
+        Cancelling a connect in progress cancels it. Leaving the block disconnects
+        (shielded, bounded); the room's asyncio tasks end with it.
+    """
+    _check_url(url)
+    if not token:
+        raise RoomConnectError("no access token: pass one, or an API key and secret to mint it")
+    bridge = bridge or current_bridge()
+    room = await bridge.run_sync(rtc.Room)
+    try:
+        with trio.fail_after(connect_timeout):
+            await bridge.run(room.connect, url, token,
+                             rtc.RoomOptions(auto_subscribe=auto_subscribe))
+    except trio.TooSlowError:
+        await _disconnect(bridge, room)
+        raise RoomConnectError(f"timed out after {connect_timeout:g} s connecting to {url}"
+                               ) from None
+    except rtc.ConnectError as e:
+        raise RoomConnectError(_explain(url, e.message)) from e
+    try:
+        yield room
+    finally:
+        await _disconnect(bridge, room)
+
+
+async def _disconnect(bridge: AsyncioBridge, room: rtc.Room) -> None:
+    with trio.move_on_after(_GRACE, shield=True):
+        if not bridge.closed:
+            try:
+                await bridge.run(room.disconnect)
+            except Exception:
+                logger.warning("disconnecting from the room failed", exc_info=True)
+
+
+# -- room I/O ----------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class TextInputEvent:
+    """Text the linked participant sent on ``lk.chat``."""
+
+    text: str
+    participant_identity: str
+
+
+TextInputCallback = Callable[[Any, TextInputEvent], Awaitable[None]]
+
+
+async def default_text_input(session: Any, ev: TextInputEvent) -> None:
+    """Interrupt the agent and reply to the text (LiveKit's default)."""
+    try:
+        await session.interrupt()
+    except RuntimeError:
+        pass  # nothing interruptible is playing
+    session.generate_reply(user_input=ev.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class RoomOptions:
+    """What :func:`open_room_io` connects, and how.
+
+    Attributes:
+        participant_identity: Link this participant (default: the first that joins).
+        participant_kinds: Kinds of participant that can be linked.
+        audio_input, audio_output, transcription, text_input, agent_state: Turn parts off.
+        input_sample_rate, input_num_channels, input_frame_ms: Format of the user's audio.
+        output_sample_rate, output_num_channels: Format of the published voice.
+        output_queue_ms: The SDK's playout queue (how fast an interruption is heard).
+        track_name: Name of the published audio track.
+        close_on_disconnect: Close the session when the linked participant leaves.
+        text_input_cb: Called with ``(session, TextInputEvent)`` for ``lk.chat`` text.
+    """
+
+    participant_identity: str | None = None
+    participant_kinds: tuple[int, ...] = DEFAULT_PARTICIPANT_KINDS
+    audio_input: bool = True
+    audio_output: bool = True
+    transcription: bool = True
+    text_input: bool = True
+    agent_state: bool = True
+    input_sample_rate: int = 24000
+    input_num_channels: int = 1
+    input_frame_ms: int = 50
+    output_sample_rate: int = 24000
+    output_num_channels: int = 1
+    output_queue_ms: int = 200
+    track_name: str = "roomio_audio"
+    close_on_disconnect: bool = True
+    text_input_cb: TextInputCallback = default_text_input
+
+
+class RoomTranscriptionOutput(TextOutput):
+    """The agent's transcription on the ``lk.transcription`` text stream (one stream per
+    segment: written as the text plays, closed with ``lk.transcription_final`` on flush)."""
+
+    def __init__(self, send: trio.MemorySendChannel[tuple[Any, ...]]) -> None:
+        self._send = send
+
+    async def capture_text(self, text: str) -> None:
+        if text:
+            self._send.send_nowait(("agent_text", text))
+
+    def flush(self) -> None:
+        self._send.send_nowait(("agent_flush",))
+
+
+class RoomIO:
+    """The link between a room and a session (create it with :func:`open_room_io`).
+
+    Attributes:
+        room: The ``rtc.Room``.
+        audio_input, audio_output, transcription_output: The session's I/O (or None).
+    """
+
+    def __init__(self, room: rtc.Room, session: Any, bridge: AsyncioBridge,
+                 options: RoomOptions) -> None:
+        self.room = room
+        self.session = session
+        self._bridge = bridge
+        self._options = options
+        self.audio_input: RoomAudioInput | None = None
+        self.audio_output: RoomAudioOutput | None = None
+        self.transcription_output: RoomTranscriptionOutput | None = None
+        self._publication: Any = None
+        self._linked: rtc.RemoteParticipant | None = None
+        self._linked_changed = trio.Event()
+        self._session_closed = trio.Event()
+        self.close_reason: str | None = None
+        self._track_slot: LatestSlot | None = None
+        self._input_track_sid: str | None = None
+        self._texts_send, self._texts_recv = trio.open_memory_channel[tuple[Any, ...]](math.inf)
+        self._states_send, self._states_recv = trio.open_memory_channel[str](math.inf)
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def linked_participant(self) -> rtc.RemoteParticipant | None:
+        return self._linked
+
+    async def wait_for_participant(self) -> rtc.RemoteParticipant:
+        """Wait until a participant is linked and return it."""
+        while self._linked is None:
+            await self._linked_changed.wait()
+        return self._linked
+
+    async def wait_session_closed(self) -> str | None:
+        """Wait until the session emitted ``close``; returns its reason."""
+        await self._session_closed.wait()
+        return self.close_reason
+
+    # -- session hooks (called by the session's event fan-out) ----------------------------------
+    def _on_agent_state(self, ev: Any) -> None:
+        self._states_send.send_nowait(ev.new_state)
+
+    def _on_user_transcribed(self, ev: Any) -> None:
+        self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
+
+    def _on_session_close(self, ev: Any) -> None:
+        self.close_reason = getattr(ev, "reason", None)
+        self._session_closed.set()
+
+    # -- participants -------------------------------------------------------------------------
+    def _acceptable(self, participant: rtc.RemoteParticipant) -> bool:
+        identity = self._options.participant_identity
+        if identity is not None:
+            return participant.identity == identity
+        on_behalf = participant.attributes.get(ATTRIBUTE_PUBLISH_ON_BEHALF)
+        if on_behalf and on_behalf == self.room.local_participant.identity:
+            return False
+        return participant.kind in self._options.participant_kinds
+
+    def _link(self, participant: rtc.RemoteParticipant) -> None:
+        if self._linked is not None or not self._acceptable(participant):
+            return
+        self._linked = participant
+        self._linked_changed.set()
+        self._linked_changed = trio.Event()
+        logger.info("room I/O linked to participant %s", participant.identity)
+        for publication in list(participant.track_publications.values()):
+            if publication.track is not None and publication.subscribed:
+                self._on_track_subscribed(publication.track, publication, participant)
+
+    def _on_track_subscribed(self, track: Any, publication: Any, participant: Any) -> None:
+        if (self._linked is None or participant.identity != self._linked.identity
+                or self.audio_input is None or self._track_slot is None):
+            return
+        if track.kind != rtc.TrackKind.KIND_AUDIO or (
+                publication.source != rtc.TrackSource.SOURCE_MICROPHONE):
+            return
+        self._input_track_sid = publication.sid
+        self._track_slot.replace(self.audio_input.serve_track, track)
+
+    def _on_track_unsubscribed(self, track: Any, publication: Any, participant: Any) -> None:
+        if publication.sid == self._input_track_sid and self._track_slot is not None:
+            self._input_track_sid = None
+            self._track_slot.cancel()
+
+    def _on_participant_disconnected(self, participant: Any) -> None:
+        if self._linked is None or participant.identity != self._linked.identity:
+            return
+        self._linked = None
+        if self._track_slot is not None:
+            self._track_slot.cancel()
+        reason = participant.disconnect_reason
+        if self._options.close_on_disconnect and reason in CLOSE_ON_DISCONNECT_REASONS:
+            logger.info("closing the session: participant %s left (%s)", participant.identity,
+                        rtc.DisconnectReason.Name(reason))
+            self.session.shutdown(drain=False, reason="participant_disconnected")
+
+    def _on_room_disconnected(self, reason: Any = None) -> None:
+        logger.warning("the agent's room connection dropped (%s); closing the session", reason)
+        self.session.shutdown(drain=False, reason="job_shutdown")
+
+    # -- tasks ----------------------------------------------------------------------------------
+    async def _serve_room_events(self, events: Any, nursery: trio.Nursery) -> None:
+        handlers: dict[str, Callable[..., None]] = {
+            "participant_connected": self._link,
+            "participant_disconnected": self._on_participant_disconnected,
+            "track_subscribed": self._on_track_subscribed,
+            "track_unsubscribed": self._on_track_unsubscribed,
+            "disconnected": self._on_room_disconnected,
+        }
+        async for name, args in events:
+            if name == "chat":
+                nursery.start_soon(self._read_chat, *args)
+                continue
+            try:
+                handlers[name](*args)
+            except Exception:
+                logger.exception("room I/O failed to handle %r", name)
+
+    async def _read_chat(self, reader: Any, identity: str) -> None:
+        linked = self._linked
+        expected = linked.identity if linked else self._options.participant_identity
+        if expected is not None and identity != expected:
+            return
+        try:
+            text = await self._bridge.run(reader.read_all)
+            await self._options.text_input_cb(self.session, TextInputEvent(
+                text=text, participant_identity=identity))
+        except Exception:
+            logger.warning("failed to handle text input from %s", identity, exc_info=True)
+
+    async def _publish_states(self) -> None:
+        async for state in self._states_recv:
+            while True:  # latest wins
+                try:
+                    state = self._states_recv.receive_nowait()
+                except trio.WouldBlock:
+                    break
+            if not self.room.isconnected():
+                continue
+            try:
+                await self._bridge.run(self.room.local_participant.set_attributes,
+                                       {ATTRIBUTE_AGENT_STATE: state})
+            except Exception as e:
+                logger.warning("failed to publish the agent state: %s", e)
+
+    async def _publish_texts(self) -> None:
+        writer: Any = None
+        segment_id = _segment_id()
+        user_segment_id = _segment_id()
+        async for op in self._texts_recv:
+            try:
+                if op[0] == "agent_text":
+                    if writer is None:
+                        writer = await self._open_writer(
+                            {ATTRIBUTE_TRANSCRIPTION_FINAL: "false",
+                             ATTRIBUTE_TRANSCRIPTION_SEGMENT_ID: segment_id}, self._agent_track)
+                    if writer is not None:
+                        await self._bridge.run(writer.write, op[1])
+                elif op[0] == "agent_flush":
+                    if writer is not None:
+                        closing, writer = writer, None
+                        attrs = {ATTRIBUTE_TRANSCRIPTION_FINAL: "true",
+                                 ATTRIBUTE_TRANSCRIPTION_SEGMENT_ID: segment_id}
+                        await self._bridge.run(closing.aclose, attributes=attrs)
+                    segment_id = _segment_id()
+                elif op[0] == "user_text" and self._linked is not None:
+                    _, text, final = op
+                    user = await self._open_writer(
+                        {ATTRIBUTE_TRANSCRIPTION_FINAL: "true" if final else "false",
+                         ATTRIBUTE_TRANSCRIPTION_SEGMENT_ID: user_segment_id},
+                        self._input_track_sid, sender=self._linked.identity)
+                    if user is not None:
+                        await self._bridge.run(user.write, text)
+                        await self._bridge.run(user.aclose)
+                    if final:
+                        user_segment_id = _segment_id()
+            except Exception as e:
+                writer = None
+                logger.warning("failed to publish a transcription to the room: %s", e)
+
+    @property
+    def _agent_track(self) -> str | None:
+        return self._publication.sid if self._publication is not None else None
+
+    async def _open_writer(self, attributes: dict[str, str], track_sid: str | None, *,
+                           sender: str | None = None) -> Any:
+        if not self.room.isconnected():
+            return None
+        if track_sid:
+            attributes[ATTRIBUTE_TRANSCRIPTION_TRACK_ID] = track_sid
+        local = self.room.local_participant
+        return await self._bridge.run(local.stream_text, topic=TOPIC_TRANSCRIPTION,
+                                      attributes=attributes,
+                                      sender_identity=sender or local.identity)
+
+    async def _open_audio_gate(self, publication: Any) -> None:
+        """Hold the agent's audio until someone subscribed to it (or the room is gone), so a
+        greeting is not played to an empty room."""
+        assert self.audio_output is not None
+        gate = self.audio_output._gate()
+        try:
+            await self._bridge.run(publication.wait_for_subscription)
+        finally:
+            gate.set()
+
+
+def _segment_id() -> str:
+    return f"SG_{uuid.uuid4().hex[:12]}"
+
+
+_ROOM_EVENTS = ("participant_connected", "participant_disconnected", "track_subscribed",
+                "track_unsubscribed", "disconnected")
+
+
+@asynccontextmanager
+async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | None = None,
+                       bridge: AsyncioBridge | None = None) -> AsyncIterator[RoomIO]:
+    """Use ``room`` as the I/O of ``session`` until the block exits (see the module docstring).
+
+    Enter it before the session starts (it sets ``session.input.audio``,
+    ``session.output.audio`` and ``session.output.transcription``) and leave it after the
+    session closed, e.g. ``async with open_room_io(room, session) as rio, session:``.
+
+    Raises:
+        Whatever the body raises (unwrapped; the RoomIO's own tasks log their errors).
+
+    Cancellation:
+        Owns the tasks serving the room (events, the input track, text and state
+        publishing). Leaving the block cancels them, unpublishes the agent's track and
+        unregisters every handler (shielded, bounded).
+    """
+    options = options or RoomOptions()
+    bridge = bridge or current_bridge()
+    rio = RoomIO(room, session, bridge, options)
+    push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
+    handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
+    chat_registered = False
+    session_hooks = [("agent_state_changed", rio._on_agent_state),
+                     ("user_input_transcribed", rio._on_user_transcribed),
+                     ("close", rio._on_session_close)]
+    try:
+        async with _open_nursery() as nursery, _maybe_output(bridge, options) as output:
+            rio._track_slot = LatestSlot(nursery)
+            for name, handler in handlers.items():
+                room.on(name, handler)
+            if options.text_input:
+                try:
+                    room.register_text_stream_handler(
+                        TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
+                    chat_registered = True
+                except ValueError:
+                    logger.warning("a %r text stream handler is already registered; text "
+                                   "input is off", TOPIC_CHAT)
+            nursery.start_soon(rio._serve_room_events, events, nursery)
+            if options.audio_input:
+                rio.audio_input = RoomAudioInput(
+                    bridge, sample_rate=options.input_sample_rate,
+                    num_channels=options.input_num_channels,
+                    frame_size_ms=options.input_frame_ms)
+                session.input.audio = rio.audio_input
+            if output is not None:
+                rio.audio_output = output
+                track = await output.create_track(options.track_name)
+                publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+                rio._publication = await bridge.run(room.local_participant.publish_track,
+                                                    track, publish)
+                nursery.start_soon(rio._open_audio_gate, rio._publication)
+                session.output.audio = output
+            if options.transcription:
+                rio.transcription_output = RoomTranscriptionOutput(rio._texts_send)
+                session.output.transcription = rio.transcription_output
+                nursery.start_soon(rio._publish_texts)
+            if options.agent_state:
+                nursery.start_soon(rio._publish_states)
+            for name, hook in session_hooks:
+                session.on(name, hook)
+            for participant in list(room.remote_participants.values()):
+                rio._link(participant)
+            try:
+                yield rio
+            finally:
+                nursery.cancel_scope.cancel()
+                if rio.audio_input is not None:
+                    rio.audio_input.close()
+                await _unpublish(bridge, room, rio._publication)
+    finally:
+        for name, hook in session_hooks:
+            session.off(name, hook)
+        for name, handler in handlers.items():
+            room.off(name, handler)
+        if chat_registered:
+            room.unregister_text_stream_handler(TOPIC_CHAT)
+        events.close()
+
+
+@asynccontextmanager
+async def _maybe_output(bridge: AsyncioBridge, options: RoomOptions
+                        ) -> AsyncIterator[RoomAudioOutput | None]:
+    if not options.audio_output:
+        yield None
+        return
+    async with open_room_audio_output(bridge, sample_rate=options.output_sample_rate,
+                                      num_channels=options.output_num_channels,
+                                      queue_size_ms=options.output_queue_ms) as output:
+        yield output
+
+
+async def _unpublish(bridge: AsyncioBridge, room: rtc.Room, publication: Any) -> None:
+    if publication is None or bridge.closed or not room.isconnected():
+        return
+    with trio.move_on_after(_GRACE, shield=True):
+        try:
+            await bridge.run(room.local_participant.unpublish_track, publication.sid)
+        except Exception as e:
+            logger.debug("unpublishing the agent's track failed: %s", e)

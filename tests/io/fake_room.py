@@ -1,0 +1,155 @@
+"""A stand-in for ``rtc.Room`` with the surface RoomIO uses, for tests without a server.
+
+It is asyncio-flavoured like the SDK (its coroutines run on the bridge loop) and records what
+the agent did: attributes set, text streams written, tracks published. Tests emit room events
+the way the SDK does, from the asyncio side: ``bridge.call_soon(room.emit, name, *args)``.
+Tracks are real SDK tracks, so audio still flows through ``AudioStream.from_track``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from livekit import rtc
+
+_sids = itertools.count(1)
+
+
+class FakeWriter:
+    def __init__(self, room: FakeRoom, topic: str, attributes: dict[str, str],
+                 sender_identity: str) -> None:
+        self.topic = topic
+        self.attributes = dict(attributes)
+        self.sender_identity = sender_identity
+        self.chunks: list[str] = []
+        self.closed_with: dict[str, str] | None = None
+        room.writers.append(self)
+
+    async def write(self, text: str) -> None:
+        if self.closed_with is not None:
+            raise RuntimeError("stream closed")
+        self.chunks.append(text)
+
+    async def aclose(self, *, reason: str = "", attributes: dict[str, str] | None = None
+                     ) -> None:
+        self.closed_with = dict(attributes or {})
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+    @property
+    def final(self) -> bool:
+        attrs = {**self.attributes, **(self.closed_with or {})}
+        return attrs.get("lk.transcription_final") == "true"
+
+
+class FakePublication:
+    def __init__(self, track: Any, source: int) -> None:
+        self.sid = f"TR_{next(_sids)}"
+        self.track = track
+        self.source = source
+        self.subscribed = True
+        self.kind = rtc.TrackKind.KIND_AUDIO
+
+    async def wait_for_subscription(self) -> None:
+        return None
+
+
+class FakeLocalParticipant:
+    def __init__(self, room: FakeRoom, identity: str) -> None:
+        self._room = room
+        self.identity = identity
+        self.attributes: dict[str, str] = {}
+        self.attribute_history: list[dict[str, str]] = []
+        self.published: list[FakePublication] = []
+
+    async def set_attributes(self, attributes: dict[str, str]) -> None:
+        self.attributes.update(attributes)
+        self.attribute_history.append(dict(attributes))
+
+    async def publish_track(self, track: Any, options: Any = None) -> FakePublication:
+        source = options.source if options is not None else rtc.TrackSource.SOURCE_UNKNOWN
+        publication = FakePublication(track, source)
+        self.published.append(publication)
+        return publication
+
+    async def unpublish_track(self, sid: str) -> None:
+        self.published = [p for p in self.published if p.sid != sid]
+
+    async def stream_text(self, *, topic: str = "", attributes: dict[str, str] | None = None,
+                          sender_identity: str | None = None, **_: Any) -> FakeWriter:
+        return FakeWriter(self._room, topic, attributes or {}, sender_identity or self.identity)
+
+
+class FakeRemoteParticipant:
+    def __init__(self, identity: str, *, kind: int = rtc.ParticipantKind.PARTICIPANT_KIND_STANDARD,
+                 attributes: dict[str, str] | None = None) -> None:
+        self.identity = identity
+        self.kind = kind
+        self.attributes = attributes or {}
+        self.track_publications: dict[str, FakePublication] = {}
+        self.disconnect_reason: int = rtc.DisconnectReason.UNKNOWN_REASON
+
+    def add_microphone(self, track: Any) -> FakePublication:
+        publication = FakePublication(track, rtc.TrackSource.SOURCE_MICROPHONE)
+        self.track_publications[publication.sid] = publication
+        return publication
+
+
+class FakeTextReader:
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    async def read_all(self) -> str:
+        return self._text
+
+
+class FakeRoom(rtc.EventEmitter):
+    """See the module docstring."""
+
+    def __init__(self, *, name: str = "test-room", agent_identity: str = "agent") -> None:
+        super().__init__()
+        self.name = name
+        self.local_participant = FakeLocalParticipant(self, agent_identity)
+        self.remote_participants: dict[str, FakeRemoteParticipant] = {}
+        self.text_handlers: dict[str, Any] = {}
+        self.writers: list[FakeWriter] = []
+        self.connected = True
+
+    def isconnected(self) -> bool:
+        return self.connected
+
+    def register_text_stream_handler(self, topic: str, handler: Any) -> None:
+        if topic in self.text_handlers:
+            raise ValueError(f"handler for {topic!r} already set")
+        self.text_handlers[topic] = handler
+
+    def unregister_text_stream_handler(self, topic: str) -> None:
+        self.text_handlers.pop(topic, None)
+
+    # -- driven by the test, on the asyncio side ------------------------------------------------
+    def join(self, participant: FakeRemoteParticipant) -> None:
+        self.remote_participants[participant.identity] = participant
+        self.emit("participant_connected", participant)
+
+    def leave(self, participant: FakeRemoteParticipant, reason: int) -> None:
+        participant.disconnect_reason = reason
+        self.remote_participants.pop(participant.identity, None)
+        self.emit("participant_disconnected", participant)
+
+    def subscribe(self, participant: FakeRemoteParticipant, publication: FakePublication
+                  ) -> None:
+        self.emit("track_subscribed", publication.track, publication, participant)
+
+    def send_chat(self, identity: str, text: str) -> None:
+        self.text_handlers["lk.chat"](FakeTextReader(text), identity)
+
+    def drop(self) -> None:
+        self.connected = False
+        self.emit("disconnected", rtc.DisconnectReason.SIGNAL_CLOSE)
+
+    def transcripts(self, sender: str | None = None) -> list[FakeWriter]:
+        return [w for w in self.writers if w.topic == "lk.transcription"
+                and (sender is None or w.sender_identity == sender)]

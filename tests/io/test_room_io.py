@@ -1,0 +1,227 @@
+"""RoomIO against a fake room (no server) with the real SDK audio path.
+
+The room's events are emitted from the asyncio side, as the SDK does; the agent's audio goes
+to a real ``AudioSource`` and the user's microphone is a real ``LocalAudioTrack``, so these
+tests run on the wall clock (each well under a second).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import trio
+from fake_room import FakeRemoteParticipant, FakeRoom
+from livekit import rtc
+
+from agents_trio import Agent, AgentSession, SpeechEvent, SpeechEventType, open_bridge
+from agents_trio.io.room import RoomOptions, open_room_io
+from agents_trio.models import SpeechData
+from agents_trio.testing import FakeLLM, FakeTTS
+from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
+
+
+class Quiet(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="Be brief.")
+
+
+def make_session(reply: str = "Hi there!", audio: float = 0.2, **kwargs: Any) -> AgentSession:
+    llm = FakeLLM([FakeLLMResponse(input="hello", content=reply, ttft=0.01, duration=0.02)])
+    tts = FakeTTS([FakeTTSResponse(input=reply, audio_duration=audio, ttfb=0.01,
+                                   duration=0.02)])
+    return AgentSession(llm=llm, tts=tts, **kwargs)
+
+
+async def wait_until(predicate: Any, timeout: float = 3.0) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.01)
+
+
+async def test_participant_leaving_closes_the_session_with_participant_disconnected() -> None:
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            user = FakeRemoteParticipant("user")
+            session = make_session()
+            async with open_room_io(room, session) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, user)
+                assert (await rio.wait_for_participant()).identity == "user"
+                # another participant leaving, or ours dropping (may reconnect): nothing
+                other = FakeRemoteParticipant("other")
+                bridge.call_soon(room.join, other)
+                bridge.call_soon(room.leave, other, rtc.DisconnectReason.CLIENT_INITIATED)
+                await bridge.run_sync(lambda: None)
+                await trio.sleep(0.05)
+                assert session.agent_state == "listening"
+                bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
+                assert await rio.wait_session_closed() == "participant_disconnected"
+            assert bridge.statistics().asyncio_tasks == 0
+            assert room.text_handlers == {} and room.local_participant.published == []
+
+
+async def test_chat_text_is_answered_with_voice_transcription_and_agent_state() -> None:
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            user = FakeRemoteParticipant("user")
+            session = make_session("Hi there!", audio=0.2)
+            async with open_room_io(room, session) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, user)
+                await rio.wait_for_participant()
+                bridge.call_soon(room.send_chat, "user", "hello")
+                await wait_until(lambda: any(w.final for w in room.transcripts("agent")))
+                await wait_until(lambda: room.local_participant.attributes.get(
+                    "lk.agent.state") == "listening" and len(
+                        room.local_participant.attribute_history) >= 3)
+                states = [a["lk.agent.state"] for a in room.local_participant.attribute_history]
+                finished = list(rio.audio_output.playback_finished_events)
+            [agent_text] = room.transcripts("agent")
+            assert agent_text.text == "Hi there!" and agent_text.final
+            assert agent_text.attributes["lk.transcribed_track_id"] == (
+                rio._publication.sid)
+            assert [m.text_content for m in session.history.messages()
+                    if m.role in ("user", "assistant")] == ["hello", "Hi there!"]
+            # states are latest-wins, so fast transitions may be skipped, never reordered
+            assert states[-1] == "listening" and "speaking" in states
+            assert states.index("speaking") > (states.index("thinking")
+                                               if "thinking" in states else -1)
+            assert len(finished) == 1 and not finished[0].interrupted
+            assert finished[0].playback_position == pytest.approx(0.2, abs=0.011)
+            assert bridge.statistics().asyncio_tasks == 0
+
+
+async def test_chat_from_another_participant_is_ignored() -> None:
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            session = make_session()
+            async with open_room_io(room, session) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, FakeRemoteParticipant("user"))
+                await rio.wait_for_participant()
+                bridge.call_soon(room.send_chat, "eavesdropper", "hello")
+                await trio.sleep(0.1)
+            assert [m for m in session.history.messages() if m.role != "system"] == []
+
+
+async def test_room_dropping_mid_speech_closes_cleanly_with_job_shutdown() -> None:
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            session = make_session("A long answer.", audio=3.0)
+            async with open_room_io(room, session) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, FakeRemoteParticipant("user"))
+                await rio.wait_for_participant()
+                bridge.call_soon(room.send_chat, "user", "hello")
+                await wait_until(lambda: session.agent_state == "speaking")
+                await trio.sleep(0.1)
+                dropped_at = trio.current_time()
+                bridge.call_soon(room.drop)
+                assert await rio.wait_session_closed() == "job_shutdown"
+                assert trio.current_time() - dropped_at < 0.5
+                [ev] = rio.audio_output.playback_finished_events
+            assert ev.interrupted and ev.playback_position < 1.0
+            assert bridge.statistics().asyncio_tasks == 0
+
+
+class CountingVAD:
+    """A VAD that only counts the frames it is given (nothing else happens)."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.loud = 0
+
+    def stream(self) -> Any:
+        vad = self
+
+        class _Stream:
+            def push_frame(self, frame: rtc.AudioFrame) -> None:
+                data = np.frombuffer(frame.data, dtype=np.int16)
+                vad.samples += data.size
+                vad.loud += int((data != 0).sum())
+
+            def end_input(self) -> None:
+                pass
+
+            def __aiter__(self) -> Any:
+                return self
+
+            async def __anext__(self) -> Any:
+                await trio.sleep_forever()
+
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def _cm() -> Any:
+            yield _Stream()
+
+        return _cm()
+
+
+class EchoSTT:
+    """An STT that reports one final transcript as soon as audio arrives."""
+
+    def stream(self) -> Any:
+        from contextlib import asynccontextmanager
+
+        class _Stream:
+            def __init__(self) -> None:
+                self.first = trio.Event()
+
+            def push_frame(self, frame: rtc.AudioFrame) -> None:
+                self.first.set()
+
+            def end_input(self) -> None:
+                pass
+
+            def __aiter__(self) -> Any:
+                return self._events()
+
+            async def _events(self) -> Any:
+                await self.first.wait()
+                yield SpeechEvent(type=SpeechEventType.FINAL_TRANSCRIPT,
+                                  alternatives=[SpeechData(text="from the mic")])
+                await trio.sleep_forever()
+
+        @asynccontextmanager
+        async def _cm() -> Any:
+            yield _Stream()
+
+        return _cm()
+
+
+async def test_the_linked_participants_microphone_feeds_the_session() -> None:
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            user = FakeRemoteParticipant("user")
+            mic_source = await bridge.run_sync(rtc.AudioSource, 24000, 1)
+            mic = await bridge.run_sync(rtc.LocalAudioTrack.create_audio_track, "mic",
+                                        mic_source)
+            publication = user.add_microphone(mic)
+            vad = CountingVAD()
+            session = AgentSession(vad=vad, stt=EchoSTT(), turn_handling={
+                "turn_detection": "manual"})
+            options = RoomOptions(input_frame_ms=10, audio_output=False)
+            async with open_room_io(room, session, options=options) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, user)
+                await rio.wait_for_participant()
+                bridge.call_soon(room.subscribe, user, publication)
+                loud = np.full(240, 500, dtype=np.int16).tobytes()
+                for _ in range(20):  # 0.2 s of voice
+                    await bridge.run(mic_source.capture_frame,
+                                     rtc.AudioFrame(loud, 24000, 1, 240))
+                await wait_until(lambda: vad.loud >= 0.15 * 24000)
+                await wait_until(lambda: room.transcripts("user"))
+            [user_text] = room.transcripts("user")
+            assert user_text.text == "from the mic" and user_text.final
+            assert user_text.attributes["lk.transcribed_track_id"] == publication.sid
+            await bridge.run(mic_source.aclose)
+            assert bridge.statistics().asyncio_tasks == 0
