@@ -18,10 +18,15 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolCall,
                      ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      VADEventType)
+from .io.wire import WireError
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeErrorEvent, RealtimeModel, RealtimeSession,
                        RealtimeSessionClosedError, SessionReconnectedEvent)
+from .remote import (RemoteConnectionError, RemoteSession, RemoteSessionClosedError,
+                     RemoteSessionError, SessionHost, SessionHostStatistics,
+                     connect_remote_session, open_remote_session, open_session_host,
+                     serve_session)
 from .run_context import RunContext
 from .run_result import RunResult
 from .session import AgentSession
@@ -44,6 +49,9 @@ __all__ = [
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
     "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",
     "VAD", "VADEvent", "VADEventType", "VADMetrics", "function_tool",
+    "RemoteConnectionError", "RemoteSession", "RemoteSessionClosedError", "RemoteSessionError",
+    "SessionHost", "SessionHostStatistics", "WireError", "connect_remote_session",
+    "open_remote_session", "open_session_host", "serve_session",
 ]
 
 # LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in

@@ -1,4 +1,5 @@
-"""``python -m agents_trio [demo] [--realtime]``"""
+"""``python -m agents_trio [demo] [--realtime]``; ``serve``, ``console``, ``simulate``: see
+``agents_trio/remote/cli.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="run the offline demo conversation (default)")
     demo.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
+    from .remote import cli as remote_cli
+
+    remote_cli.add_commands(sub)
     args = parser.parse_args(argv)
+    if args.command in remote_cli.COMMANDS:
+        return remote_cli.run_command(args)
     if args.command in (None, "demo"):
         from .demo import main as demo_main
 

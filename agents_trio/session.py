@@ -375,6 +375,7 @@ class AgentSession:
             if self._state is SessionState.ENTERED:
                 self._state = SessionState.CLOSED
                 self._events.close()
+                self._closed.set()  # a second aclose() (e.g. leaving the block) must not wait
             return
         if self._state is SessionState.RUNNING:
             self._state = SessionState.CLOSING

@@ -1,0 +1,262 @@
+"""One client connection of a SessionHost: framing, request bookkeeping, the outbox.
+
+A connection runs three kinds of work, all inside :meth:`Connection.run`:
+
+- the reader decodes frames and dispatches requests. Cheap requests are answered inline;
+  slow ones (``run``, ``wait_for_ready``) get a handler task with its own cancel scope, kept
+  in ``_pending`` by request id so that a ``Cancel`` or a shutdown can find it;
+- handlers await the host and put their reply in the outbox;
+- the writer sends the outbox, coalescing frames.
+
+Every frame the connection sends goes through the bounded outbox, so no task ever blocks on
+a client that does not read: a reply that does not fit closes the connection (the client is
+not reading), an event that does not fit is dropped and counted.
+
+A protocol error in a complete frame is answered and the connection stays open; a frame that
+is too large or truncated cannot be skipped, so it is answered and the connection closes.
+End of input from the client abandons its pending requests: it is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import trio
+
+from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameReader, FrameTooLargeError, Goodbye,
+                       Message, RequestMessage, TruncatedFrameError, WireError, decode_request,
+                       encode_frame)
+
+logger = logging.getLogger("agents_trio.remote")
+
+
+class Refusal(Exception):
+    """Raised by a request handler: the request fails with ``code`` and ``message``."""
+
+    def __init__(self, code: str, message: str, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.error_type = error_type
+
+
+class RequestHandler(Protocol):
+    def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
+        """The reply, or None when the request needs :meth:`answer` (a task)."""
+
+    async def answer(self, conn: Connection, request: RequestMessage) -> Message: ...
+
+
+@dataclass
+class Counters:
+    """Mutable counters shared by a host and its connections."""
+
+    connections_total: int = 0
+    frames_received: int = 0
+    replies_sent: int = 0
+    errors_sent: int = 0
+    events_dropped: int = 0
+    connections_overflowed: int = 0
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_frame_size: int
+    max_pending_requests: int
+    max_outbox: int
+    close_grace: float
+
+
+class Connection:
+    """Serves one stream; see the module docstring."""
+
+    def __init__(self, stream: trio.abc.Stream, handler: RequestHandler,
+                 limits: ConnectionLimits, counters: Counters) -> None:
+        self._stream = stream
+        self._handler = handler
+        self._limits = limits
+        self._counters = counters
+        self._outbox_send, self._outbox_recv = trio.open_memory_channel[bytes](limits.max_outbox)
+        self._pending: dict[int, trio.CancelScope] = {}
+        self._requests_scope = trio.CancelScope()
+        self._handlers: trio.Nursery | None = None
+        self._farewell: tuple[str, str] | None = None
+        self._overflowed = False
+        self._writer_done = trio.Event()
+        self.subscription: frozenset[str] | None = None
+        self.subscribed = False
+
+    @property
+    def pending_requests(self) -> int:
+        return len(self._pending)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve until the client leaves, a fatal frame, or :meth:`shutdown`.
+
+        Cancellation: cancelling it closes the stream at once, without a goodbye.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                with self._requests_scope:
+                    async with trio.open_nursery() as handlers:
+                        self._handlers = handlers
+                        await self._read_loop()
+                        handlers.cancel_scope.cancel()
+                self._finish()
+                if not self._overflowed:
+                    with trio.move_on_after(self._limits.close_grace):
+                        await self._writer_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._pending.clear()
+            await trio.aclose_forcefully(self._stream)
+
+    def shutdown(self, code: str, message: str) -> None:
+        """Answer every pending request with ``code``, say goodbye, and close. Idempotent."""
+        if self._farewell is None:
+            self._farewell = (code, message)
+        self._requests_scope.cancel()
+
+    def _finish(self) -> None:
+        if self._farewell is not None:
+            code, message = self._farewell
+            for request_id in list(self._pending):
+                self.send_error(request_id, code, message)
+            self._pending.clear()
+            self._send(encode_frame(Goodbye(code=code, message=message)), reply=True)
+        self._outbox_send.close()
+
+    # -- reading ------------------------------------------------------------------------------
+    async def _read_loop(self) -> None:
+        reader = FrameReader(self._stream, max_frame_size=self._limits.max_frame_size)
+        while True:
+            try:
+                payload = await reader.receive()
+            except (FrameTooLargeError, TruncatedFrameError) as e:
+                logger.info("closing a connection: %s", e)
+                self.send_error(None, e.code, e.message)
+                self._farewell = self._farewell or (e.code, f"{e.message}; closing")
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if payload is None:
+                return
+            self._counters.frames_received += 1
+            try:
+                request = decode_request(payload)
+            except WireError as e:
+                self.send_error(e.request_id, e.code, e.message)
+            else:
+                self._dispatch(request)
+            # a flood of frames in one read must still let the session run
+            await trio.lowlevel.checkpoint()
+
+    def _dispatch(self, request: RequestMessage) -> None:
+        if isinstance(request, Cancel):
+            scope = self._pending.pop(request.id, None)
+            if scope is not None:
+                scope.cancel()
+            return
+        if request.id in self._pending:
+            self.send_error(request.id, "duplicate_request_id",
+                            f"request id {request.id} is already pending")
+            return
+        try:
+            reply = self._handler.answer_now(self, request)
+        except Refusal as e:
+            self.send_error(request.id, e.code, e.message, e.error_type)
+            return
+        if reply is not None:
+            self.send(reply)
+            return
+        if len(self._pending) >= self._limits.max_pending_requests:
+            self.send_error(request.id, "too_many_requests",
+                            f"too many pending requests on this connection "
+                            f"(limit {self._limits.max_pending_requests})")
+            return
+        scope = trio.CancelScope()
+        self._pending[request.id] = scope
+        assert self._handlers is not None
+        self._handlers.start_soon(self._handle, request, scope)
+
+    async def _handle(self, request: RequestMessage, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                reply: Message = await self._handler.answer(self, request)
+            except Refusal as e:
+                reply = ErrorReply(id=request.id, code=e.code, message=e.message,
+                                   error_type=e.error_type)
+            except Exception as e:
+                logger.exception("a remote-session request failed")
+                reply = ErrorReply(id=request.id, code="internal_error",
+                                   message=f"{type(e).__name__}: {e}",
+                                   error_type=type(e).__name__)
+            # a Cancel that arrived meanwhile removed the entry: no reply then
+            if self._pending.get(request.id) is scope:
+                del self._pending[request.id]
+                self.send(reply)
+
+    # -- writing ------------------------------------------------------------------------------
+    def send(self, message: Message) -> None:
+        """Queue a reply; one that is over the frame limit becomes an error reply."""
+        frame = encode_frame(message)
+        if len(frame) - HEADER_SIZE > self._limits.max_frame_size:
+            request_id = getattr(message, "id", None)
+            self.send_error(request_id, "response_too_large",
+                            f"the reply of {len(frame) - HEADER_SIZE} bytes exceeds the "
+                            f"limit of {self._limits.max_frame_size} bytes")
+            return
+        if isinstance(message, ErrorReply):
+            self._counters.errors_sent += 1
+        else:
+            self._counters.replies_sent += 1
+        self._send(frame, reply=True)
+
+    def send_error(self, request_id: int | None, code: str, message: str,
+                   error_type: str | None = None) -> None:
+        self.send(ErrorReply(id=request_id, code=code, message=message[:4096],
+                             error_type=error_type))
+
+    def send_event(self, name: str, frame: bytes) -> None:
+        """Queue an encoded event frame if this connection subscribed to ``name``."""
+        if not self.subscribed or (self.subscription is not None
+                                   and name not in self.subscription):
+            return
+        if not self._send(frame, reply=False):
+            self._counters.events_dropped += 1
+
+    def _send(self, frame: bytes, *, reply: bool) -> bool:
+        try:
+            self._outbox_send.send_nowait(frame)
+        except trio.WouldBlock:
+            if reply:
+                # the client is not reading its replies: waiting would pin the host's tasks
+                logger.warning("closing a connection whose client does not read its replies")
+                self._counters.connections_overflowed += 1
+                self._overflowed = True
+                self._requests_scope.cancel()
+            return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
+    async def _write_loop(self) -> None:
+        try:
+            async for frame in self._outbox_recv:
+                frames = [frame]
+                while len(frames) < 64:
+                    try:
+                        frames.append(self._outbox_recv.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._stream.send_all(b"".join(frames))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._requests_scope.cancel()  # the client is gone
+        finally:
+            self._outbox_recv.close()
+            self._writer_done.set()
+

@@ -1,0 +1,74 @@
+"""Wire events back into the session event classes, so remote listeners read like local ones.
+
+What cannot cross the wire is replaced: an error becomes a ``RemoteSessionError`` with the
+original message and type name, a speech handle its id, a model (an error's ``source``) its
+class name. Times are the host's Trio times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
+                      ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
+                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
+                      SpeechCreatedEvent, STTMetrics, TTSMetrics, UserInputTranscribedEvent,
+                      UserStateChangedEvent, VADMetrics)
+from ..io import wire_payloads as wp
+from .errors import RemoteSessionError
+
+_METRICS = {cls().type: cls
+            for cls in (EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics)}
+
+
+def _metrics(data: dict[str, Any]) -> Any:
+    cls = _METRICS.get(data.get("type", ""))
+    if cls is None:
+        return data
+    known = {k: v for k, v in data.items() if k in cls.__struct_fields__ and k != "type"}
+    try:
+        return cls(**known)
+    except TypeError:
+        return data
+
+
+def event_from_wire(event: wp.WireEvent) -> tuple[str, Any]:
+    """``(name, event)``: the session event a wire event stands for."""
+    at = event.created_at
+    if isinstance(event, wp.AgentStateChanged):
+        return event.name, AgentStateChangedEvent(old_state=event.old_state,  # type: ignore
+                                                  new_state=event.new_state, created_at=at)
+    if isinstance(event, wp.UserStateChanged):
+        return event.name, UserStateChangedEvent(old_state=event.old_state,  # type: ignore
+                                                 new_state=event.new_state, created_at=at)
+    if isinstance(event, wp.UserInputTranscribed):
+        return event.name, UserInputTranscribedEvent(
+            transcript=event.transcript, is_final=event.is_final, language=event.language,
+            speaker_id=event.speaker_id, created_at=at)
+    if isinstance(event, wp.ConversationItemAdded):
+        return event.name, ConversationItemAddedEvent(
+            item=wp.from_wire_item(event.item), created_at=at)  # type: ignore[arg-type]
+    if isinstance(event, wp.FunctionToolsExecuted):
+        return event.name, FunctionToolsExecutedEvent(
+            function_calls=[wp.from_wire_item(c) for c in event.function_calls],  # type: ignore
+            function_call_outputs=[None if o is None else wp.from_wire_item(o)  # type: ignore
+                                   for o in event.function_call_outputs], created_at=at)
+    if isinstance(event, wp.MetricsCollected):
+        return event.name, MetricsCollectedEvent(metrics=_metrics(event.metrics), created_at=at)
+    if isinstance(event, wp.SpeechCreated):
+        return event.name, SpeechCreatedEvent(speech_handle=event.speech_id,
+                                              user_initiated=event.user_initiated,
+                                              source=event.source,  # type: ignore[arg-type]
+                                              created_at=at)
+    if isinstance(event, wp.AgentFalseInterruption):
+        return event.name, AgentFalseInterruptionEvent(resumed=event.resumed, created_at=at)
+    if isinstance(event, wp.ErrorOccurred):
+        error = RemoteSessionError(event.message, code="session_error",
+                                   error_type=event.error_type)
+        return event.name, ErrorEvent(error=error, source=event.source, created_at=at)
+    if isinstance(event, wp.SessionClosed):
+        close_error = (None if event.error is None
+                       else RemoteSessionError(event.error, code="session_error"))
+        return event.name, CloseEvent(reason=event.reason,  # type: ignore[arg-type]
+                                      error=close_error, created_at=at)
+    return event.name, event

@@ -1,0 +1,98 @@
+"""The ``serve``, ``console`` and ``simulate`` subcommands of ``python -m agents_trio``.
+
+    python -m agents_trio serve --port 8765                 # the demo agent behind a host
+    python -m agents_trio console --connect 127.0.0.1:8765  # chat with it by typing
+    python -m agents_trio simulate scenarios.json --connect 127.0.0.1:8765
+    python -m agents_trio simulate scenarios.json           # in-process, demo agent
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import signal
+import sys
+from typing import Any
+
+import trio
+
+COMMANDS = ("serve", "console", "simulate")
+
+
+def add_commands(sub: Any) -> None:
+    """Add the subcommands to an ``argparse`` subparsers object."""
+    serve = sub.add_parser("serve", help="serve the demo agent (fake models) to remote clients")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    serve.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
+    serve.add_argument("--unix", metavar="PATH", help="listen on a Unix socket instead")
+    console = sub.add_parser("console", help="chat by typing with an agent served by a host")
+    console.add_argument("--connect", required=True, metavar="HOST:PORT",
+                         help="the host's address (HOST:PORT or unix:PATH)")
+    console.add_argument("--timeout", type=float, default=10.0,
+                         help="seconds to wait for the host to be reachable and ready")
+    simulate = sub.add_parser("simulate", help="play a JSON scenario file against an agent")
+    simulate.add_argument("scenarios", help="the scenario file (JSON)")
+    simulate.add_argument("--connect", metavar="HOST:PORT",
+                          help="drive the agent served there (default: the demo, in-process)")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "console":
+        from .console import run_console
+
+        return trio.run(lambda: run_console(args.connect, connect_timeout=args.timeout))
+    return trio.run(_simulate, args.scenarios, args.connect)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        trio.run(_serve_until_signal, args)
+    except OSError as e:
+        print(f"cannot serve: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve_until_signal(args: argparse.Namespace) -> None:
+    """Serve until SIGINT or SIGTERM, then close the session: clients get a goodbye."""
+    from .demo import serve_demo
+
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(functools.partial(serve_demo, host=args.host, port=args.port,
+                                                  path=args.unix, out=sys.stdout, stop=stop))
+            async for _ in signals:
+                print("agents_trio: stopping", flush=True)
+                stop.set()
+                break
+
+
+async def _simulate(path: str, connect: str | None) -> int:
+    from .client import open_remote_session
+    from .demo import demo_session
+    from .errors import RemoteSessionError
+    from .simulate import ScenarioError, format_results, load_scenarios, run_scenarios
+
+    try:
+        scenarios = load_scenarios(path)
+    except ScenarioError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if connect is None:
+        from ..demo import WeatherAgent
+
+        results = await run_scenarios(scenarios,
+                                      factory=lambda: (demo_session(delay=0.0), WeatherAgent()))
+    else:
+        try:
+            async with open_remote_session(connect) as remote:
+                await remote.wait_for_ready()
+                results = await run_scenarios(scenarios, remote=remote)
+        except RemoteSessionError as e:
+            print(f"error: {e.message}", file=sys.stderr)
+            return 2
+    print(format_results(results), flush=True)
+    return 0 if all(r.passed for r in results) else 1

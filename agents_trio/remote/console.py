@@ -1,0 +1,166 @@
+"""A text console to chat with a running agent: ``python -m agents_trio console --connect ADDR``.
+
+Each line typed is one ``RemoteSession.run``; the agent's messages, tool calls, tool outputs
+and handoffs are printed as they come back. Lines starting with ``/`` are commands (``/help``).
+End of input (Ctrl-D) or ``/quit`` leaves; the session keeps running on its host.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
+
+import trio
+
+from ..chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
+from .client import RemoteSession, connect_remote_session
+from .errors import (RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError,
+                     open_unwrapping_nursery)
+
+HELP = """commands:
+  /history   the conversation so far
+  /agent     the current agent, its instructions and tools
+  /state     agent and user state, current speech
+  /quit      leave (so does Ctrl-D); the agent keeps running"""
+
+
+def describe_item(item: Any) -> str | None:
+    """One console line for a chat item (None for items a user does not need to see)."""
+    if isinstance(item, ChatMessage):
+        who = "agent" if item.role == "assistant" else item.role
+        mark = " [interrupted]" if item.interrupted else ""
+        return f"{who}> {item.text_content or ''}{mark}"
+    if isinstance(item, FunctionCall):
+        return f"  [tool call] {item.name}({item.arguments})"
+    if isinstance(item, FunctionCallOutput):
+        label = "tool error" if item.is_error else "tool output"
+        return f"  [{label}] {item.output}"
+    if isinstance(item, AgentHandoff):
+        return f"  [handoff] {item.old_agent_id or '(start)'} -> {item.new_agent_id}"
+    return None
+
+
+class Console:
+    """Talks to ``remote`` one typed line at a time; writes to ``out``.
+
+    Args:
+        stdin: Where lines come from (read in a worker thread).
+        lines: Instead of ``stdin``, an async function returning the next line, or None at
+            the end of input.
+    """
+
+    def __init__(self, remote: RemoteSession, *, out: TextIO, stdin: TextIO | None = None,
+                 lines: Callable[[], Awaitable[str | None]] | None = None) -> None:
+        self.remote = remote
+        self.out = out
+        self._stdin = stdin or sys.stdin
+        self._lines = lines or self._read_stdin
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    async def _read_stdin(self) -> str | None:
+        line = await trio.to_thread.run_sync(self._stdin.readline, abandon_on_cancel=True)
+        return None if line == "" else line
+
+    async def read_line(self) -> str | None:
+        self.out.write("you> ")
+        self.out.flush()
+        line = await self._lines()
+        return None if line is None else line.strip()
+
+    async def greet(self) -> None:
+        info = await self.remote.get_agent_info()
+        self.say(f"connected: agent {info.id} ({info.label}). Type a message; /help for "
+                 f"commands, Ctrl-D to leave.")
+        messages = [item for item in (await self.remote.get_chat_history()).items
+                    if isinstance(item, ChatMessage) and item.role in ("user", "assistant")]
+        if len(messages) > 1:
+            self.say(f"({len(messages) - 1} earlier messages: /history shows them)")
+        if messages:
+            self.say(describe_item(messages[-1]) or "")
+
+    async def command(self, line: str) -> bool:
+        """Run a ``/command``; returns False to leave."""
+        name = line[1:].split(maxsplit=1)[0].lower() if len(line) > 1 else ""
+        if name in ("quit", "exit", "q"):
+            return False
+        if name == "history":
+            for item in (await self.remote.get_chat_history()).items:
+                text = describe_item(item)
+                if text is not None:
+                    self.say(text)
+        elif name == "agent":
+            info = await self.remote.get_agent_info()
+            self.say(f"agent {info.id} ({info.label}): {info.instructions}")
+            for tool in info.tools:
+                self.say(f"  tool {tool.name}: {tool.description} "
+                         f"{json.dumps(tool.parameters.get('properties', {}))}")
+        elif name == "state":
+            state = await self.remote.get_session_state()
+            speech = state.current_speech
+            self.say(f"agent {state.agent_id}: {state.agent_state}; user: {state.user_state}; "
+                     f"speech: {speech.id + ' (' + speech.source + ')' if speech else 'none'}")
+        else:
+            self.say(HELP)
+        return True
+
+    async def turn(self, text: str) -> None:
+        try:
+            result = await self.remote.run(text)
+        except (RemoteSessionClosedError, RemoteConnectionError):
+            raise
+        except RemoteSessionError as e:
+            self.say(f"  [error] {e.message}" + (f" ({e.error_type})" if e.error_type else ""))
+            return
+        lines = [describe_item(ev.item) for ev in result.events]
+        for line in lines:
+            if line is not None:
+                self.say(line)
+        if not lines:
+            self.say("  (no reply)")
+
+    async def loop(self) -> None:
+        await self.greet()
+        while (line := await self.read_line()) is not None:
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not await self.command(line):
+                    break
+                continue
+            await self.turn(line)
+        self.say("bye")
+
+
+async def run_console(address: str, *, stdin: TextIO | None = None, out: TextIO | None = None,
+                      connect_timeout: float = 10.0) -> int:
+    """Chat with the agent at ``address`` until end of input; returns an exit status.
+
+    Args:
+        connect_timeout: Seconds to keep retrying the connection and waiting for the
+            session to be ready.
+    """
+    stdin = stdin or sys.stdin
+    out = out or sys.stdout
+    try:
+        async with open_unwrapping_nursery() as nursery:
+            with trio.move_on_after(connect_timeout) as waiting:
+                remote = await connect_remote_session(nursery, address, retry_interval=0.1)
+                await remote.wait_for_ready()
+            if waiting.cancelled_caught:
+                print(f"could not reach a ready agent at {address} within {connect_timeout} s",
+                      file=out, flush=True)
+                nursery.cancel_scope.cancel()
+                return 1
+            await Console(remote, out=out, stdin=stdin).loop()
+            await remote.aclose()
+    except (RemoteSessionClosedError, RemoteConnectionError) as e:
+        print(f"disconnected: {e.message}", file=out, flush=True)
+        return 1
+    return 0
+
+
+__all__ = ["Console", "describe_item", "run_console"]

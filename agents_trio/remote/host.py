@@ -1,0 +1,433 @@
+"""SessionHost: serves a running AgentSession to remote clients over TCP or a Unix socket.
+
+Three ways to run one, by who owns it (trio-websocket style):
+
+    host = await SessionHost(session, port=0).start()       # the session's nursery owns it
+    async with open_session_host(session, port=0) as host:  # owns its own nursery
+    host = await nursery.start(serve_session, session)      # the caller's nursery owns it
+
+The host's tree: an event pump (``session.events()``, fanned out to subscribed clients, and
+the readiness signal), one turn runner (the ``run`` requests of every client, one at a time,
+in arrival order), the accept loop, and one task per connection. When the session closes,
+``session.events()`` ends and the host stops: every pending request is answered with a
+``session_closed`` error, every client gets a ``Goodbye``, and ``serve`` returns — so a host
+owned by the session never keeps it open. There is no authentication: bind to loopback or a
+Unix socket you control.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from .._errors import SessionClosedError
+from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, ErrorReply, Event,
+                       GetAgentInfo, GetChatHistory, GetSessionState, Goodbye, HistoryReply,
+                       Message, ReadyReply, RequestMessage, Run, RunReply, SessionStateInfo,
+                       SessionStateReply, SpeechInfo, Subscribe, SubscribedReply, ToolInfo,
+                       Unsubscribe, UnsubscribedReply, WaitForReady, WireItem, encode_frame,
+                       event_to_wire, to_wire_item)
+from ._connection import Connection, ConnectionLimits, Counters, Refusal
+from .errors import open_unwrapping_nursery
+
+logger = logging.getLogger("agents_trio.remote")
+
+
+@dataclass(frozen=True)
+class SessionHostStatistics:
+    """A snapshot of a host, for tests and monitoring.
+
+    Attributes:
+        connections: Connections open now.
+        connections_total: Connections accepted since the host started.
+        pending_requests: Requests waiting for a reply, over all connections.
+        queued_turns: ``run`` requests waiting for (or in) the session.
+        frames_received, replies_sent, errors_sent: Totals since the host started.
+        events_dropped: Events not sent because a client's outbox was full.
+        connections_overflowed: Connections closed because their client did not read.
+    """
+
+    connections: int
+    connections_total: int
+    pending_requests: int
+    queued_turns: int
+    frames_received: int
+    replies_sent: int
+    errors_sent: int
+    events_dropped: int
+    connections_overflowed: int
+
+
+class _HostState(enum.Enum):
+    CREATED = "created"
+    SERVING = "serving"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+class _Turn:
+    """One ``run`` request on its way through the turn runner."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.done = trio.Event()
+        self.items: list[WireItem] = []
+        self.refusal: Refusal | None = None
+        self.abandoned = False
+
+
+class SessionHost:
+    """Serves ``session`` to RemoteSession clients.
+
+    Args:
+        session: The session to serve; it may be started before or after the host.
+        host, port: TCP address to listen on (``port=0`` picks a free port).
+        path: Listen on this Unix socket path instead of TCP (removed when the host stops).
+        listeners: Serve these ``trio.abc.Listener``s instead (an empty list serves only the
+            streams given to :meth:`serve_stream`).
+        max_frame_size: Largest request (and reply) payload, in bytes.
+        max_pending_requests: Slow requests (``run``, ``wait_for_ready``) one connection may
+            have in flight; more are refused with ``too_many_requests``.
+        max_connections: Connections served at once; more are refused.
+        max_outbox: Frames queued for one client before it counts as not reading.
+        close_grace: Seconds a stopping host gives each client to receive its goodbye.
+    """
+
+    def __init__(self, session: Any, *, host: str = "127.0.0.1", port: int = 0,
+                 path: str | os.PathLike[str] | None = None,
+                 listeners: list[trio.abc.Listener[Any]] | None = None,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_pending_requests: int = 32,
+                 max_connections: int = 32, max_outbox: int = 256,
+                 close_grace: float = 1.0) -> None:
+        self._session = session
+        self._bind = (host, port)
+        self._path = os.fspath(path) if path is not None else None
+        self._given_listeners = listeners
+        self._listeners: list[trio.abc.Listener[Any]] = []
+        self._limits = ConnectionLimits(max_frame_size=max_frame_size,
+                                        max_pending_requests=max_pending_requests,
+                                        max_outbox=max_outbox, close_grace=close_grace)
+        self._max_connections = max_connections
+        self._close_grace = close_grace
+        self._counters = Counters()
+        self._state = _HostState.CREATED
+        self._connections: set[Connection] = set()
+        self._connections_changed = trio.lowlevel.ParkingLot()
+        self._ready = trio.Event()
+        self._stop_requested = trio.Event()
+        self._stop_reason = ("host_closing", "the host is closing")
+        self._stopped = trio.Event()
+        self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
+        self._queued_turns = 0
+        self._address: str | None = None
+        self._port: int | None = None
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """Where clients connect: ``"HOST:PORT"`` or ``"unix:PATH"`` (once serving)."""
+        if self._address is None:
+            raise RuntimeError("the host is not serving yet")
+        return self._address
+
+    @property
+    def port(self) -> int | None:
+        """The TCP port (useful with ``port=0``), or None for a Unix socket."""
+        return self._port
+
+    def statistics(self) -> SessionHostStatistics:
+        c = self._counters
+        return SessionHostStatistics(
+            connections=len(self._connections), connections_total=c.connections_total,
+            pending_requests=sum(conn.pending_requests for conn in self._connections),
+            queued_turns=self._queued_turns, frames_received=c.frames_received,
+            replies_sent=c.replies_sent, errors_sent=c.errors_sent,
+            events_dropped=c.events_dropped, connections_overflowed=c.connections_overflowed)
+
+    async def start(self, nursery: trio.Nursery | None = None) -> SessionHost:
+        """Start serving in ``nursery``, or by default in the session's own nursery (the host
+        then lives as long as the session). Returns once listening.
+
+        Raises:
+            RuntimeError: the session is not open (``async with session:``).
+            OSError: the address could not be bound.
+        """
+        if nursery is not None:
+            return await nursery.start(self.serve)  # type: ignore[no-any-return]
+        return await self._session.start_service(self.serve)  # type: ignore[no-any-return]
+
+    async def serve(self, *, task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED
+                    ) -> None:
+        """Serve until the session closes or :meth:`aclose`; for ``nursery.start``.
+
+        Cancellation: cancelling it closes every connection at once, without a goodbye;
+        :meth:`aclose` is the graceful way.
+        """
+        if self._state is not _HostState.CREATED:
+            raise RuntimeError("a SessionHost serves once")
+        events = self._session.events()  # before anything can happen: no event is missed
+        if self._session.agent_state != "initializing":
+            self._ready.set()
+        try:
+            self._listeners = await self._open_listeners()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._pump_events, events)
+                nursery.start_soon(self._run_turns)
+                accept_scope = trio.CancelScope()
+                nursery.start_soon(self._accept, accept_scope, nursery)
+                self._state = _HostState.SERVING
+                task_status.started(self)
+                await self._stop_requested.wait()
+                self._state = _HostState.STOPPING
+                accept_scope.cancel()
+                await self._stop_connections()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._state = _HostState.STOPPED
+            # aclose_forcefully completes even while this task is being cancelled
+            for resource in [events, *self._listeners]:
+                await trio.aclose_forcefully(resource)
+            if self._path is not None and self._given_listeners is None:
+                _unlink_socket(self._path)
+            self._stopped.set()
+
+    async def aclose(self) -> None:
+        """Stop gracefully: answer pending requests with ``host_closing``, say goodbye to
+        every client, close the listeners; returns when :meth:`serve` has returned.
+
+        Cancellation: idempotent; cancelling the wait does not stop the shutdown.
+        """
+        if self._state is _HostState.CREATED:
+            self._state = _HostState.STOPPED
+            self._stopped.set()
+            return
+        self._stop_requested.set()
+        await self._stopped.wait()
+
+    async def serve_stream(self, stream: trio.abc.Stream) -> None:
+        """Serve one connected stream until it ends (the accept loop calls this for each
+        connection; use it directly for other transports, e.g. ``memory_stream_pair``).
+
+        Cancellation: cancelling it closes the stream at once.
+        """
+        if self._state is not _HostState.SERVING or len(self._connections) >= self._max_connections:
+            code, message = (("too_many_connections",
+                              f"too many connections (limit {self._max_connections})")
+                             if self._state is _HostState.SERVING else self._stop_reason)
+            await _refuse(stream, code, message, self._close_grace)
+            return
+        conn = Connection(stream, self, self._limits, self._counters)
+        self._counters.connections_total += 1
+        self._connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self._connections.discard(conn)
+            self._connections_changed.unpark_all()
+
+    # -- serving ------------------------------------------------------------------------------
+    async def _open_listeners(self) -> list[trio.abc.Listener[Any]]:
+        if self._given_listeners is not None:
+            self._address = "custom"
+            return list(self._given_listeners)
+        if self._path is not None:
+            sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+            try:
+                await sock.bind(self._path)
+                sock.listen(128)
+            except BaseException:
+                sock.close()
+                raise
+            self._address = f"unix:{self._path}"
+            return [trio.SocketListener(sock)]
+        host, port = self._bind
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        sockname = listeners[0].socket.getsockname()
+        self._port = int(sockname[1])
+        shown = f"[{sockname[0]}]" if ":" in sockname[0] else sockname[0]
+        self._address = f"{shown}:{self._port}"
+        return list(listeners)
+
+    async def _accept(self, scope: trio.CancelScope, nursery: trio.Nursery) -> None:
+        if not self._listeners:
+            return
+        with scope:
+            await trio.serve_listeners(self.serve_stream, self._listeners,
+                                       handler_nursery=nursery)
+
+    async def _stop_connections(self) -> None:
+        code, message = self._stop_reason
+        for conn in list(self._connections):
+            conn.shutdown(code, message)
+        with trio.move_on_after(self._close_grace * 2):
+            while self._connections:
+                await self._connections_changed.park()
+
+    async def _pump_events(self, events: Any) -> None:
+        """Fan session events out to subscribers; the end of the events is the session's
+        close, which stops the host."""
+        async for event in events:
+            name = getattr(event, "type", "")
+            if name == "agent_state_changed" and event.new_state != "initializing":
+                self._ready.set()
+            subscribers = [c for c in self._connections if c.subscribed]
+            if not subscribers:
+                continue
+            frame = encode_frame(Event(event=event_to_wire(event)))
+            if len(frame) > self._limits.max_frame_size:
+                self._counters.events_dropped += len(subscribers)
+                continue
+            for conn in subscribers:
+                conn.send_event(name, frame)
+        self._stop_reason = ("session_closed", "the session closed")
+        self._stop_requested.set()
+
+    async def _run_turns(self) -> None:
+        async for turn in self._turns_recv:
+            if not turn.abandoned:
+                await self._play(turn)
+            self._queued_turns -= 1
+
+    async def _play(self, turn: _Turn) -> None:
+        session = self._session
+        try:
+            try:
+                session.interrupt()  # typing while the agent talks is a barge-in
+            except RuntimeError:
+                pass  # nothing playing, or the speech does not allow interruptions
+            result = await session.run(user_input=turn.text)
+        except SessionClosedError as e:
+            turn.refusal = Refusal("session_closed", f"the session closed during the turn ({e})",
+                                   type(e).__name__)
+        except Exception as e:  # noqa: BLE001 - any failure of the turn is the client's answer
+            turn.refusal = Refusal("run_failed", str(e) or type(e).__name__, type(e).__name__)
+        else:
+            turn.items = [to_wire_item(ev.item) for ev in result.events]
+        turn.done.set()
+
+    # -- requests (called by the connections) -------------------------------------------------
+    def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
+        if isinstance(request, GetChatHistory):
+            return HistoryReply(id=request.id, items=[to_wire_item(i)
+                                                      for i in self._session.history.items])
+        if isinstance(request, GetAgentInfo):
+            return AgentInfoReply(id=request.id, agent=self._agent_info())
+        if isinstance(request, GetSessionState):
+            return SessionStateReply(id=request.id, state=self._state_info())
+        if isinstance(request, Subscribe):
+            conn.subscribed = True
+            conn.subscription = None if request.events is None else frozenset(request.events)
+            return SubscribedReply(id=request.id, events=request.events)
+        if isinstance(request, Unsubscribe):
+            conn.subscribed = False
+            return UnsubscribedReply(id=request.id)
+        if isinstance(request, WaitForReady):
+            return self._ready_reply(request.id) if self._ready.is_set() else None
+        if isinstance(request, Run):
+            if not request.text.strip():
+                raise Refusal("bad_request", "run needs a non-empty text")
+            self._require_ready()
+            return None
+        raise Refusal("unknown_message_type", f"unhandled request {request.kind!r}")
+
+    async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        if isinstance(request, WaitForReady):
+            await self._ready.wait()
+            return self._ready_reply(request.id)
+        assert isinstance(request, Run)
+        turn = _Turn(request.text)
+        self._queued_turns += 1
+        self._turns_send.send_nowait(turn)
+        try:
+            await turn.done.wait()
+        finally:
+            turn.abandoned = not turn.done.is_set()  # a turn nobody waits for is skipped
+        if turn.refusal is not None:
+            raise turn.refusal
+        return RunReply(id=request.id, items=turn.items)
+
+    def _require_ready(self) -> None:
+        if not self._ready.is_set():
+            raise Refusal("not_ready", "the session has not started an agent yet "
+                                       "(wait_for_ready first)")
+
+    def _ready_reply(self, request_id: int) -> ReadyReply:
+        return ReadyReply(id=request_id, agent_id=self._session.current_agent.id)
+
+    def _agent_info(self) -> AgentInfo:
+        self._require_ready()
+        agent = self._session.current_agent
+        tools = [*getattr(self._session, "tools", []), *agent.tools]
+        return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
+                         instructions=agent.instructions,
+                         tools=[ToolInfo(name=t.name, description=t.description or "",
+                                         parameters=dict(getattr(t, "parameters_schema", None) or {}))
+                                for t in tools])
+
+    def _state_info(self) -> SessionStateInfo:
+        session = self._session
+        speech = session.current_speech
+        ready = self._ready.is_set()
+        return SessionStateInfo(
+            agent_state=session.agent_state, user_state=session.user_state,
+            agent_id=session.current_agent.id if ready else None,
+            current_speech=None if speech is None else SpeechInfo(
+                id=speech.id, source=speech.source,
+                allow_interruptions=speech.allow_interruptions,
+                interrupted=speech.interrupted, done=speech.done()),
+            ready=ready, time=trio.current_time())
+
+
+async def _refuse(stream: trio.abc.Stream, code: str, message: str, grace: float) -> None:
+    try:
+        with trio.move_on_after(grace):
+            await stream.send_all(encode_frame(ErrorReply(code=code, message=message))
+                                  + encode_frame(Goodbye(code=code, message=message)))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+def _unlink_socket(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+async def serve_session(session: Any, *,
+                        task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED,
+                        **options: Any) -> None:
+    """Serve ``session`` in the caller's nursery: ``host = await nursery.start(serve_session,
+    session)`` (pass options with ``functools.partial``). See :class:`SessionHost` for the
+    options; returns when the session closes or the host is closed.
+    """
+    await SessionHost(session, **options).serve(task_status=task_status)
+
+
+@asynccontextmanager
+async def open_session_host(session: Any, **options: Any) -> AsyncIterator[SessionHost]:
+    """``async with open_session_host(session, port=0) as host:`` serves ``session`` in a
+    nursery of its own; leaving the block closes the host gracefully (see
+    :meth:`SessionHost.aclose`). See :class:`SessionHost` for the options. An exception of
+    the body escapes as itself, not in an ``ExceptionGroup``.
+
+    Cancellation: cancelling the block closes the connections at once.
+    """
+    host = SessionHost(session, **options)
+    async with open_unwrapping_nursery() as nursery:
+        await nursery.start(host.serve)
+        try:
+            yield host
+        finally:
+            await host.aclose()
+
