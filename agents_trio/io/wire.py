@@ -27,8 +27,8 @@ from .wire_payloads import (AgentConfigUpdateItem, AgentHandoffItem, AgentInfo, 
                             to_wire_item)
 
 __all__ = [
-    "DEFAULT_MAX_FRAME_SIZE", "PROTOCOL_VERSION", "AgentConfigUpdateItem", "AgentHandoffItem",
-    "AgentInfo", "AgentInfoReply", "Cancel", "ErrorCode", "ErrorReply", "Event",
+    "DEFAULT_MAX_FRAME_SIZE", "HEADER_SIZE", "PROTOCOL_VERSION", "AgentConfigUpdateItem",
+    "AgentHandoffItem", "AgentInfo", "AgentInfoReply", "Cancel", "ErrorCode", "ErrorReply", "Event",
     "FrameDecoder", "FrameReader", "FrameTooLargeError", "FunctionCallItem",
     "FunctionCallOutputItem", "GetAgentInfo", "GetChatHistory", "GetSessionState", "Goodbye",
     "HistoryReply", "MalformedMessageError", "Message", "MessageItem", "ProtocolVersionError",
@@ -240,10 +240,6 @@ def encode_frame(message: Message) -> bytes:
     return _HEADER.pack(len(payload)) + payload
 
 
-def payload_size(frame: bytes) -> int:
-    return len(frame) - HEADER_SIZE
-
-
 class _Envelope(msgspec.Struct):
     """The fields every message has, loosely typed: used to explain a failed decode."""
 
@@ -254,18 +250,18 @@ class _Envelope(msgspec.Struct):
 
 _envelope_decoder = msgspec.msgpack.Decoder(_Envelope)
 
-M = TypeVar("M", bound=Message)
+_M = TypeVar("_M", bound=Message)
 
 
-class _MessageDecoder(Generic[M]):
+class _MessageDecoder(Generic[_M]):
     def __init__(self, union: Any, what: str) -> None:
         self._decoder = msgspec.msgpack.Decoder(union)
         self._kinds = frozenset(t.__struct_config__.tag for t in union.__args__)
         self._what = what
 
-    def decode(self, payload: bytes) -> M:
+    def decode(self, payload: bytes) -> _M:
         try:
-            message: M = self._decoder.decode(payload)
+            message: _M = self._decoder.decode(payload)
         except msgspec.DecodeError as e:
             raise self._explain(payload, e) from None
         if message.v != PROTOCOL_VERSION:

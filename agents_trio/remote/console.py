@@ -135,31 +135,38 @@ class Console:
         self.say("bye")
 
 
-async def run_console(address: str, *, stdin: TextIO | None = None, out: TextIO | None = None,
-                      connect_timeout: float = 10.0) -> int:
-    """Chat with the agent at ``address`` until end of input; returns an exit status.
+async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = None,
+                      lines: Callable[[], Awaitable[str | None]] | None = None,
+                      out: TextIO | None = None, connect_timeout: float = 10.0) -> int:
+    """Chat with the agent at ``target`` (an address or a connected stream) until the end of
+    input; returns the exit status (1 when the host could not be reached or went away).
 
     Args:
+        stdin, lines: Where typed lines come from (see :class:`Console`).
         connect_timeout: Seconds to keep retrying the connection and waiting for the
             session to be ready.
     """
-    stdin = stdin or sys.stdin
     out = out or sys.stdout
     try:
         async with open_unwrapping_nursery() as nursery:
-            with trio.move_on_after(connect_timeout) as waiting:
-                remote = await connect_remote_session(nursery, address, retry_interval=0.1)
-                await remote.wait_for_ready()
-            if waiting.cancelled_caught:
-                print(f"could not reach a ready agent at {address} within {connect_timeout} s",
+            remote: RemoteSession | None = None
+            with trio.move_on_after(connect_timeout):
+                connected = await connect_remote_session(nursery, target, retry_interval=0.1)
+                await connected.wait_for_ready()
+                remote = connected
+            if remote is None:
+                print(f"could not reach a ready agent at {target} within {connect_timeout} s",
                       file=out, flush=True)
                 nursery.cancel_scope.cancel()
                 return 1
-            await Console(remote, out=out, stdin=stdin).loop()
+            await Console(remote, out=out, stdin=stdin, lines=lines).loop()
             await remote.aclose()
     except (RemoteSessionClosedError, RemoteConnectionError) as e:
         print(f"disconnected: {e.message}", file=out, flush=True)
         return 1
+    except ValueError as e:  # a malformed address
+        print(f"error: {e}", file=out, flush=True)
+        return 2
     return 0
 
 

@@ -365,12 +365,11 @@ class SessionHost:
     def _agent_info(self) -> AgentInfo:
         self._require_ready()
         agent = self._session.current_agent
-        tools = [*getattr(self._session, "tools", []), *agent.tools]
+        tools = [ToolInfo(name=t.name, description=t.description or "",
+                          parameters=dict(getattr(t, "parameters_schema", None) or {}))
+                 for t in [*getattr(self._session, "tools", []), *agent.tools]]
         return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
-                         instructions=agent.instructions,
-                         tools=[ToolInfo(name=t.name, description=t.description or "",
-                                         parameters=dict(getattr(t, "parameters_schema", None) or {}))
-                                for t in tools])
+                         instructions=agent.instructions, tools=tools)
 
     def _state_info(self) -> SessionStateInfo:
         session = self._session

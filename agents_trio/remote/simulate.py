@@ -194,37 +194,37 @@ def _expected(exp: ExpectedItem) -> str:
 def mismatch(exp: ExpectedItem, item: ChatItem) -> str | None:
     """Why ``item`` does not match ``exp`` (None when it does)."""
     if item.type != exp.type:
-        return f"is {item.type}"
+        return f"it is a {item.type}"
     if isinstance(item, ChatMessage):
         body = item.text_content or ""
         if exp.role is not None and item.role != exp.role:
-            return f"role is {item.role}"
+            return f"its role is {item.role}"
     elif isinstance(item, FunctionCall):
         body = item.arguments
         if exp.arguments is not None:
             try:
                 args = json.loads(item.arguments or "{}")
             except ValueError:
-                return "arguments are not JSON"
+                return "its arguments are not JSON"
             wrong = {k: v for k, v in exp.arguments.items() if args.get(k, ...) != v}
             if wrong:
-                return f"arguments {item.arguments} lack {json.dumps(wrong)}"
+                return f"its arguments {item.arguments} lack {json.dumps(wrong)}"
     elif isinstance(item, FunctionCallOutput):
         body = item.output
         if exp.is_error is not None and item.is_error != exp.is_error:
-            return f"is_error is {item.is_error}"
+            return f"its is_error is {item.is_error}"
     elif isinstance(item, AgentHandoff):
         body = ""
         if exp.new_agent is not None and item.new_agent_id != exp.new_agent:
-            return f"goes to {item.new_agent_id}"
+            return f"it goes to {item.new_agent_id}"
     else:
         body = ""
     if exp.name is not None and getattr(item, "name", None) != exp.name:
-        return f"name is {getattr(item, 'name', None)}"
+        return f"its name is {getattr(item, 'name', None)}"
     if exp.text is not None and body != exp.text:
-        return f"text is {json.dumps(body)[:80]}"
+        return f"its text is {json.dumps(body)[:80]}"
     if exp.contains is not None and exp.contains.lower() not in body.lower():
-        return f"{json.dumps(body)[:80]} lacks {exp.contains!r}"
+        return f"its text {json.dumps(body)[:80]} lacks {exp.contains!r}"
     return None
 
 
@@ -248,17 +248,22 @@ def check_turn(turn: Turn, outcome: TurnOutcome) -> str | None:
                 return f"item {i + 1}: expected {_expected(exp)}, got no more items"
             why = mismatch(exp, items[i])
             if why is not None:
-                return f"item {i + 1}: expected {_expected(exp)}, but it {why}"
+                return f"item {i + 1}: expected {_expected(exp)}, but {why}"
         if len(items) > len(turn.expect):
             extra = ", ".join(_describe(it) for it in items[len(turn.expect):])
             return f"{len(items) - len(turn.expect)} unexpected item(s): {extra}"
         return None
     position = 0
     for exp in turn.expect:
+        start = position
         while position < len(items) and mismatch(exp, items[position]) is not None:
             position += 1
         if position == len(items):
-            got = "; ".join(_describe(it) for it in items) or "no items"
+            same_type = [it for it in items[start:] if it.type == exp.type]
+            if same_type:  # the nearest candidate says most about what went wrong
+                return (f"expected {_expected(exp)} in order, but in the next {exp.type} "
+                        f"{mismatch(exp, same_type[0])}")
+            got = "; ".join(_describe(it) for it in items[start:]) or "no items"
             return f"expected {_expected(exp)} in order; got {got}"
         position += 1
     return None

@@ -13,6 +13,7 @@ import tempfile
 
 import pytest
 import trio
+import trio.testing
 
 from agents_trio import (RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError,
                          SessionClosedError, SessionHost, connect_remote_session,
@@ -213,7 +214,7 @@ async def test_runs_of_several_clients_are_played_one_at_a_time(autojump_clock) 
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run, a, "a", "weather in Paris?")
-            await trio.sleep(0)
+            await trio.testing.wait_all_tasks_blocked()
             nursery.start_soon(run, b, "b", "hello")
         assert [e.type for e in results["a"].events] == [
             "message", "function_call", "function_call_output", "message"]
