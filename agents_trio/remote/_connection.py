@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
 import trio
 
 from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameReader, FrameTooLargeError, Goodbye,
@@ -79,6 +80,9 @@ class Connection:
         self._limits = limits
         self._counters = counters
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[bytes](limits.max_outbox)
+        # frames are bounded in number and in bytes: big replies must not pile up either
+        self._outbox_bytes = 0
+        self._max_outbox_bytes = 4 * (limits.max_frame_size + HEADER_SIZE)
         self._pending: dict[int, trio.CancelScope] = {}
         self._requests_scope = trio.CancelScope()
         self._handlers: trio.Nursery | None = None
@@ -170,6 +174,11 @@ class Connection:
         except Refusal as e:
             self.send_error(request.id, e.code, e.message, e.error_type)
             return
+        except Exception as e:  # a bug answering one request fails only that request
+            logger.exception("a remote-session request failed")
+            self.send_error(request.id, "internal_error", f"{type(e).__name__}: {e}",
+                            type(e).__name__)
+            return
         if reply is not None:
             self.send(reply)
             return
@@ -203,7 +212,13 @@ class Connection:
     # -- writing ------------------------------------------------------------------------------
     def send(self, message: Message) -> None:
         """Queue a reply; one that is over the frame limit becomes an error reply."""
-        frame = encode_frame(message)
+        try:
+            frame = encode_frame(message)
+        except (msgspec.EncodeError, TypeError, ValueError) as e:
+            logger.exception("a remote-session reply could not be encoded")
+            message = ErrorReply(id=getattr(message, "id", None), code="internal_error",
+                                 message=f"the reply could not be encoded: {e}")
+            frame = encode_frame(message)
         if len(frame) - HEADER_SIZE > self._limits.max_frame_size:
             request_id = getattr(message, "id", None)
             self.send_error(request_id, "response_too_large",
@@ -231,7 +246,10 @@ class Connection:
 
     def _send(self, frame: bytes, *, reply: bool) -> bool:
         try:
+            if self._outbox_bytes and self._outbox_bytes + len(frame) > self._max_outbox_bytes:
+                raise trio.WouldBlock
             self._outbox_send.send_nowait(frame)
+            self._outbox_bytes += len(frame)
         except trio.WouldBlock:
             if reply:
                 # the client is not reading its replies: waiting would pin the host's tasks
@@ -253,7 +271,9 @@ class Connection:
                         frames.append(self._outbox_recv.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                await self._stream.send_all(b"".join(frames))
+                data = b"".join(frames)
+                await self._stream.send_all(data)
+                self._outbox_bytes -= len(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._requests_scope.cancel()  # the client is gone
         finally:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,14 +27,10 @@ from typing import Any
 
 import trio
 
-from .._errors import SessionClosedError
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, ErrorReply, Event,
-                       GetAgentInfo, GetChatHistory, GetSessionState, Goodbye, HistoryReply,
-                       Message, ReadyReply, RequestMessage, Run, RunReply, SessionStateInfo,
-                       SessionStateReply, SpeechInfo, Subscribe, SubscribedReply, ToolInfo,
-                       Unsubscribe, UnsubscribedReply, WaitForReady, WireItem, encode_frame,
-                       event_to_wire, to_wire_item)
-from ._connection import Connection, ConnectionLimits, Counters, Refusal
+from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
+                       event_to_wire)
+from ._connection import Connection, ConnectionLimits, Counters
+from ._service import SessionService
 from .errors import open_unwrapping_nursery
 
 logger = logging.getLogger("agents_trio.remote")
@@ -71,17 +66,6 @@ class _HostState(enum.Enum):
     SERVING = "serving"
     STOPPING = "stopping"
     STOPPED = "stopped"
-
-
-class _Turn:
-    """One ``run`` request on its way through the turn runner."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.done = trio.Event()
-        self.items: list[WireItem] = []
-        self.refusal: Refusal | None = None
-        self.abandoned = False
 
 
 class SessionHost:
@@ -121,12 +105,10 @@ class SessionHost:
         self._state = _HostState.CREATED
         self._connections: set[Connection] = set()
         self._connections_changed = trio.lowlevel.ParkingLot()
-        self._ready = trio.Event()
         self._stop_requested = trio.Event()
         self._stop_reason = ("host_closing", "the host is closing")
         self._stopped = trio.Event()
-        self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
-        self._queued_turns = 0
+        self._service = SessionService(session)
         self._address: str | None = None
         self._port: int | None = None
 
@@ -148,7 +130,7 @@ class SessionHost:
         return SessionHostStatistics(
             connections=len(self._connections), connections_total=c.connections_total,
             pending_requests=sum(conn.pending_requests for conn in self._connections),
-            queued_turns=self._queued_turns, frames_received=c.frames_received,
+            queued_turns=self._service.queued_turns, frames_received=c.frames_received,
             replies_sent=c.replies_sent, errors_sent=c.errors_sent,
             events_dropped=c.events_dropped, connections_overflowed=c.connections_overflowed)
 
@@ -174,13 +156,11 @@ class SessionHost:
         if self._state is not _HostState.CREATED:
             raise RuntimeError("a SessionHost serves once")
         events = self._session.events()  # before anything can happen: no event is missed
-        if self._session.agent_state != "initializing":
-            self._ready.set()
         try:
             self._listeners = await self._open_listeners()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump_events, events)
-                nursery.start_soon(self._run_turns)
+                nursery.start_soon(self._service.run_turns)
                 accept_scope = trio.CancelScope()
                 nursery.start_soon(self._accept, accept_scope, nursery)
                 self._state = _HostState.SERVING
@@ -224,7 +204,7 @@ class SessionHost:
                              if self._state is _HostState.SERVING else self._stop_reason)
             await _refuse(stream, code, message, self._close_grace)
             return
-        conn = Connection(stream, self, self._limits, self._counters)
+        conn = Connection(stream, self._service, self._limits, self._counters)
         self._counters.connections_total += 1
         self._connections.add(conn)
         try:
@@ -276,12 +256,15 @@ class SessionHost:
         close, which stops the host."""
         async for event in events:
             name = getattr(event, "type", "")
-            if name == "agent_state_changed" and event.new_state != "initializing":
-                self._ready.set()
+            self._service.note_event(event)
             subscribers = [c for c in self._connections if c.subscribed]
             if not subscribers:
                 continue
-            frame = encode_frame(Event(event=event_to_wire(event)))
+            try:
+                frame = encode_frame(Event(event=event_to_wire(event)))
+            except Exception:  # one odd event must not stop the host
+                logger.exception("session event %r has no wire form; not sent", name)
+                continue
             if len(frame) > self._limits.max_frame_size:
                 self._counters.events_dropped += len(subscribers)
                 continue
@@ -289,101 +272,6 @@ class SessionHost:
                 conn.send_event(name, frame)
         self._stop_reason = ("session_closed", "the session closed")
         self._stop_requested.set()
-
-    async def _run_turns(self) -> None:
-        async for turn in self._turns_recv:
-            if not turn.abandoned:
-                await self._play(turn)
-            self._queued_turns -= 1
-
-    async def _play(self, turn: _Turn) -> None:
-        session = self._session
-        try:
-            try:
-                session.interrupt()  # typing while the agent talks is a barge-in
-            except RuntimeError:
-                pass  # nothing playing, or the speech does not allow interruptions
-            result = await session.run(user_input=turn.text)
-        except SessionClosedError as e:
-            turn.refusal = Refusal("session_closed", f"the session closed during the turn ({e})",
-                                   type(e).__name__)
-        except Exception as e:  # noqa: BLE001 - any failure of the turn is the client's answer
-            turn.refusal = Refusal("run_failed", str(e) or type(e).__name__, type(e).__name__)
-        else:
-            turn.items = [to_wire_item(ev.item) for ev in result.events]
-        turn.done.set()
-
-    # -- requests (called by the connections) -------------------------------------------------
-    def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
-        if isinstance(request, GetChatHistory):
-            return HistoryReply(id=request.id, items=[to_wire_item(i)
-                                                      for i in self._session.history.items])
-        if isinstance(request, GetAgentInfo):
-            return AgentInfoReply(id=request.id, agent=self._agent_info())
-        if isinstance(request, GetSessionState):
-            return SessionStateReply(id=request.id, state=self._state_info())
-        if isinstance(request, Subscribe):
-            conn.subscribed = True
-            conn.subscription = None if request.events is None else frozenset(request.events)
-            return SubscribedReply(id=request.id, events=request.events)
-        if isinstance(request, Unsubscribe):
-            conn.subscribed = False
-            return UnsubscribedReply(id=request.id)
-        if isinstance(request, WaitForReady):
-            return self._ready_reply(request.id) if self._ready.is_set() else None
-        if isinstance(request, Run):
-            if not request.text.strip():
-                raise Refusal("bad_request", "run needs a non-empty text")
-            self._require_ready()
-            return None
-        raise Refusal("unknown_message_type", f"unhandled request {request.kind!r}")
-
-    async def answer(self, conn: Connection, request: RequestMessage) -> Message:
-        if isinstance(request, WaitForReady):
-            await self._ready.wait()
-            return self._ready_reply(request.id)
-        assert isinstance(request, Run)
-        turn = _Turn(request.text)
-        self._queued_turns += 1
-        self._turns_send.send_nowait(turn)
-        try:
-            await turn.done.wait()
-        finally:
-            turn.abandoned = not turn.done.is_set()  # a turn nobody waits for is skipped
-        if turn.refusal is not None:
-            raise turn.refusal
-        return RunReply(id=request.id, items=turn.items)
-
-    def _require_ready(self) -> None:
-        if not self._ready.is_set():
-            raise Refusal("not_ready", "the session has not started an agent yet "
-                                       "(wait_for_ready first)")
-
-    def _ready_reply(self, request_id: int) -> ReadyReply:
-        return ReadyReply(id=request_id, agent_id=self._session.current_agent.id)
-
-    def _agent_info(self) -> AgentInfo:
-        self._require_ready()
-        agent = self._session.current_agent
-        tools = [ToolInfo(name=t.name, description=t.description or "",
-                          parameters=dict(getattr(t, "parameters_schema", None) or {}))
-                 for t in [*getattr(self._session, "tools", []), *agent.tools]]
-        return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
-                         instructions=agent.instructions, tools=tools)
-
-    def _state_info(self) -> SessionStateInfo:
-        session = self._session
-        speech = session.current_speech
-        ready = self._ready.is_set()
-        return SessionStateInfo(
-            agent_state=session.agent_state, user_state=session.user_state,
-            agent_id=session.current_agent.id if ready else None,
-            current_speech=None if speech is None else SpeechInfo(
-                id=speech.id, source=speech.source,
-                allow_interruptions=speech.allow_interruptions,
-                interrupted=speech.interrupted, done=speech.done()),
-            ready=ready, time=trio.current_time())
-
 
 async def _refuse(stream: trio.abc.Stream, code: str, message: str, grace: float) -> None:
     try:

@@ -45,7 +45,7 @@ _bad_payloads = st.one_of(
     st.builds(lambda kind, v, i: msgspec.msgpack.encode({"kind": kind, "v": v, "id": i}),
               st.sampled_from(["run", "dance", "ready", "event", ""]), st.integers(0, 3), _ids),
     st.dictionaries(st.sampled_from(["kind", "v", "id", "text"]),
-                    st.one_of(st.integers(), st.text(max_size=5), st.none()),
+                    st.one_of(st.integers(-2**63, 2**64 - 1), st.text(max_size=5), st.none()),
                     max_size=4).map(msgspec.msgpack.encode),
 )
 _frames = st.lists(st.one_of(_requests, _bad_payloads.map(lambda p: ("bad", p))), min_size=1,

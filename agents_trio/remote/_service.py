@@ -1,0 +1,166 @@
+"""What each remote-session request does to the session it serves.
+
+A :class:`SessionService` is the request handler of a host's connections: cheap requests are
+answered inline (history, agent info, state, subscriptions), ``wait_for_ready`` waits for the
+session's first agent, and ``run`` goes through one turn runner so that the turns of every
+client reach the session one at a time, in arrival order.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import trio
+
+from .._errors import SessionClosedError
+from ..io.wire import (AgentInfo, AgentInfoReply, GetAgentInfo, GetChatHistory, GetSessionState,
+                       HistoryReply, Message, ReadyReply, RequestMessage, Run, RunReply,
+                       SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
+                       SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
+                       WireItem, to_wire_item)
+from ._connection import Connection, Refusal
+from .errors import collapse
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+logger = logging.getLogger("agents_trio.remote")
+
+
+class _Turn:
+    """One ``run`` request on its way through the turn runner."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.done = trio.Event()
+        self.items: list[WireItem] = []
+        self.refusal: Refusal | None = None
+        self.abandoned = False
+
+
+class SessionService:
+    """Answers requests against ``session``; :meth:`run_turns` must run while it serves."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._ready = trio.Event()
+        if session.agent_state != "initializing":
+            self._ready.set()
+        self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
+        self.queued_turns = 0
+
+    def note_event(self, event: Any) -> None:
+        """Watch the session's events: the first agent state after start means ready."""
+        if getattr(event, "type", "") == "agent_state_changed" and \
+                event.new_state != "initializing":
+            self._ready.set()
+
+    async def run_turns(self) -> None:
+        """Play the queued turns one at a time; skips those nobody waits for any more."""
+        async for turn in self._turns_recv:
+            if not turn.abandoned:
+                await self._play(turn)
+            self.queued_turns -= 1
+
+    async def _play(self, turn: _Turn) -> None:
+        session = self._session
+        try:
+            try:
+                session.interrupt()  # typing while the agent talks is a barge-in
+            except RuntimeError:
+                pass  # nothing playing, or the speech does not allow interruptions
+            result = await session.run(user_input=turn.text)
+            turn.items = _wire_items(ev.item for ev in result.events)
+        except SessionClosedError as e:
+            turn.refusal = Refusal("session_closed", f"the session closed during the turn ({e})",
+                                   type(e).__name__)
+        except Exception as e:  # noqa: BLE001 - any failure of the turn is the client's answer
+            error = collapse(e) if isinstance(e, BaseExceptionGroup) else e
+            turn.refusal = Refusal("run_failed", str(error) or type(error).__name__,
+                                   type(error).__name__)
+        turn.done.set()
+
+    # -- requests (called by the connections) -------------------------------------------------
+    def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
+        if isinstance(request, GetChatHistory):
+            return HistoryReply(id=request.id, items=_wire_items(self._session.history.items))
+        if isinstance(request, GetAgentInfo):
+            return AgentInfoReply(id=request.id, agent=self._agent_info())
+        if isinstance(request, GetSessionState):
+            return SessionStateReply(id=request.id, state=self._state_info())
+        if isinstance(request, Subscribe):
+            conn.subscribed = True
+            conn.subscription = None if request.events is None else frozenset(request.events)
+            return SubscribedReply(id=request.id, events=request.events)
+        if isinstance(request, Unsubscribe):
+            conn.subscribed = False
+            return UnsubscribedReply(id=request.id)
+        if isinstance(request, WaitForReady):
+            return self._ready_reply(request.id) if self._ready.is_set() else None
+        if isinstance(request, Run):
+            if not request.text.strip():
+                raise Refusal("bad_request", "run needs a non-empty text")
+            self._require_ready()
+            return None
+        raise Refusal("unknown_message_type", f"unhandled request {request.kind!r}")
+
+    async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        if isinstance(request, WaitForReady):
+            await self._ready.wait()
+            return self._ready_reply(request.id)
+        assert isinstance(request, Run)
+        turn = _Turn(request.text)
+        self.queued_turns += 1
+        self._turns_send.send_nowait(turn)
+        try:
+            await turn.done.wait()
+        finally:
+            turn.abandoned = not turn.done.is_set()  # a turn nobody waits for is skipped
+        if turn.refusal is not None:
+            raise turn.refusal
+        return RunReply(id=request.id, items=turn.items)
+
+    def _require_ready(self) -> None:
+        if not self._ready.is_set():
+            raise Refusal("not_ready", "the session has not started an agent yet "
+                                       "(wait_for_ready first)")
+
+    def _ready_reply(self, request_id: int) -> ReadyReply:
+        return ReadyReply(id=request_id, agent_id=self._session.current_agent.id)
+
+    def _agent_info(self) -> AgentInfo:
+        self._require_ready()
+        agent = self._session.current_agent
+        tools = [ToolInfo(name=t.name, description=t.description or "",
+                          parameters=dict(getattr(t, "parameters_schema", None) or {}))
+                 for t in [*getattr(self._session, "tools", []), *agent.tools]]
+        return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
+                         instructions=agent.instructions, tools=tools)
+
+    def _state_info(self) -> SessionStateInfo:
+        session = self._session
+        speech = session.current_speech
+        ready = self._ready.is_set()
+        return SessionStateInfo(
+            agent_state=session.agent_state, user_state=session.user_state,
+            agent_id=session.current_agent.id if ready else None,
+            current_speech=None if speech is None else SpeechInfo(
+                id=speech.id, source=speech.source,
+                allow_interruptions=speech.allow_interruptions,
+                interrupted=speech.interrupted, done=speech.done()),
+            ready=ready, time=trio.current_time())
+
+
+def _wire_items(items: Iterable[Any]) -> list[WireItem]:
+    """The wire form of chat items; an item type the wire does not know is left out."""
+    out = []
+    for item in items:
+        try:
+            out.append(to_wire_item(item))
+        except (KeyError, AttributeError, TypeError):
+            logger.debug("chat item %r has no wire form; left out", item)
+    return out
