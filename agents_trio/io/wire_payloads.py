@@ -211,6 +211,11 @@ WireEvent = (AgentStateChanged | UserStateChanged | UserInputTranscribed | Conve
              ErrorOccurred | SessionClosed | OtherEvent)
 
 
+FORWARDED_EVENTS: tuple[str, ...] = tuple(
+    t.__struct_config__.tag for t in WireEvent.__args__ if t is not OtherEvent)
+"""The session event names with a Struct of their own."""
+
+
 def _describe(obj: Any) -> str | None:
     return None if obj is None else type(obj).__name__
 

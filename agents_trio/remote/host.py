@@ -29,6 +29,7 @@ import trio
 
 from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
                        event_to_wire)
+from ..io.wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
 from .errors import open_unwrapping_nursery
@@ -155,11 +156,15 @@ class SessionHost:
         """
         if self._state is not _HostState.CREATED:
             raise RuntimeError("a SessionHost serves once")
-        events = self._session.events()  # before anything can happen: no event is missed
+        # Events are forwarded from synchronous callbacks, so that an event emitted before a
+        # reply is queued before it; the iterator only tells when the session has closed.
+        events = self._session.events()
+        for name in FORWARDED_EVENTS:
+            self._session.on(name, self._forward_event)
         try:
             self._listeners = await self._open_listeners()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pump_events, events)
+                nursery.start_soon(self._watch_session, events)
                 nursery.start_soon(self._service.run_turns)
                 accept_scope = trio.CancelScope()
                 nursery.start_soon(self._accept, accept_scope, nursery)
@@ -172,6 +177,8 @@ class SessionHost:
                 nursery.cancel_scope.cancel()
         finally:
             self._state = _HostState.STOPPED
+            for name in FORWARDED_EVENTS:
+                self._session.off(name, self._forward_event)
             # aclose_forcefully completes even while this task is being cancelled
             for resource in [events, *self._listeners]:
                 await trio.aclose_forcefully(resource)
@@ -251,27 +258,33 @@ class SessionHost:
             while self._connections:
                 await self._connections_changed.park()
 
-    async def _pump_events(self, events: Any) -> None:
-        """Fan session events out to subscribers; the end of the events is the session's
-        close, which stops the host."""
+    async def _watch_session(self, events: Any) -> None:
+        """The end of the session's events is its close, which stops the host. Events of a
+        name without a callback here are forwarded from this task."""
         async for event in events:
-            name = getattr(event, "type", "")
-            self._service.note_event(event)
-            subscribers = [c for c in self._connections if c.subscribed]
-            if not subscribers:
-                continue
-            try:
-                frame = encode_frame(Event(event=event_to_wire(event)))
-            except Exception:  # one odd event must not stop the host
-                logger.exception("session event %r has no wire form; not sent", name)
-                continue
-            if len(frame) > self._limits.max_frame_size:
-                self._counters.events_dropped += len(subscribers)
-                continue
-            for conn in subscribers:
-                conn.send_event(name, frame)
+            if getattr(event, "type", "") not in FORWARDED_EVENTS:
+                self._forward_event(event)
         self._stop_reason = ("session_closed", "the session closed")
         self._stop_requested.set()
+
+    def _forward_event(self, event: Any) -> None:
+        """Fan one session event out to the subscribed connections (encoded once)."""
+        name = getattr(event, "type", "")
+        self._service.note_event(event)
+        subscribers = [c for c in self._connections if c.subscribed]
+        if not subscribers:
+            return
+        try:
+            frame = encode_frame(Event(event=event_to_wire(event)))
+        except Exception:  # one odd event must not stop the host, nor the emitting session
+            logger.exception("session event %r has no wire form; not sent", name)
+            return
+        if len(frame) > self._limits.max_frame_size:
+            self._counters.events_dropped += len(subscribers)
+            return
+        for conn in subscribers:
+            conn.send_event(name, frame)
+
 
 async def _refuse(stream: trio.abc.Stream, code: str, message: str, grace: float) -> None:
     try:

@@ -245,3 +245,17 @@ async def test_a_turn_abandoned_before_it_starts_is_skipped(autojump_clock) -> N
         user_turns = [i.text_content for i in session.history.items
                       if i.type == "message" and i.role == "user"]
         assert user_turns == ["slow"]
+
+
+async def test_the_events_of_a_turn_arrive_before_its_reply(autojump_clock) -> None:
+    """Events are queued when the session emits them, so a client that sees a turn's reply
+    has seen the items the turn added (not so with a pump task behind the reply)."""
+    async with hosted() as host, client_of(host) as remote:
+        await remote.subscribe(["conversation_item_added"])
+        added: list[str] = []
+        remote.on("conversation_item_added", lambda ev: added.append(ev.item.text_content))
+        for _ in range(10):
+            result = await remote.run("weather in Paris?")
+            assert added[-1] == result.events[-1].item.text_content == "It is sunny in Paris."
+            result = await remote.run("hello")
+            assert added[-1] == "Hi there!"
