@@ -285,6 +285,8 @@ class RemoteSession:
 
         Raises:
             RemoteSessionClosedError: the session closed first.
+
+        Cancellation: safe; the host forgets the request.
         """
         reply = await self._request(lambda i: WaitForReady(id=i), ReadyReply)
         return reply.agent_id
@@ -304,6 +306,9 @@ class RemoteSession:
             RemoteSessionError: the turn failed (``code="run_failed"``; ``message`` is the
                 model's error), or the request was refused (``not_ready``, ``bad_request``).
             RemoteSessionClosedError: the session closed during the turn.
+
+        Cancellation: the request is withdrawn on the host too; a turn that had not started
+        is skipped, one already running finishes in the session and its reply is dropped.
         """
         reply = await self._request(lambda i: Run(id=i, text=text), RunReply)
         result: RunResult[None] = RunResult(user_input=text)

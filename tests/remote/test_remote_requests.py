@@ -259,3 +259,22 @@ async def test_the_events_of_a_turn_arrive_before_its_reply(autojump_clock) -> N
             assert added[-1] == result.events[-1].item.text_content == "It is sunny in Paris."
             result = await remote.run("hello")
             assert added[-1] == "Hi there!"
+
+
+async def test_streamed_events_iterate_until_the_session_closes(autojump_clock) -> None:
+    session = text_session()
+    async with hosted(session) as host, client_of(host) as remote:
+        await remote.subscribe()
+        names: list[str] = []
+        async with trio.open_nursery() as nursery:
+            async def collect() -> None:
+                async with remote.events() as events:
+                    async for event in events:
+                        names.append(event.type)
+
+            nursery.start_soon(collect)
+            await remote.run("hello")
+            await session.aclose()
+        assert names[0] == "speech_created" and names[-1] == "close"
+        assert {"conversation_item_added", "agent_state_changed", "metrics_collected"} <= set(names)
+        assert remote.closed
