@@ -198,7 +198,8 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
                 _current.reset(token)
                 bridge._closing()
     except BaseExceptionGroup as group:
-        raise _collapse(group) from None
+        exc = _collapse(group)
+        raise exc from exc.__cause__
 
 
 def _collapse(group: BaseExceptionGroup) -> BaseException:
@@ -220,7 +221,8 @@ async def _open_nursery() -> AsyncIterator[trio.Nursery]:
         async with trio.open_nursery() as nursery:
             yield nursery
     except BaseExceptionGroup as group:
-        raise _collapse(group) from None
+        exc = _collapse(group)
+        raise exc from exc.__cause__
 
 
 class AsyncioBridge:
@@ -306,7 +308,8 @@ class AsyncioBridge:
                 logger.warning("asyncio task %r ignored cancellation for %.1f s; abandoned",
                                task, self.cancel_grace)
             elif not task.cancelled() and task.exception() is not None:
-                raise task.exception() from None  # type: ignore[misc]
+                error = task.exception()
+                raise error from error.__cause__  # type: ignore[union-attr]
             raise
         return _result(task)
 

@@ -1,0 +1,67 @@
+"""LiveKit Agents plugins as Trio models: every provider with a LiveKit plugin works here.
+
+    from livekit.plugins import deepgram, openai, cartesia, silero
+    from agents_trio.plugins import adapt
+
+    async with agents_trio.open_bridge():
+        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()),
+                               tts=adapt(cartesia.TTS()), vad=adapt(silero.VAD.load()))
+
+Each adapter satisfies the protocol of ``agents_trio.models`` (or ``agents_trio.realtime``)
+and runs the plugin on an asyncio bridge (``agents_trio.open_bridge``): the one given to it,
+or the current one when a stream opens. Streams are Trio async iterators; cancelling the Trio
+side closes the plugin's stream; provider failures are raised as ``agents_trio.APIError``.
+
+Needs ``livekit-agents`` (``pip install 'agents-trio[livekit-plugins]'``).
+"""
+
+from __future__ import annotations
+
+try:
+    from livekit.agents import llm as _lk_llm
+    from livekit.agents import stt as _lk_stt
+    from livekit.agents import tts as _lk_tts
+    from livekit.agents import vad as _lk_vad
+except ImportError as _e:  # pragma: no cover - depends on the install
+    raise ImportError("agents_trio.plugins needs livekit-agents: "
+                      "pip install 'agents-trio[livekit-plugins]'") from _e
+
+import typing
+
+from ._common import to_api_error
+from .llm import LLMAdapter
+from .realtime import RealtimeModelAdapter, RealtimeSessionAdapter
+from .stt import RecognitionStream, STTAdapter
+from .tts import TTSAdapter
+from .vad import VADAdapter
+
+if typing.TYPE_CHECKING:
+    from ..io.bridge import AsyncioBridge
+
+__all__ = ["LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
+           "STTAdapter", "TTSAdapter", "VADAdapter", "adapt", "to_api_error"]
+
+
+def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing.Any = None
+          ) -> typing.Any:
+    """The adapter matching a LiveKit Agents model; anything else is returned unchanged.
+
+    Args:
+        model: A LiveKit ``llm.LLM``, ``llm.RealtimeModel``, ``stt.STT``, ``tts.TTS`` or
+            ``vad.VAD`` (or a Trio model, or None).
+        bridge: The bridge to run it on (default: the current bridge at each call).
+        vad: A LiveKit VAD for a non-streaming STT.
+    """
+    if isinstance(model, _lk_llm.RealtimeModel):
+        return RealtimeModelAdapter(model, bridge=bridge)
+    if isinstance(model, _lk_llm.LLM):
+        return LLMAdapter(model, bridge=bridge)
+    if isinstance(model, _lk_stt.STT):
+        if isinstance(vad, VADAdapter):
+            vad = vad.vad
+        return STTAdapter(model, vad=vad, bridge=bridge)
+    if isinstance(model, _lk_tts.TTS):
+        return TTSAdapter(model, bridge=bridge)
+    if isinstance(model, _lk_vad.VAD):
+        return VADAdapter(model, bridge=bridge)
+    return model

@@ -1,0 +1,86 @@
+"""What every adapter shares: error mapping, closing plugin streams, the bridge to use."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit.agents import APIConnectOptions
+from livekit.agents import APIError as LKAPIError
+
+from .._errors import APIError
+from ..io.bridge import AsyncioBridge, current_bridge
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+logger = logging.getLogger("agents_trio.plugins")
+
+CLOSE_GRACE = 5.0
+
+
+def to_api_error(error: BaseException, label: str) -> BaseException:
+    """The runtime's error for a provider failure (the original is the ``__cause__``).
+
+    A LiveKit ``APIError`` that reaches the adapter has already been retried by the plugin
+    (per its ``conn_options``), so it is not recoverable; neither is an unexpected exception
+    inside a plugin stream.
+    """
+    if isinstance(error, APIError):
+        return error
+    if isinstance(error, LKAPIError):
+        status = getattr(error, "status_code", None)
+        detail = f"{error.message} (status {status})" if status is not None else error.message
+        mapped = APIError(f"{label}: {detail}", recoverable=False)
+    else:
+        mapped = APIError(f"{label} failed: {error!r}", recoverable=False)
+    mapped.__cause__ = error
+    return mapped
+
+
+def error_mapper(label: str) -> Callable[[BaseException], BaseException]:
+    return lambda error: to_api_error(error, label)
+
+
+def resolve_bridge(bridge: AsyncioBridge | None) -> AsyncioBridge:
+    return bridge if bridge is not None and not bridge.closed else current_bridge()
+
+
+def connect_options(conn_options: APIConnectOptions | None) -> dict[str, Any]:
+    return {} if conn_options is None else {"conn_options": conn_options}
+
+
+async def aclose_plugin_stream(bridge: AsyncioBridge, stream: Any, label: str) -> None:
+    """Close a plugin stream on the asyncio side (shielded, bounded); errors are logged."""
+    if bridge.closed:
+        return
+    with trio.move_on_after(CLOSE_GRACE, shield=True) as scope:
+        try:
+            await bridge.run(stream.aclose)
+        except Exception as e:
+            logger.debug("closing a %s stream failed: %r", label, e)
+    if scope.cancelled_caught:
+        logger.warning("closing a %s stream took more than %.0f s; abandoned", label,
+                       CLOSE_GRACE)
+
+
+@asynccontextmanager
+async def open_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for an adapter's helper tasks; a single error escapes unwrapped."""
+    try:
+        async with trio.open_nursery() as nursery:
+            yield nursery
+    except BaseExceptionGroup as group:
+        exc: BaseException = group
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        raise exc from exc.__cause__
+
+
+async def await_aio(awaitable: Any) -> Any:
+    """asyncio-flavoured: await an asyncio awaitable (a future the plugin returned)."""
+    return await awaitable

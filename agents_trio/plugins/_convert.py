@@ -1,0 +1,84 @@
+"""Conversions between agents_trio's chat items and tools and LiveKit Agents' ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from livekit.agents import llm as lk_llm
+
+from ..chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatMessage, FunctionCall,
+                    FunctionCallOutput)
+from ..models import ChatChunk, CompletionUsage, FunctionToolCall
+from ..tools import FunctionTool
+
+
+def to_lk_chat_ctx(chat_ctx: ChatContext) -> lk_llm.ChatContext:
+    """The same items, in the same order, as a LiveKit ``llm.ChatContext``."""
+    return lk_llm.ChatContext([_to_lk_item(item) for item in chat_ctx.items])
+
+
+def _to_lk_item(item: Any) -> Any:
+    if isinstance(item, ChatMessage):
+        return lk_llm.ChatMessage(id=item.id, role=item.role, content=list(item.content),
+                                  interrupted=item.interrupted, created_at=item.created_at)
+    if isinstance(item, FunctionCall):
+        return lk_llm.FunctionCall(id=item.id, call_id=item.call_id, name=item.name,
+                                   arguments=item.arguments, created_at=item.created_at)
+    if isinstance(item, FunctionCallOutput):
+        return lk_llm.FunctionCallOutput(id=item.id, call_id=item.call_id, name=item.name,
+                                         output=item.output, is_error=item.is_error,
+                                         created_at=item.created_at)
+    if isinstance(item, AgentHandoff):
+        return lk_llm.AgentHandoff(id=item.id, old_agent_id=item.old_agent_id,
+                                   new_agent_id=item.new_agent_id, created_at=item.created_at)
+    if isinstance(item, AgentConfigUpdate):
+        return lk_llm.AgentConfigUpdate(id=item.id, instructions=item.instructions,
+                                        tools_added=item.tools_added,
+                                        tools_removed=item.tools_removed,
+                                        created_at=item.created_at)
+    raise TypeError(f"cannot convert chat item {item!r} for a LiveKit plugin")
+
+
+def from_lk_function_call(call: Any) -> FunctionCall:
+    return FunctionCall(call_id=call.call_id, name=call.name, arguments=call.arguments or "{}")
+
+
+async def _executed_by_agents_trio(raw_arguments: dict[str, Any]) -> None:
+    raise RuntimeError("agents_trio executes tools itself; the plugin must not call them")
+
+
+def to_lk_tools(tools: list[Any] | None) -> list[Any]:
+    """Schemas the plugin sends to the provider. The runtime executes the calls itself, so
+    each tool becomes a raw-schema LiveKit tool that is never invoked. LiveKit tools (e.g. a
+    provider's built-in tools) pass through."""
+    out: list[Any] = []
+    for tool in tools or []:
+        if isinstance(tool, FunctionTool):
+            out.append(lk_llm.function_tool(_executed_by_agents_trio, raw_schema={
+                "name": tool.name, "description": tool.description,
+                "parameters": tool.parameters_schema}))
+        elif isinstance(tool, lk_llm.Tool):
+            out.append(tool)
+        else:
+            raise TypeError(f"cannot give tool {tool!r} to a LiveKit plugin")
+    return out
+
+
+def to_lk_tool_choice(tool_choice: Any) -> Any:
+    """``"auto" | "required" | "none"`` pass through; a dict naming a function too."""
+    return tool_choice
+
+
+def from_lk_chunk(chunk: Any) -> ChatChunk:
+    delta = chunk.delta
+    usage = chunk.usage
+    return ChatChunk(
+        id=chunk.id or "",
+        content=(delta.content if delta is not None else None) or None,
+        tool_calls=[FunctionToolCall(name=tc.name, arguments=tc.arguments or "{}",
+                                     call_id=tc.call_id)
+                    for tc in (delta.tool_calls if delta is not None else [])],
+        usage=None if usage is None else CompletionUsage(
+            completion_tokens=usage.completion_tokens, prompt_tokens=usage.prompt_tokens,
+            total_tokens=usage.total_tokens),
+    )

@@ -1,0 +1,264 @@
+"""A LiveKit Agents ``llm.RealtimeModel`` as a Trio ``RealtimeModel`` (``agents_trio.realtime``).
+
+The LiveKit session's calls become awaitables or sync calls queued into the loop in order,
+and its events (``generation_created``, ``input_speech_started``, …) come back through
+``rt.events()`` as agents_trio's realtime events. A generation's message, text, audio and
+function-call streams are pumped into Trio channels by tasks owned by the session adapter, so
+leaving ``async with model.session()`` stops them all and closes the LiveKit session.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+from livekit.agents import llm as lk_llm
+
+from ..chat import ChatContext
+from ..io.bridge import AsyncioBridge, BridgeFeeder
+from ..realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
+                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
+                        RealtimeError, RealtimeErrorEvent, RealtimeSessionClosedError,
+                        SessionReconnectedEvent, open_generation_channels)
+from ._common import (aclose_plugin_stream, await_aio, logger, open_nursery, resolve_bridge,
+                      to_api_error)
+from ._convert import from_lk_function_call, to_lk_chat_ctx, to_lk_tool_choice, to_lk_tools
+
+_EVENTS = ("input_speech_started", "input_speech_stopped", "input_audio_transcription_completed",
+           "generation_created", "session_reconnected", "error")
+_CAPABILITIES = ("message_truncation", "turn_detection", "user_transcription",
+                 "auto_tool_reply_generation", "audio_output", "manual_function_calls",
+                 "mutable_chat_context", "mutable_instructions", "mutable_tools", "supports_say")
+MODALITIES_TIMEOUT = 5.0
+
+
+class RealtimeModelAdapter:
+    """Wraps a LiveKit Agents realtime model (``openai.realtime.RealtimeModel()``,
+    ``google.beta.realtime.RealtimeModel()``, …) for agents_trio.
+
+    Args:
+        model: The LiveKit Agents realtime model.
+        bridge: The bridge to run it on (default: the current bridge when a session opens).
+    """
+
+    def __init__(self, model: lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None
+                 ) -> None:
+        if not isinstance(model, lk_llm.RealtimeModel):
+            raise TypeError(f"RealtimeModelAdapter wraps a livekit.agents.llm.RealtimeModel, "
+                            f"got {model!r}")
+        self.model = model
+        self._bridge = bridge
+        caps = model.capabilities
+        self.capabilities = RealtimeCapabilities(**{
+            name: bool(getattr(caps, name, False)) for name in _CAPABILITIES})
+
+    @property
+    def label(self) -> str:
+        return self.model.label
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[RealtimeSessionAdapter]:
+        """Open a LiveKit realtime session; leaving the block closes it.
+
+        Cancellation:
+            Owns the session and every task pumping its events and generations; they end
+            with the block, and the LiveKit session is closed (shielded, bounded).
+        """
+        bridge = resolve_bridge(self._bridge)
+        try:
+            lk_session = await bridge.run_sync(self.model.session)
+        except Exception as e:
+            raise to_api_error(e, self.label) from e
+        rt = RealtimeSessionAdapter(bridge, lk_session, self.label)
+        push, raw_events = bridge.callback_channel(convert=lambda name, ev=None: (name, ev))
+        handlers = {name: (lambda ev=None, _n=name: push(_n, ev)) for name in _EVENTS}
+        for name, handler in handlers.items():
+            lk_session.on(name, handler)
+        try:
+            async with open_nursery() as nursery:
+                rt._nursery = nursery
+                nursery.start_soon(rt._route_events, raw_events)
+                try:
+                    yield rt
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            rt._close()
+            for name, handler in handlers.items():
+                lk_session.off(name, handler)
+            raw_events.close()
+            await aclose_plugin_stream(bridge, lk_session, self.label)
+
+    def __repr__(self) -> str:
+        return f"RealtimeModelAdapter({self.model!r})"
+
+
+class RealtimeSessionAdapter:
+    """One LiveKit realtime session, as agents_trio's ``RealtimeSession``.
+
+    Sync calls (``push_audio``, ``commit_audio``, ``clear_audio``, ``interrupt``,
+    ``truncate``) are queued into the loop in the order they were made; the others await the
+    plugin. Every call after the session closed raises ``RealtimeSessionClosedError``.
+    """
+
+    def __init__(self, bridge: AsyncioBridge, lk_session: Any, label: str) -> None:
+        self._bridge = bridge
+        self.lk_session = lk_session
+        self._label = label
+        self._calls: BridgeFeeder[rtc.AudioFrame] = bridge.feeder(lk_session.push_audio)
+        self._events_send, self._events_recv = trio.open_memory_channel[Any](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self.closed = False
+
+    def _close(self) -> None:
+        self.closed = True
+        self._events_send.close()
+
+    def _check(self, call: str) -> None:
+        if self.closed:
+            raise RealtimeSessionClosedError(f"{call}() on a closed realtime session")
+
+    # -- events ---------------------------------------------------------------------------------
+    def events(self) -> AsyncIterator[Any]:
+        """Server events until the session closes (one consumer)."""
+        return self._events_recv.__aiter__()
+
+    async def _route_events(self, raw_events: Any) -> None:
+        async for name, ev in raw_events:
+            try:
+                converted = self._convert_event(name, ev)
+            except Exception:
+                logger.exception("could not convert realtime event %r", name)
+                continue
+            if converted is not None:
+                self._events_send.send_nowait(converted)
+
+    def _convert_event(self, name: str, ev: Any) -> Any:
+        if name == "input_speech_started":
+            return InputSpeechStartedEvent()
+        if name == "input_speech_stopped":
+            return InputSpeechStoppedEvent(
+                user_transcription_enabled=getattr(ev, "user_transcription_enabled", True))
+        if name == "input_audio_transcription_completed":
+            return InputTranscriptionCompleted(
+                item_id=ev.item_id, transcript=ev.transcript, is_final=ev.is_final,
+                confidence=ev.confidence if ev.confidence is not None else 1.0)
+        if name == "session_reconnected":
+            return SessionReconnectedEvent()
+        if name == "error":
+            error = getattr(ev, "error", ev)
+            return RealtimeErrorEvent(error=to_api_error(error, self._label),
+                                      recoverable=bool(getattr(ev, "recoverable", False)))
+        if name == "generation_created" and not ev.user_initiated:
+            # user-initiated generations are returned by generate_reply()/say() instead
+            return self._generation(ev)
+        return None
+
+    def _generation(self, ev: Any) -> GenerationCreatedEvent:
+        assert self._nursery is not None
+        msg_send, msg_recv, fn_send, fn_recv = open_generation_channels()
+        self._nursery.start_soon(self._pump_messages, ev.message_stream, msg_send)
+        self._nursery.start_soon(self._pump_functions, ev.function_stream, fn_send)
+        return GenerationCreatedEvent(message_stream=msg_recv, function_stream=fn_recv,
+                                      user_initiated=bool(ev.user_initiated),
+                                      response_id=ev.response_id or "")
+
+    async def _pump_messages(self, stream: Any, send: trio.MemorySendChannel[Any]) -> None:
+        assert self._nursery is not None
+        async with send, self._bridge.open_receive_channel(stream) as messages:
+            async for message in messages:
+                text_send, text_recv = trio.open_memory_channel[str](math.inf)
+                audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                modalities = ["text", "audio"]
+                with trio.move_on_after(MODALITIES_TIMEOUT):
+                    modalities = list(await self._bridge.run(await_aio, message.modalities))
+                send.send_nowait(MessageGeneration(message_id=message.message_id,
+                                                   text_stream=text_recv,
+                                                   audio_stream=audio_recv,
+                                                   modalities=modalities))
+                self._nursery.start_soon(self._pump, message.text_stream, text_send, str)
+                self._nursery.start_soon(self._pump, message.audio_stream, audio_send, None)
+
+    async def _pump(self, stream: Any, send: trio.MemorySendChannel[Any], convert: Any) -> None:
+        async with send, self._bridge.open_receive_channel(stream) as items:
+            async for item in items:
+                send.send_nowait(convert(item) if convert else item)
+
+    async def _pump_functions(self, stream: Any, send: trio.MemorySendChannel[Any]) -> None:
+        async with send, self._bridge.open_receive_channel(stream) as calls:
+            async for call in calls:
+                send.send_nowait(from_lk_function_call(call))
+
+    # -- calls ----------------------------------------------------------------------------------
+    async def _call(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self._check(name)
+        try:
+            return await self._bridge.run(fn, *args, **kwargs)
+        except lk_llm.RealtimeError as e:
+            raise RealtimeError(f"{self._label}: {e}") from e
+
+    async def update_instructions(self, instructions: str) -> None:
+        await self._call("update_instructions", self.lk_session.update_instructions,
+                         instructions)
+
+    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        await self._call("update_chat_ctx", self.lk_session.update_chat_ctx,
+                         to_lk_chat_ctx(chat_ctx))
+
+    async def update_tools(self, tools: list[Any]) -> None:
+        await self._call("update_tools", self.lk_session.update_tools, to_lk_tools(tools))
+
+    def push_audio(self, frame: rtc.AudioFrame) -> None:
+        self._check("push_audio")
+        self._calls.feed(frame)
+
+    def commit_audio(self) -> None:
+        self._check("commit_audio")
+        self._calls.call(self.lk_session.commit_audio)
+
+    def clear_audio(self) -> None:
+        self._check("clear_audio")
+        self._calls.call(self.lk_session.clear_audio)
+
+    def interrupt(self) -> None:
+        self._check("interrupt")
+        self._calls.call(self.lk_session.interrupt)
+
+    def truncate(self, *, message_id: str, audio_end_ms: int,
+                 audio_transcript: str | None = None) -> None:
+        self._check("truncate")
+        kwargs: dict[str, Any] = {"message_id": message_id, "modalities": ["text", "audio"],
+                                  "audio_end_ms": audio_end_ms}
+        if audio_transcript is not None:
+            kwargs["audio_transcript"] = audio_transcript
+        self._calls.call(lambda: self.lk_session.truncate(**kwargs))
+
+    async def generate_reply(self, *, instructions: str | None = None,
+                             tool_choice: Any = None) -> GenerationCreatedEvent:
+        self._check("generate_reply")
+        kwargs: dict[str, Any] = {}
+        if instructions is not None:
+            kwargs["instructions"] = instructions
+        if tool_choice is not None:
+            kwargs["tool_choice"] = to_lk_tool_choice(tool_choice)
+        return await self._await_generation("generate_reply", self.lk_session.generate_reply,
+                                            **kwargs)
+
+    async def say(self, text: str) -> GenerationCreatedEvent:
+        return await self._await_generation("say", self.lk_session.say, text)
+
+    async def _await_generation(self, name: str, fn: Any, *args: Any, **kwargs: Any
+                                ) -> GenerationCreatedEvent:
+        self._check(name)
+        try:
+            future = await self._bridge.run_sync(fn, *args, **kwargs)
+            ev = await self._bridge.run(await_aio, future)
+        except lk_llm.RealtimeError as e:
+            raise RealtimeError(f"{self._label}: {e}") from e
+        self._check(name)
+        return self._generation(ev)
+

@@ -1,0 +1,138 @@
+"""A LiveKit Agents ``stt.STT`` as a Trio ``STT``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+from livekit.agents import NOT_GIVEN, APIConnectOptions, NotGivenOr
+from livekit.agents import stt as lk_stt
+from livekit.agents import vad as lk_vad
+
+from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ..models import SpeechData, SpeechEvent, SpeechEventType
+from ._common import (aclose_plugin_stream, connect_options, error_mapper, resolve_bridge,
+                      to_api_error)
+
+_SPEECH_TYPES = {t.value: t for t in SpeechEventType}
+
+
+class STTAdapter:
+    """Wraps a LiveKit Agents STT (``deepgram.STT()``, ``openai.STT()``, …) for agents_trio.
+
+    ``stream()`` opens the plugin's recognition stream on the asyncio bridge. Frames pushed
+    from Trio reach it in order, batched (one loop callback carries every frame pushed since
+    the last one ran); its events come back as :class:`agents_trio.SpeechEvent`. A plugin
+    that cannot stream is wrapped in LiveKit's ``stt.StreamAdapter`` with the given ``vad``.
+
+    Args:
+        stt: The LiveKit Agents STT.
+        vad: A LiveKit VAD, required for a non-streaming STT (it segments the audio).
+        language: Passed to ``stt.stream(language=...)``.
+        bridge: The bridge to run it on (default: the current bridge at each call).
+        conn_options: Retries and timeouts for the plugin.
+    """
+
+    def __init__(self, stt: lk_stt.STT, *, vad: lk_vad.VAD | None = None,
+                 language: NotGivenOr[str] = NOT_GIVEN, bridge: AsyncioBridge | None = None,
+                 conn_options: APIConnectOptions | None = None) -> None:
+        if not isinstance(stt, lk_stt.STT):
+            raise TypeError(f"STTAdapter wraps a livekit.agents.stt.STT, got {stt!r}")
+        if not stt.capabilities.streaming:
+            if vad is None:
+                raise ValueError(f"{stt.label} does not stream: pass a VAD to segment the audio "
+                                 "(STTAdapter(stt, vad=silero.VAD.load()))")
+            stt = lk_stt.StreamAdapter(stt=stt, vad=vad)
+        self.stt = stt
+        self._language = language
+        self._bridge = bridge
+        self._conn_options = conn_options
+
+    @property
+    def label(self) -> str:
+        return self.stt.label
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[RecognitionStream]:
+        """A recognition stream (see the class docstring).
+
+        Cancellation:
+            Owns the plugin stream; leaving the block closes it (shielded, bounded).
+        """
+        bridge = resolve_bridge(self._bridge)
+        kwargs = connect_options(self._conn_options)
+        if self._language is not NOT_GIVEN:
+            kwargs["language"] = self._language
+        try:
+            stream = await bridge.run_sync(self.stt.stream, **kwargs)
+        except Exception as e:
+            raise to_api_error(e, self.label) from e
+        async with open_recognition_stream(bridge, stream, self.label,
+                                           from_lk_speech_event) as recognition:
+            yield recognition
+
+    def __repr__(self) -> str:
+        return f"STTAdapter({self.stt!r})"
+
+
+def from_lk_speech_event(ev: Any) -> SpeechEvent | None:
+    kind = _SPEECH_TYPES.get(getattr(ev.type, "value", ev.type))
+    if kind is None:  # e.g. recognition_usage: metrics, not speech
+        return None
+    return SpeechEvent(type=kind, alternatives=[
+        SpeechData(text=alt.text, confidence=alt.confidence, language=str(alt.language or ""),
+                   start_time=alt.start_time, end_time=alt.end_time)
+        for alt in ev.alternatives])
+
+
+class RecognitionStream:
+    """Frames in (``push_frame``, sync), converted events out (``async for``)."""
+
+    def __init__(self, frames: BridgeFeeder[rtc.AudioFrame], end_input: Callable[[], Any],
+                 events: BridgeReceiveChannel[Any], convert: Callable[[Any], Any]) -> None:
+        self._frames = frames
+        self._end_input = end_input
+        self._events = events
+        self._convert = convert
+        self._ended = False
+
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
+        """Queue ``frame`` for the plugin. Never blocks or raises: once the plugin stream
+        failed, frames are dropped and the failure is raised by the iteration."""
+        if not self._ended:
+            self._frames.feed(frame)
+
+    def end_input(self) -> None:
+        """No more frames: the plugin flushes and finishes its events."""
+        if not self._ended:
+            self._ended = True
+            self._frames.call(self._end_input)
+
+    def __aiter__(self) -> RecognitionStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            try:
+                event = self._convert(await self._events.receive())
+            except trio.EndOfChannel:
+                raise StopAsyncIteration from None
+            if event is not None:
+                return event
+
+
+@asynccontextmanager
+async def open_recognition_stream(bridge: AsyncioBridge, stream: Any, label: str,
+                                  convert: Callable[[Any], Any]
+                                  ) -> AsyncIterator[RecognitionStream]:
+    """Serve an opened plugin stream (STT or VAD) as a :class:`RecognitionStream`."""
+    try:
+        async with bridge.open_receive_channel(stream, max_buffer_size=256,
+                                               map_error=error_mapper(label)) as events:
+            yield RecognitionStream(bridge.feeder(stream.push_frame), stream.end_input,
+                                    events, convert)
+    finally:
+        await aclose_plugin_stream(bridge, stream, label)

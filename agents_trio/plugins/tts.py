@@ -1,0 +1,109 @@
+"""A LiveKit Agents ``tts.TTS`` as a Trio ``TTS``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+from livekit.agents import APIConnectOptions
+from livekit.agents import tts as lk_tts
+
+from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ._common import (aclose_plugin_stream, connect_options, error_mapper, open_nursery,
+                      resolve_bridge, to_api_error)
+
+
+class TTSAdapter:
+    """Wraps a LiveKit Agents TTS (``cartesia.TTS()``, ``elevenlabs.TTS()``, …) for agents_trio.
+
+    ``stream(text)`` synthesizes one segment: the Trio text iterable is pushed into the
+    plugin's synthesis stream as it arrives (``end_input`` when it ends) and the audio comes
+    back as ``rtc.AudioFrame``s. A plugin that cannot stream is wrapped in LiveKit's
+    ``tts.StreamAdapter`` (sentence by sentence). Leaving the block or cancelling the caller
+    closes the plugin stream; a provider failure is raised as :class:`agents_trio.APIError`.
+
+    Args:
+        tts: The LiveKit Agents TTS.
+        bridge: The bridge to run it on (default: the current bridge at each call).
+        conn_options: Retries and timeouts for the plugin.
+        max_buffer_size: Audio chunks buffered ahead of a slow consumer.
+
+    Attributes:
+        sample_rate, num_channels: The plugin's output format.
+    """
+
+    def __init__(self, tts: lk_tts.TTS, *, bridge: AsyncioBridge | None = None,
+                 conn_options: APIConnectOptions | None = None,
+                 max_buffer_size: int = 64) -> None:
+        if not isinstance(tts, lk_tts.TTS):
+            raise TypeError(f"TTSAdapter wraps a livekit.agents.tts.TTS, got {tts!r}")
+        self.wrapped = tts
+        self.tts = tts if tts.capabilities.streaming else lk_tts.StreamAdapter(tts=tts)
+        self.sample_rate = tts.sample_rate
+        self.num_channels = tts.num_channels
+        self._bridge = bridge
+        self._conn_options = conn_options
+        self._max_buffer = max_buffer_size
+
+    @property
+    def label(self) -> str:
+        return self.wrapped.label
+
+    @asynccontextmanager
+    async def stream(self, text: AsyncIterable[str]) -> AsyncIterator[_FrameStream]:
+        """Synthesize ``text`` (one segment; see the class docstring).
+
+        Raises:
+            agents_trio.APIError: The provider failed (while iterating the audio).
+            Exception: Whatever iterating ``text`` raised.
+
+        Cancellation:
+            Owns the plugin stream, the task pushing the text and the pump reading the audio;
+            all end with the block.
+        """
+        bridge = resolve_bridge(self._bridge)
+        try:
+            stream = await bridge.run_sync(self.tts.stream,
+                                           **connect_options(self._conn_options))
+        except Exception as e:
+            raise to_api_error(e, self.label) from e
+        try:
+            async with open_nursery() as nursery, bridge.open_receive_channel(
+                    stream, max_buffer_size=self._max_buffer,
+                    map_error=error_mapper(self.label)) as audio:
+                nursery.start_soon(_push_text, text, bridge.feeder(stream.push_text), stream)
+                try:
+                    yield _FrameStream(audio)
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            await aclose_plugin_stream(bridge, stream, self.label)
+
+    def __repr__(self) -> str:
+        return f"TTSAdapter({self.wrapped!r})"
+
+
+async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str], stream: Any) -> None:
+    async for chunk in text:
+        if chunk:
+            feeder.feed(chunk)
+    feeder.call(stream.end_input)
+
+
+class _FrameStream:
+    """The synthesized frames of the segment."""
+
+    def __init__(self, audio: BridgeReceiveChannel[Any]) -> None:
+        self._audio = audio
+
+    def __aiter__(self) -> _FrameStream:
+        return self
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        try:
+            return (await self._audio.receive()).frame
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
