@@ -111,7 +111,12 @@ class Activity:
 
     @property
     def current_speech(self) -> SpeechHandle | None:
-        return self._current_speech
+        """The speech the scheduler authorized, until its generation step is done (then it
+        only waits for its tools, as a background speech)."""
+        speech = self._current_speech
+        if speech is None or speech._generation_done.is_set():
+            return None
+        return speech
 
     @property
     def audio_output_enabled(self) -> bool:
@@ -448,7 +453,7 @@ class Activity:
         return any(h is not exclude and h.source != "say" and not h.done() for h in self._queue)
 
     def _refresh_state_when_idle(self) -> None:
-        if (self.session.agent_state == "thinking" and self._current_speech is None
+        if (self.session.agent_state == "thinking" and self.current_speech is None
                 and not self._reply_pending() and not self._tool_calls_in_flight
                 and not any(h.scheduled for h in self._speeches)):
             self.session._update_agent_state("listening")
@@ -550,11 +555,11 @@ class Activity:
         self.session._forward_transcription(text)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
-        if self._current_speech is handle:
+        if self.current_speech is handle:
             self.session._update_agent_state("speaking")
 
     def on_playback_started(self) -> None:
-        if self._current_speech is not None:
+        if self.current_speech is not None:
             self.session._update_agent_state("speaking")
 
     # -- user turns ---------------------------------------------------------------------------
@@ -581,14 +586,14 @@ class Activity:
     def interrupt_background_speeches(self) -> None:
         """Interrupt the speeches waiting for their tools (a new user turn is answered)."""
         for h in list(self._speeches):
-            if (h is not self._current_speech and h.scheduled and not h.done()
+            if (h is not self.current_speech and h.scheduled and not h.done()
                     and h._generation_done.is_set() and h.allow_interruptions):
                 h.interrupt()
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
         """Interrupt the background, current and queued speeches (§4.6)."""
         self.preemptive.cancel()
-        current = self._current_speech
+        current = self.current_speech
         if current is not None and not current.allow_interruptions and not force:
             raise RuntimeError("the current speech does not allow interruptions")
         interrupted: list[SpeechHandle] = []

@@ -125,6 +125,7 @@ class AudioInterruption:
         if pause is None:
             return
         if pause.speech.done() or pause.speech is not self._activity.current_speech:
+            self._session.output.audio.resume()  # the pause outlived its speech: undo it
             self._session._emit("agent_false_interruption",
                                 AgentFalseInterruptionEvent(resumed=False))
             return
