@@ -56,6 +56,15 @@ __all__ = [
 
 # LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in
 # asyncio: trio_asyncio is imported only when a bridge opens (see agents_trio/io/bridge.py).
+# Plugin adapters live in agents_trio.plugins, worker mode in agents_trio.worker (both need
+# livekit-agents).
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge  # noqa: E402
+from .io.room import (RoomConnectError, RoomIO, RoomOptions, RoomTranscriptionOutput,  # noqa: E402
+                      TextInputEvent, mint_token, open_room, open_room_io)
+from .io.room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output  # noqa: E402
+from .job import JobContext, run_job  # noqa: E402
 
-__all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "open_bridge"]
+__all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "JobContext", "RoomAudioInput",
+            "RoomAudioOutput", "RoomConnectError", "RoomIO", "RoomOptions",
+            "RoomTranscriptionOutput", "TextInputEvent", "mint_token", "open_bridge",
+            "open_room", "open_room_audio_output", "open_room_io", "run_job"]

@@ -1,5 +1,6 @@
 """``python -m agents_trio [demo] [--realtime]``; ``serve``, ``console``, ``simulate``: see
-``agents_trio/remote/cli.py``."""
+``agents_trio/remote/cli.py``; ``connect``, ``worker`` (LiveKit rooms): see
+``agents_trio/livekit_cli.py``."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ def main(argv: list[str] | None = None) -> int:
     from .remote import cli as remote_cli
 
     remote_cli.add_commands(sub)
+    from . import livekit_cli
+
+    livekit_cli.add_commands(sub)
     args = parser.parse_args(argv)
     if args.command in remote_cli.COMMANDS:
         return remote_cli.run_command(args)
+    if args.command in livekit_cli.COMMANDS:
+        return livekit_cli.run_command(args)
     if args.command in (None, "demo"):
         from .demo import main as demo_main
 

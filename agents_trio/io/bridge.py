@@ -93,7 +93,8 @@ if sys.version_info < (3, 11):  # pragma: no cover
 
 __all__ = [
     "AsyncioBridge", "BridgeError", "BridgeFeeder", "BridgeReceiveChannel", "BridgeSendChannel",
-    "BridgeStatistics", "current_bridge", "open_bridge", "run_trio_in_thread",
+    "BridgeStatistics", "current_bridge", "is_asyncio_cancellation", "open_bridge",
+    "run_trio_in_thread",
 ]
 
 logger = logging.getLogger("agents_trio.bridge")
@@ -546,8 +547,11 @@ class BridgeReceiveChannel(Generic[T]):
             self._readable.set()
 
     def _wake_producer(self) -> None:
+        # Note: the producer is woken when the buffer drained to half, not at the first free
+        # slot, so a consumer taking one item at a time costs one asyncio wakeup per half
+        # buffer instead of one per item.
         space = self._space
-        if space is not None and not space.done() and len(self._buffer) < self._max:
+        if space is not None and not space.done() and len(self._buffer) <= self._max // 2:
             self._space = None
             self._bridge._counters.asyncio_wakeups += 1
             space.set_result(None)
@@ -799,6 +803,12 @@ async def _pump_consumer(channel: BridgeSendChannel[Any],
     finally:
         channel._done = True
         channel._notify()
+
+
+def is_asyncio_cancellation(exc: BaseException) -> bool:
+    """Whether ``exc`` is asyncio's ``CancelledError`` (for asyncio-flavoured code outside this
+    module, which must not import asyncio)."""
+    return isinstance(exc, asyncio.CancelledError)
 
 
 # -- asyncio -> Trio in a thread --------------------------------------------------------------

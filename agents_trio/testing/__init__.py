@@ -16,3 +16,8 @@ __all__ = [
     "FakeTTS", "FakeTTSResponse", "FakeTextOutput", "FakeUserSpeech", "FakeVAD",
     "create_session", "run_session",
 ]
+
+# A LiveKit room without a server (RoomIO, JobContext and worker tests)
+from .fake_room import FakeRemoteParticipant, FakeRoom, open_fake_room  # noqa: E402
+
+__all__ += ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]

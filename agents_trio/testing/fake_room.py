@@ -1,17 +1,28 @@
-"""A stand-in for ``rtc.Room`` with the surface RoomIO uses, for tests without a server.
+"""FakeRoom: a stand-in for ``rtc.Room`` with the surface RoomIO uses, for tests without a
+LiveKit server.
 
 It is asyncio-flavoured like the SDK (its coroutines run on the bridge loop) and records what
-the agent did: attributes set, text streams written, tracks published. Tests emit room events
-the way the SDK does, from the asyncio side: ``bridge.call_soon(room.emit, name, *args)``.
-Tracks are real SDK tracks, so audio still flows through ``AudioStream.from_track``.
+the agent did: attributes set (``local_participant.attribute_history``), text streams written
+(``writers``, ``transcripts()``), tracks published. Tests drive the room from the asyncio side,
+as the SDK does: ``bridge.call_soon(room.join, FakeRemoteParticipant("user"))``, then
+``room.send_chat``, ``room.subscribe`` (a real ``LocalAudioTrack`` as the user's microphone:
+audio still flows through ``AudioStream.from_track``), ``room.leave``, ``room.drop``.
+
+``open_fake_room`` has the signature of ``agents_trio.io.room.open_room``, so
+``run_job(entrypoint, url=..., token=..., open_room_fn=open_fake_room)`` runs an entrypoint
+against a fake room; ``open_fake_room.rooms`` lists the rooms it made.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from livekit import rtc
+
+__all__ = ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]
 
 _sids = itertools.count(1)
 
@@ -153,3 +164,27 @@ class FakeRoom(rtc.EventEmitter):
     def transcripts(self, sender: str | None = None) -> list[FakeWriter]:
         return [w for w in self.writers if w.topic == "lk.transcription"
                 and (sender is None or w.sender_identity == sender)]
+
+
+@asynccontextmanager
+async def _open_fake_room(url: str, token: str, *, bridge: Any = None,
+                          connect_timeout: float = 10.0, **_: Any) -> AsyncIterator[FakeRoom]:
+    room = FakeRoom()
+    open_fake_room.rooms.append(room)
+    try:
+        yield room
+    finally:
+        room.connected = False
+
+
+class _FakeRoomOpener:
+    """Callable like ``open_room``; remembers the rooms it opened."""
+
+    def __init__(self) -> None:
+        self.rooms: list[FakeRoom] = []
+
+    def __call__(self, url: str, token: str, **kwargs: Any) -> Any:
+        return _open_fake_room(url, token, **kwargs)
+
+
+open_fake_room = _FakeRoomOpener()

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import trio
-from fake_room import FakeRemoteParticipant, FakeRoom
+from agents_trio.testing import FakeRemoteParticipant, FakeRoom
 from livekit import rtc
 
 from agents_trio import Agent, AgentSession, SpeechEvent, SpeechEventType, open_bridge

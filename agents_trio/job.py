@@ -1,0 +1,213 @@
+"""Running an agent in a LiveKit room: the job context an entrypoint receives, and the runner.
+
+An entrypoint is a Trio async function taking a :class:`JobContext`::
+
+    async def entrypoint(ctx: JobContext) -> None:
+        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()), ...)
+        await ctx.run_session(session, Assistant())
+
+:func:`run_job` opens the asyncio bridge, connects to the room, calls the entrypoint and
+disconnects when it returns. ``python -m agents_trio connect`` runs it from the command line;
+``agents_trio.worker`` runs it for every job LiveKit dispatches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+
+from .io.bridge import AsyncioBridge, open_bridge
+from .io.room import RoomConnectError, RoomIO, RoomOptions, mint_token, open_room, open_room_io
+
+__all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
+
+logger = logging.getLogger("agents_trio.job")
+
+Entrypoint = Callable[["JobContext"], Awaitable[Any]]
+RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
+
+
+class JobContext:
+    """What an entrypoint gets: the bridge, the connected room, and a way to run a session.
+
+    Attributes:
+        bridge: The asyncio bridge the room and the plugins run on.
+        room: The connected ``rtc.Room``.
+        job_id: The dispatched job's id (``None`` when run by ``connect``).
+    """
+
+    def __init__(self, bridge: AsyncioBridge, room: rtc.Room, *, job_id: str | None = None,
+                 shutdown_grace: float = 10.0) -> None:
+        self.bridge = bridge
+        self.room = room
+        self.job_id = job_id
+        self.shutdown_grace = shutdown_grace
+        self.shutdown_reason: str | None = None
+        self._sessions: list[Any] = []
+        self._scope = trio.CancelScope()
+        self._room_ios: list[RoomIO] = []
+
+    async def run_session(self, session: Any, agent: Any, *,
+                          room_options: RoomOptions | None = None) -> str | None:
+        """Use the room as ``session``'s I/O, start ``agent``, and return when the session
+        closed (the linked participant left, the room dropped, the agent or a tool shut it
+        down, or :meth:`shutdown`).
+
+        Returns:
+            The session's close reason.
+
+        Cancellation:
+            Cancelling the caller closes the session (its ``on_exit`` hooks run) and unlinks
+            the room.
+        """
+        self._sessions.append(session)
+        try:
+            async with open_room_io(self.room, session, options=room_options,
+                                    bridge=self.bridge) as room_io, session:
+                self._room_ios.append(room_io)
+                if self.shutdown_reason is not None:
+                    return self.shutdown_reason
+                await session.start(agent)
+                return await room_io.wait_session_closed()
+        finally:
+            self._sessions.remove(session)
+
+    async def wait_for_participant(self) -> rtc.RemoteParticipant:
+        """The first remote participant in the room (waiting for one to join)."""
+        push, joined = self.bridge.callback_channel()
+        self.room.on("participant_connected", push)
+        try:
+            for participant in self.room.remote_participants.values():
+                return participant
+            return await joined.receive()  # type: ignore[no-any-return]
+        finally:
+            self.room.off("participant_connected", push)
+            joined.close()
+
+    def shutdown(self, reason: str = "job_shutdown") -> None:
+        """End the job: running sessions close with ``reason`` and, after
+        ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
+        if self.shutdown_reason is not None:
+            return
+        self.shutdown_reason = reason
+        for session in list(self._sessions):
+            session.shutdown(drain=False, reason=reason)
+        self._scope.deadline = min(self._scope.deadline,
+                                   trio.current_time() + self.shutdown_grace)
+
+
+async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
+                  api_key: str | None = None, api_secret: str | None = None,
+                  room_name: str | None = None, identity: str | None = None,
+                  job_id: str | None = None, connect_timeout: float = 10.0,
+                  open_room_fn: RoomOpener = open_room,
+                  on_ready: Callable[[JobContext], Any] | None = None) -> Any:
+    """Connect to a room and run ``entrypoint(ctx)`` until it returns.
+
+    Args:
+        entrypoint: A Trio async function taking a :class:`JobContext`.
+        url: The LiveKit server URL.
+        token: An access token; or mint one from ``api_key``/``api_secret`` for
+            ``room_name`` and ``identity``.
+        job_id: The dispatched job's id, if any.
+        connect_timeout: Seconds before giving up connecting.
+        open_room_fn: How to connect (tests pass a fake room).
+        on_ready: Called with the context before the entrypoint runs (the worker uses it to
+            deliver LiveKit's shutdown requests).
+
+    Returns:
+        What the entrypoint returned.
+
+    Raises:
+        RoomConnectError: Bad URL or credentials, unreachable server, timeout.
+    """
+    if not token:
+        if not room_name:
+            raise RoomConnectError("a room name is needed to mint a token (--room)")
+        token = mint_token(api_key or "", api_secret or "", room=room_name,
+                           identity=identity or f"agent-{uuid.uuid4().hex[:8]}")
+    async with open_bridge() as bridge, open_plugin_http_context(bridge), open_room_fn(
+            url, token, bridge=bridge, connect_timeout=connect_timeout) as room:
+        ctx = JobContext(bridge, room, job_id=job_id)
+        logger.info("connected to room %s as %s", getattr(room, "name", "?"),
+                    room.local_participant.identity)
+        if on_ready is not None:
+            on_ready(ctx)
+        with ctx._scope:
+            return await entrypoint(ctx)
+        logger.warning("the entrypoint did not return within %.0f s of the shutdown; cancelled",
+                       ctx.shutdown_grace)
+        return None
+
+
+@asynccontextmanager
+async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]:
+    """The shared HTTP session LiveKit plugins expect from their job (``http_session()``).
+
+    LiveKit Agents sets it up in its job processes; many plugins (Deepgram, Cartesia,
+    ElevenLabs, …) fail without it. It is bound in the caller's context, so every task and
+    bridge call started from the block sees it; it is closed when the block exits. Does
+    nothing when livekit-agents is not installed or a session is already bound.
+    """
+    try:
+        from livekit.agents.utils import http_context
+    except ImportError:
+        yield
+        return
+    if http_context._ContextVar.get(None) is not None:
+        yield
+        return
+    session_factory = http_context._new_session_ctx()
+    try:
+        yield
+    finally:
+        http_context._ContextVar.set(None)
+        with trio.move_on_after(5, shield=True):
+            if not bridge.closed:
+                await bridge.run(_close_http_session, session_factory)
+
+
+async def _close_http_session(session_factory: Callable[[], Any]) -> None:
+    """asyncio-flavoured: close the plugins' HTTP session."""
+    await session_factory().close()
+
+
+def load_entrypoint(spec: str) -> Entrypoint:
+    """Import ``"module:function"`` or ``"path/to/file.py:function"`` (default name
+    ``entrypoint``).
+
+    Raises:
+        ValueError: The module or the function cannot be found, or it is not async.
+    """
+    target, _, name = spec.partition(":")
+    name = name or "entrypoint"
+    try:
+        if target.endswith(".py") or os.sep in target:
+            module_name = f"_agents_trio_app_{abs(hash(os.path.abspath(target)))}"
+            file_spec = importlib.util.spec_from_file_location(module_name, target)
+            if file_spec is None or file_spec.loader is None:
+                raise ValueError(f"cannot load {target!r}")
+            module = importlib.util.module_from_spec(file_spec)
+            sys.modules[module_name] = module
+            file_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except (ImportError, FileNotFoundError) as e:
+        raise ValueError(f"cannot import the entrypoint module {target!r}: {e}") from e
+    fn = getattr(module, name, None)
+    if fn is None:
+        raise ValueError(f"{target!r} has no {name!r} (expected `async def {name}(ctx)`)")
+    if not callable(fn):
+        raise ValueError(f"{spec!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+

@@ -1,0 +1,213 @@
+"""Running an entrypoint in a room: the job runner, the JobContext, the ``connect`` command
+and the example agent — against a fake room (no server), with the real SDK audio path, so on
+the wall clock (each test well under a second of audio)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from livekit import rtc
+
+from agents_trio import Agent, AgentSession
+from agents_trio.__main__ import main
+from agents_trio.io.room import RoomConnectError
+from agents_trio.job import JobContext, load_entrypoint, run_job
+from agents_trio.testing import FakeLLM, FakeRemoteParticipant, FakeTTS, open_fake_room
+from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Quiet(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="Be brief.")
+
+
+def quick_session() -> AgentSession:
+    return AgentSession(
+        llm=FakeLLM([FakeLLMResponse(input="hello", content="Hi!", ttft=0.01, duration=0.02)]),
+        tts=FakeTTS([FakeTTSResponse(input="Hi!", audio_duration=0.1, ttfb=0.01,
+                                     duration=0.02)]))
+
+
+async def test_an_entrypoint_runs_a_session_until_the_participant_leaves() -> None:
+    seen: dict[str, Any] = {}
+
+    async def entrypoint(ctx: JobContext) -> str:
+        room = ctx.room
+        user = FakeRemoteParticipant("user")
+        ctx.bridge.call_soon(room.join, user)
+        seen["participant"] = (await ctx.wait_for_participant()).identity
+
+        async def leave_later() -> None:
+            await trio.sleep(0.1)
+            ctx.bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(leave_later)
+            reason = await ctx.run_session(quick_session(), Quiet())
+        seen["bridge"] = ctx.bridge
+        return reason
+
+    with trio.fail_after(5):
+        reason = await run_job(entrypoint, url="wss://fake", token="t",
+                               open_room_fn=open_fake_room)
+    assert reason == "participant_disconnected"
+    assert seen["participant"] == "user"
+    assert seen["bridge"].closed
+    assert not open_fake_room.rooms[-1].connected  # disconnected when the job ended
+
+
+async def test_shutdown_closes_the_running_session_with_its_reason() -> None:
+    async def entrypoint(ctx: JobContext) -> str | None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_shutdown_soon, ctx)
+            return await ctx.run_session(quick_session(), Quiet())
+
+    with trio.fail_after(5):
+        assert await run_job(entrypoint, url="wss://fake", token="t",
+                             open_room_fn=open_fake_room) == "job_shutdown"
+
+
+async def _shutdown_soon(ctx: JobContext) -> None:
+    await trio.sleep(0.05)
+    ctx.shutdown()
+
+
+async def test_an_entrypoint_ignoring_shutdown_is_cancelled_after_the_grace(
+        autojump_clock: trio.testing.MockClock) -> None:
+    cancelled = []
+
+    async def stubborn(ctx: JobContext) -> None:
+        ctx.shutdown_grace = 1.0
+        ctx.shutdown()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.append(trio.current_time())
+
+    await run_job(stubborn, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    assert len(cancelled) == 1
+
+
+async def test_bad_connection_input_fails_clearly() -> None:
+    with pytest.raises(RoomConnectError, match="room name"):
+        await run_job(_never, url="wss://x", api_key="k", api_secret="s")
+    with pytest.raises(RoomConnectError, match="invalid LiveKit URL"):
+        await run_job(_never, url="localhost:7880", token="t")
+
+
+async def _never(ctx: JobContext) -> None:  # pragma: no cover - must not run
+    raise AssertionError("the entrypoint ran")
+
+
+def test_load_entrypoint_from_a_module_or_a_file(tmp_path: Path) -> None:
+    app = tmp_path / "my_app.py"
+    app.write_text(textwrap.dedent("""
+        async def entrypoint(ctx):
+            return "ran"
+        async def other(ctx):
+            return "other"
+    """))
+    assert load_entrypoint(f"{app}").__name__ == "entrypoint"
+    assert load_entrypoint(f"{app}:other").__name__ == "other"
+    assert load_entrypoint("agents_trio.job:run_job") is run_job
+    with pytest.raises(ValueError, match="no 'missing'"):
+        load_entrypoint(f"{app}:missing")
+    with pytest.raises(ValueError, match="cannot import"):
+        load_entrypoint("no_such_module_xyz:entrypoint")
+
+
+def _cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str,
+         env: dict[str, str] | None = None) -> tuple[int, str]:
+    for key in [k for k in os.environ if k.startswith("LIVEKIT_")]:
+        monkeypatch.delenv(key)
+    for key, value in (env or {}).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(ROOT)
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+def test_connect_command_explains_missing_settings(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    app = "examples/livekit_agent.py"
+    code, err = _cli(capsys, monkeypatch, "connect", app)
+    assert code == 1 and "LIVEKIT_URL" in err
+    code, err = _cli(capsys, monkeypatch, "connect", app, env={"LIVEKIT_URL": "wss://x"})
+    assert code == 1 and "LIVEKIT_API_KEY" in err
+    code, err = _cli(capsys, monkeypatch, "connect", app, "--url", "wss://x", "--api-key", "k",
+                     "--api-secret", "s")
+    assert code == 1 and "--room" in err
+    code, err = _cli(capsys, monkeypatch, "connect", "examples/nope.py", "--url", "wss://x",
+                     "--token", "t")
+    assert code == 1 and "cannot import" in err
+
+
+def test_connect_command_reports_an_unreachable_server(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, err = _cli(capsys, monkeypatch, "connect", "examples/livekit_agent.py", "--url",
+                     f"ws://127.0.0.1:{port}", "--token", "t", "--log-level", "ERROR")
+    assert code == 1
+    assert "could not connect" in err and "unreachable" in err
+
+
+# -- the example agent ------------------------------------------------------------------------
+def _example() -> Any:
+    return load_entrypoint(str(ROOT / "examples" / "livekit_agent.py"))
+
+
+def test_the_example_uses_fakes_without_provider_keys() -> None:
+    pytest.importorskip("livekit.agents", reason="the example adapts LiveKit plugins")
+    module = sys.modules[_example().__module__]
+    models = module.build_models({})
+    assert type(models["llm"]).__name__ == "EchoLLM"
+    assert type(models["tts"]).__name__ == "BeepTTS"
+    assert models["stt"] is None  # no key: the agent takes chat text only
+
+
+async def test_the_example_greets_and_answers_chat_in_a_room() -> None:
+    pytest.importorskip("livekit.agents", reason="the example adapts LiveKit plugins")
+    entrypoint = _example()
+    module = sys.modules[entrypoint.__module__]
+    module.build_models = lambda: {"llm": module.EchoLLM(), "tts": module.BeepTTS()}
+
+    async def in_room(ctx: JobContext) -> None:
+        room = ctx.room
+        ctx.bridge.call_soon(room.join, FakeRemoteParticipant("user"))
+
+        async def user() -> None:
+            await _until(lambda: room.transcripts("agent") or room.local_participant
+                         .attributes.get("lk.agent.state") == "speaking")
+            ctx.bridge.call_soon(room.send_chat, "user", "hi")  # interrupts the greeting
+            await _until(lambda: any(w.text == "You said: hi." and w.final
+                                     for w in room.transcripts("agent")))
+            ctx.shutdown()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(user)
+            await entrypoint(ctx)
+
+    with trio.fail_after(10):
+        await run_job(in_room, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    room = open_fake_room.rooms[-1]
+    texts = [w.text for w in room.transcripts("agent")]
+    assert texts[-1] == "You said: hi."
+    assert len(room.local_participant.published) == 0  # unpublished on the way out
+
+
+async def _until(predicate: Any, timeout: float = 5.0) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.01)
