@@ -743,6 +743,11 @@ class BridgeSendChannel(Generic[T]):
         return len(self._buffer)
 
     @property
+    def finished(self) -> bool:
+        """The consumer pump returned (closed, cancelled or failed): nothing more is taken."""
+        return self._done
+
+    @property
     def idle(self) -> bool:
         """Nothing buffered and the consumer is not running a batch."""
         return not self._buffer and not self._busy

@@ -340,6 +340,10 @@ class RoomIO:
                         rtc.DisconnectReason.Name(reason))
             self.session.shutdown(drain=False, reason="participant_disconnected")
 
+    def _on_output_failure(self, error: BaseException) -> None:
+        logger.error("closing the session: the agent's audio output failed (%r)", error)
+        self.session.shutdown(drain=False, reason="error")
+
     def _on_room_disconnected(self, reason: Any = None) -> None:
         logger.warning("the agent's room connection dropped (%s); closing the session", reason)
         self.session.shutdown(drain=False, reason="job_shutdown")
@@ -506,6 +510,7 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
                 session.input.audio = rio.audio_input
             if output is not None:
                 rio.audio_output = output
+                output.on_failure = rio._on_output_failure
                 track = await output.create_track(options.track_name)
                 publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
                 rio._publication = await bridge.run(room.local_participant.publish_track,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -57,10 +57,14 @@ class RoomAudioInput(AudioInput):
         self.frame_size_ms = frame_size_ms
         self._max = max_buffer_frames
         self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](max_buffer_frames)
+        self.failures: list[BaseException] = []
 
     async def serve_track(self, track: rtc.Track, *,
                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Forward the frames of ``track`` until it ends or the caller is cancelled.
+
+        An SDK error inside the stream ends it (logged, kept in :attr:`failures`) instead of
+        propagating: the user's next track can still be served.
 
         Cancellation:
             Owns one ``AudioStream``, closed on exit (shielded, bounded).
@@ -78,6 +82,13 @@ class RoomAudioInput(AudioInput):
                     try:
                         batch = await frames.receive_batch()
                     except trio.EndOfChannel:
+                        return
+                    except Exception as e:
+                        # the SDK failed inside the stream: this track is over, the session
+                        # goes on (the owner serves the next track the participant publishes)
+                        logger.error("the audio track %s failed: %r", getattr(track, "sid", "?"),
+                                     e)
+                        self.failures.append(e)
                         return
                     for frame in batch:
                         await self._send.send(frame)
@@ -128,8 +139,13 @@ class RoomAudioOutput(AudioOutput):
     the pause is dropped, as in LiveKit's room output), which is what false-interruption
     resume needs. Frames at another sample rate are resampled.
 
+    An SDK error while capturing silences the output and is reported once (see
+    :attr:`failure`, :attr:`on_failure`); ``capture_frame`` does not raise it.
+
     Attributes:
         source: The ``rtc.AudioSource`` (publish it with :meth:`create_track`).
+        failure: The SDK error that silenced the output, if any.
+        on_failure: Called once with that error.
     """
 
     can_pause = True
@@ -152,6 +168,8 @@ class RoomAudioOutput(AudioOutput):
         self._ready.set()
         self._resamplers: dict[int, rtc.AudioResampler] = {}
         self.playback_finished_events: list[PlaybackFinishedEvent] = []
+        self.failure: BaseException | None = None
+        self.on_failure: Callable[[BaseException], Any] | None = None
 
     @property
     def paused(self) -> bool:
@@ -168,6 +186,15 @@ class RoomAudioOutput(AudioOutput):
         return self._ready
 
     # -- capture --------------------------------------------------------------------------------
+    def _failed(self, error: BaseException) -> None:
+        """The SDK refused audio: the output goes silent (frames are dropped) and the failure
+        is reported once, to ``on_failure`` (RoomIO closes the session with reason
+        ``error``) or the log."""
+        self.failure = error
+        logger.error("the agent's audio output failed: %r", error)
+        if self.on_failure is not None:
+            self.on_failure(error)
+
     def _convert(self, frame: rtc.AudioFrame) -> list[rtc.AudioFrame]:
         if frame.num_channels != self.num_channels:
             raise ValueError(f"the audio output has {self.num_channels} channel(s), "
@@ -204,8 +231,11 @@ class RoomAudioOutput(AudioOutput):
             segment.pushed += converted.duration
             if self._paused:
                 self._held.append((segment, converted))
-            else:
-                await self._sender.send((segment, converted))
+            elif self.failure is None:
+                try:
+                    await self._sender.send((segment, converted))
+                except Exception as e:
+                    self._failed(e)
 
     def flush(self) -> None:
         segment = self._segment
@@ -266,6 +296,9 @@ class RoomAudioOutput(AudioOutput):
         while True:
             await self._resumed.wait()
             await self._sender.wait_idle()
+            if self._sender.finished:   # the SDK failed: what was captured has played
+                await self._bridge.run(self.source.wait_for_playout)
+                return
             if self._paused:
                 continue
             await self._bridge.run(self.source.wait_for_playout)

@@ -225,3 +225,58 @@ async def test_the_linked_participants_microphone_feeds_the_session() -> None:
             assert user_text.attributes["lk.transcribed_track_id"] == publication.sid
             await bridge.run(mic_source.aclose)
             assert bridge.statistics().asyncio_tasks == 0
+
+
+async def test_an_sdk_error_in_the_agents_audio_closes_the_session_with_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken_capture(self: rtc.AudioSource, frame: rtc.AudioFrame) -> None:
+        raise Exception("capture_audio_frame: invalid state")
+
+    monkeypatch.setattr(rtc.AudioSource, "capture_frame", broken_capture)
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            session = make_session("Hi there!", audio=0.3)
+            async with open_room_io(room, session) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, FakeRemoteParticipant("user"))
+                await rio.wait_for_participant()
+                bridge.call_soon(room.send_chat, "user", "hello")
+                assert await rio.wait_session_closed() == "error"
+            assert "invalid state" in str(rio.audio_output.failure)
+            assert bridge.statistics().asyncio_tasks == 0
+
+
+async def test_an_sdk_error_in_the_users_audio_ends_that_track_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents_trio.io.room_audio as room_audio
+
+    async def failing_frames(stream: Any) -> Any:
+        async for event in stream:
+            yield event.frame
+            raise RuntimeError("audio_stream_event: decoder error")
+
+    monkeypatch.setattr(room_audio, "_frames_of", failing_frames)
+    with trio.fail_after(5):
+        async with open_bridge() as bridge:
+            room = FakeRoom()
+            user = FakeRemoteParticipant("user")
+            mic_source = await bridge.run_sync(rtc.AudioSource, 24000, 1)
+            mic = await bridge.run_sync(rtc.LocalAudioTrack.create_audio_track, "mic",
+                                        mic_source)
+            publication = user.add_microphone(mic)
+            vad = CountingVAD()
+            session = AgentSession(vad=vad, turn_handling={"turn_detection": "manual"})
+            options = RoomOptions(input_frame_ms=10, audio_output=False)
+            async with open_room_io(room, session, options=options) as rio, session:
+                await session.start(Quiet())
+                bridge.call_soon(room.join, user)
+                await rio.wait_for_participant()
+                bridge.call_soon(room.subscribe, user, publication)
+                await wait_until(lambda: rio.audio_input.failures)
+                assert session.agent_state == "listening"  # the session goes on
+                bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
+                assert await rio.wait_session_closed() == "participant_disconnected"
+            assert "decoder error" in str(rio.audio_input.failures[0])
+            await bridge.run(mic_source.aclose)
+            assert bridge.statistics().asyncio_tasks == 0
