@@ -29,10 +29,10 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from livekit import rtc  # noqa: E402
+from livekit import rtc
 
-from agents_trio import open_bridge  # noqa: E402
-from agents_trio.io.room_audio import _merge  # noqa: E402
+from agents_trio import open_bridge
+from agents_trio.io.room_audio import _merge
 
 RATE = 24000
 FRAME = RATE // 100  # 10 ms, what most TTS plugins emit

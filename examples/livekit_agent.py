@@ -29,8 +29,15 @@ import numpy as np
 import trio
 from livekit import rtc
 
-from agents_trio import (Agent, AgentSession, ChatChunk, ChatContext, ChatMessage, RunContext,
-                         function_tool)
+from agents_trio import (
+    Agent,
+    AgentSession,
+    ChatChunk,
+    ChatContext,
+    ChatMessage,
+    RunContext,
+    function_tool,
+)
 from agents_trio.job import JobContext
 
 logger = logging.getLogger("livekit_agent")

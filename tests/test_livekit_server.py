@@ -28,10 +28,10 @@ pytestmark = pytest.mark.skipif(
     not (URL and KEY and SECRET),
     reason="needs a LiveKit server: set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET")
 
-from agents_trio import Agent, AgentSession, open_bridge  # noqa: E402
-from agents_trio.io.room import RoomConnectError, mint_token, open_room, open_room_io  # noqa: E402
-from agents_trio.testing import FakeLLM, FakeTTS  # noqa: E402
-from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse  # noqa: E402
+from agents_trio import Agent, AgentSession, open_bridge
+from agents_trio.io.room import RoomConnectError, mint_token, open_room, open_room_io
+from agents_trio.testing import FakeLLM, FakeTTS
+from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
 
 ROOT = Path(__file__).resolve().parents[1]
 

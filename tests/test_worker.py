@@ -17,11 +17,11 @@ from livekit import rtc
 
 pytest.importorskip("livekit.agents", reason="worker mode needs livekit-agents")
 
-from agents_trio import Agent, AgentSession  # noqa: E402
-from agents_trio.io.room import RoomConnectError  # noqa: E402
-from agents_trio.job import JobContext  # noqa: E402
-from agents_trio.testing import FakeRemoteParticipant, open_fake_room  # noqa: E402
-from agents_trio.worker import TrioJobEntrypoint, create_agent_server  # noqa: E402
+from agents_trio import Agent, AgentSession
+from agents_trio.io.room import RoomConnectError
+from agents_trio.job import JobContext
+from agents_trio.testing import FakeRemoteParticipant, open_fake_room
+from agents_trio.worker import TrioJobEntrypoint, create_agent_server
 
 
 class FakeLiveKitJobContext:

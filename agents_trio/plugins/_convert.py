@@ -6,8 +6,14 @@ from typing import Any
 
 from livekit.agents import llm as lk_llm
 
-from ..chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatMessage, FunctionCall,
-                    FunctionCallOutput)
+from ..chat import (
+    AgentConfigUpdate,
+    AgentHandoff,
+    ChatContext,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+)
 from ..models import ChatChunk, CompletionUsage, FunctionToolCall
 from ..tools import FunctionTool
 

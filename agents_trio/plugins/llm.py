@@ -13,8 +13,13 @@ from livekit.agents import llm as lk_llm
 from ..chat import ChatContext
 from ..io.bridge import AsyncioBridge, BridgeReceiveChannel
 from ..models import ChatChunk, ToolChoice
-from ._common import (aclose_plugin_stream, connect_options, error_mapper, resolve_bridge,
-                      to_api_error)
+from ._common import (
+    aclose_plugin_stream,
+    connect_options,
+    error_mapper,
+    resolve_bridge,
+    to_api_error,
+)
 from ._convert import from_lk_chunk, to_lk_chat_ctx, to_lk_tool_choice, to_lk_tools
 
 

@@ -20,12 +20,27 @@ from livekit.agents import llm as lk_llm
 
 from ..chat import ChatContext
 from ..io.bridge import AsyncioBridge, BridgeFeeder
-from ..realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
-                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
-                        RealtimeError, RealtimeErrorEvent, RealtimeSessionClosedError,
-                        SessionReconnectedEvent, open_generation_channels)
-from ._common import (aclose_plugin_stream, await_aio, logger, open_nursery, resolve_bridge,
-                      to_api_error)
+from ..realtime import (
+    GenerationCreatedEvent,
+    InputSpeechStartedEvent,
+    InputSpeechStoppedEvent,
+    InputTranscriptionCompleted,
+    MessageGeneration,
+    RealtimeCapabilities,
+    RealtimeError,
+    RealtimeErrorEvent,
+    RealtimeSessionClosedError,
+    SessionReconnectedEvent,
+    open_generation_channels,
+)
+from ._common import (
+    aclose_plugin_stream,
+    await_aio,
+    logger,
+    open_nursery,
+    resolve_bridge,
+    to_api_error,
+)
 from ._convert import from_lk_function_call, to_lk_chat_ctx, to_lk_tool_choice, to_lk_tools
 
 _EVENTS = ("input_speech_started", "input_speech_stopped", "input_audio_transcription_completed",

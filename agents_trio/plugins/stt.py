@@ -14,8 +14,13 @@ from livekit.agents import vad as lk_vad
 
 from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
 from ..models import SpeechData, SpeechEvent, SpeechEventType
-from ._common import (aclose_plugin_stream, connect_options, error_mapper, resolve_bridge,
-                      to_api_error)
+from ._common import (
+    aclose_plugin_stream,
+    connect_options,
+    error_mapper,
+    resolve_bridge,
+    to_api_error,
+)
 
 _SPEECH_TYPES = {t.value: t for t in SpeechEventType}
 

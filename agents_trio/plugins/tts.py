@@ -12,8 +12,14 @@ from livekit.agents import APIConnectOptions
 from livekit.agents import tts as lk_tts
 
 from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
-from ._common import (aclose_plugin_stream, connect_options, error_mapper, open_nursery,
-                      resolve_bridge, to_api_error)
+from ._common import (
+    aclose_plugin_stream,
+    connect_options,
+    error_mapper,
+    open_nursery,
+    resolve_bridge,
+    to_api_error,
+)
 
 
 class TTSAdapter:

@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from agents_trio import open_bridge
@@ -195,12 +196,11 @@ async def test_receive_channel_maps_the_source_error() -> None:
     class Mapped(Exception):
         pass
 
-    async with open_bridge() as bridge:
-        async with bridge.open_receive_channel(
-                failing(), map_error=lambda e: Mapped(str(e))) as chan:
-            assert await chan.receive() == 1
-            with pytest.raises(Mapped, match="socket closed"):
-                await chan.receive()
+    async with open_bridge() as bridge, bridge.open_receive_channel(
+            failing(), map_error=lambda e: Mapped(str(e))) as chan:
+        assert await chan.receive() == 1
+        with pytest.raises(Mapped, match="socket closed"):
+            await chan.receive()
 
 
 async def test_leaving_a_receive_channel_early_closes_the_source() -> None:
@@ -289,12 +289,11 @@ async def test_send_channel_consumer_error_is_raised_by_the_next_send() -> None:
     async def consumer(batch: list[int]) -> None:
         raise OSError("device gone")
 
-    async with open_bridge() as bridge:
-        async with bridge.open_send_channel(consumer) as chan:
-            await chan.send(1)
-            await chan.wait_idle()
-            with pytest.raises(OSError, match="device gone"):
-                await chan.send(2)
+    async with open_bridge() as bridge, bridge.open_send_channel(consumer) as chan:
+        await chan.send(1)
+        await chan.wait_idle()
+        with pytest.raises(OSError, match="device gone"):
+            await chan.send(2)
 
 
 async def test_feeder_carries_a_burst_in_one_callback_and_stops_on_error() -> None:
@@ -349,7 +348,7 @@ def test_run_trio_in_thread_returns_and_is_cancelled_from_asyncio() -> None:
     cancelled = []
 
     async def trio_work(x: int) -> int:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         return x * 2
 
     async def trio_forever() -> None:

@@ -12,13 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 import trio
-from agents_trio.testing import FakeRemoteParticipant, FakeRoom
 from livekit import rtc
 
 from agents_trio import Agent, AgentSession, SpeechEvent, SpeechEventType, open_bridge
 from agents_trio.io.room import RoomOptions, open_room_io
 from agents_trio.models import SpeechData
-from agents_trio.testing import FakeLLM, FakeTTS
+from agents_trio.testing import FakeLLM, FakeRemoteParticipant, FakeRoom, FakeTTS
 from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
 
 
@@ -249,7 +248,7 @@ async def test_an_sdk_error_in_the_agents_audio_closes_the_session_with_error(
 
 async def test_an_sdk_error_in_the_users_audio_ends_that_track_only(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents_trio.io.room_audio as room_audio
+    from agents_trio.io import room_audio
 
     async def failing_frames(stream: Any) -> Any:
         async for event in stream:

@@ -13,8 +13,16 @@ from typing import Any
 
 import numpy as np
 from livekit import rtc
-from livekit.agents import (DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, APIError,
-                            llm, stt, tts, vad)
+from livekit.agents import (
+    DEFAULT_API_CONNECT_OPTIONS,
+    NOT_GIVEN,
+    APIConnectOptions,
+    APIError,
+    llm,
+    stt,
+    tts,
+    vad,
+)
 
 NO_RETRY = APIConnectOptions(max_retry=0)
 

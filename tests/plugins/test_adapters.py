@@ -4,8 +4,6 @@ MockClock through the bridge, so the timings below are exact."""
 
 from __future__ import annotations
 
-
-
 import numpy as np
 import pytest
 import trio
@@ -13,18 +11,24 @@ import trio.testing
 
 pytest.importorskip("livekit.agents", reason="the plugin adapters need livekit-agents")
 
-from lk_fakes import (NO_RETRY, FakePluginLLM, FakePluginSTT, FakePluginTTS,  # noqa: E402
-                      FakePluginVAD)
-from livekit import rtc  # noqa: E402
-from livekit.agents import APIError as LKAPIError  # noqa: E402
-from livekit.agents import APIStatusError  # noqa: E402
-from livekit.agents import llm as lk_llm  # noqa: E402
+from livekit import rtc
+from livekit.agents import APIError as LKAPIError
+from livekit.agents import APIStatusError
+from livekit.agents import llm as lk_llm
+from lk_fakes import NO_RETRY, FakePluginLLM, FakePluginSTT, FakePluginTTS, FakePluginVAD
 
-from agents_trio import (APIError, ChatContext, ChatMessage, FunctionCall,  # noqa: E402
-                         FunctionCallOutput, SpeechEventType, VADEventType, function_tool,
-                         open_bridge)
-from agents_trio.plugins import (LLMAdapter, STTAdapter, TTSAdapter, VADAdapter,  # noqa: E402
-                                 adapt)
+from agents_trio import (
+    APIError,
+    ChatContext,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    SpeechEventType,
+    VADEventType,
+    function_tool,
+    open_bridge,
+)
+from agents_trio.plugins import LLMAdapter, STTAdapter, TTSAdapter, VADAdapter, adapt
 
 RATE = 24000
 
@@ -180,12 +184,11 @@ async def test_a_non_streaming_stt_needs_a_vad() -> None:
 
 # -- VAD ------------------------------------------------------------------------------------
 async def test_vad_events_come_back_converted(autojump_clock: trio.testing.MockClock) -> None:
-    async with open_bridge():
-        async with VADAdapter(FakePluginVAD(min_silence=0.1)).stream() as stream:
-            for loud in [False] * 2 + [True] * 5 + [False] * 6:
-                stream.push_frame(frame(loud))
-            stream.end_input()
-            events = [ev async for ev in stream]
+    async with open_bridge(), VADAdapter(FakePluginVAD(min_silence=0.1)).stream() as stream:
+        for loud in [False] * 2 + [True] * 5 + [False] * 6:
+            stream.push_frame(frame(loud))
+        stream.end_input()
+        events = [ev async for ev in stream]
     kinds = [ev.type for ev in events if ev.type is not VADEventType.INFERENCE_DONE]
     assert kinds == [VADEventType.START_OF_SPEECH, VADEventType.END_OF_SPEECH]
     end = next(ev for ev in events if ev.type is VADEventType.END_OF_SPEECH)

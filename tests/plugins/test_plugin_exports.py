@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("livekit.agents", reason="the plugin adapters need livekit-agents")
 
-import agents_trio.plugins  # noqa: E402
+import agents_trio.plugins
 
 
 def test_plugins_exports_every_public_name() -> None:

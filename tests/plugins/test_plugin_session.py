@@ -13,18 +13,26 @@ import trio.testing
 
 pytest.importorskip("livekit.agents", reason="the plugin adapters need livekit-agents")
 
-from lk_fakes import (FakePluginLLM, FakePluginRealtimeModel, FakePluginSTT,  # noqa: E402
-                      FakePluginTTS, FakePluginVAD)
-from livekit import rtc  # noqa: E402
+from livekit import rtc
+from lk_fakes import (
+    FakePluginLLM,
+    FakePluginRealtimeModel,
+    FakePluginSTT,
+    FakePluginTTS,
+    FakePluginVAD,
+)
 
-from agents_trio import (Agent, AgentSession, FunctionCall, RunContext,  # noqa: E402
-                         function_tool, open_bridge)
-from agents_trio.io.audio import AudioInput  # noqa: E402
-from agents_trio.plugins import RealtimeModelAdapter, adapt  # noqa: E402
-from agents_trio.realtime import (GenerationCreatedEvent, InputSpeechStartedEvent,  # noqa: E402
-                                  InputSpeechStoppedEvent, InputTranscriptionCompleted,
-                                  RealtimeSessionClosedError)
-from agents_trio.testing import FakeAudioOutput  # noqa: E402
+from agents_trio import Agent, AgentSession, FunctionCall, RunContext, function_tool, open_bridge
+from agents_trio.io.audio import AudioInput
+from agents_trio.plugins import RealtimeModelAdapter, adapt
+from agents_trio.realtime import (
+    GenerationCreatedEvent,
+    InputSpeechStartedEvent,
+    InputSpeechStoppedEvent,
+    InputTranscriptionCompleted,
+    RealtimeSessionClosedError,
+)
+from agents_trio.testing import FakeAudioOutput
 
 RATE = 24000
 
