@@ -49,11 +49,11 @@ def _server_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "connect":
+        logging.basicConfig(level=args.log_level.upper(),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return _connect(args)
-    return _worker(args)
+    return _worker(args)  # LiveKit's CLI sets up logging
 
 
 def _fail(message: str) -> int:
