@@ -326,9 +326,11 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         modalities: asyncio.Future[list[str]] = loop.create_future()
         modalities.set_result(["audio", "text"])
         frame = rtc.AudioFrame(bytes(480), RATE, 1, 240)
+        words = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
+        # the transcript streams ahead of the audio, as providers send it
         message = llm.MessageGeneration(message_id="msg_1",
-                                        text_stream=_aiter(text.split(" "), 0.05),
-                                        audio_stream=_aiter([frame, frame], 0.05),
+                                        text_stream=_aiter(words, 0.05),
+                                        audio_stream=_aiter([frame, frame], 0.1),
                                         modalities=modalities)
         return llm.GenerationCreatedEvent(message_stream=_aiter([message]),
                                           function_stream=_aiter(calls or []),

@@ -149,7 +149,7 @@ async def test_realtime_adapter_maps_calls_and_events(autojump_clock: trio.testi
             assert isinstance(gen, GenerationCreatedEvent) and gen.user_initiated
             [message] = [m async for m in gen.message_stream]
             assert message.modalities == ["audio", "text"]
-            assert [t async for t in message.text_stream] == ["hello", "from", "realtime"]
+            assert [t async for t in message.text_stream] == ["hello", " from", " realtime"]
             assert len([f async for f in message.audio_stream]) == 2
             assert [c async for c in gen.function_stream] == []
 
@@ -174,3 +174,19 @@ async def test_realtime_adapter_maps_calls_and_events(autojump_clock: trio.testi
         with pytest.raises(RealtimeSessionClosedError):
             rt.push_audio(rtc.AudioFrame(bytes(480), RATE, 1, 240))
         assert bridge.statistics().asyncio_tasks == 0
+
+
+async def test_session_run_on_a_plugin_realtime_model(autojump_clock: trio.testing.MockClock
+                                                      ) -> None:
+    model = FakePluginRealtimeModel()
+    async with open_bridge() as bridge:
+        async with AgentSession(llm=adapt(model)) as session:
+            await session.start(Weather())
+            result = await session.run(user_input="hi")
+        assert bridge.statistics().asyncio_tasks == 0
+    result.expect.next_event().is_message(role="assistant")
+    [lk] = model.sessions
+    names = [name for name, _ in lk.calls]
+    assert "generate_reply" in names and lk.closed
+    assert any(m.role == "assistant" and m.text_content == "hello from realtime"
+               for m in session.history.messages())
