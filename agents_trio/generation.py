@@ -37,6 +37,7 @@ class Segment:
         self.frames: trio.MemoryReceiveChannel[rtc.AudioFrame] | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
+        self.text_complete = trio.Event()  # realtime: the message's text stream ended
 
 
 class StepState:

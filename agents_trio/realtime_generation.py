@@ -103,6 +103,7 @@ class RealtimeGeneration(Generation):
             async for delta in message.text_stream:
                 segment.text += delta
             segment.text_ended_at = trio.current_time()
+            segment.text_complete.set()
 
         async def audio() -> None:
             async with frames_send:
@@ -119,6 +120,7 @@ class RealtimeGeneration(Generation):
             assert segment.frames is not None
             async for _ in segment.frames:
                 pass
+            await segment.text_complete.wait()  # the transcript may lag the audio
             if self.step.started_speaking_at is None:
                 self.step.started_speaking_at = trio.current_time()
                 self.activity.on_text_playback_started(self.handle)
