@@ -1,6 +1,9 @@
 """A two-agent realtime conversation: handoff to a second agent and transfer back.
 
-    python examples/realtime_handoff.py
+    python examples/realtime_handoff.py            # FakeRealtimeModel, virtual time
+    OPENAI_API_KEY=... python examples/realtime_handoff.py --real
+        # OpenAI Realtime through the LiveKit plugin bridge (needs
+        # pip install 'agents-trio[livekit-plugins]' livekit-plugins-openai)
 
 The concierge talks to a speech-to-speech model. "Book a table" awaits a BookingTask (the
 concierge pauses: its realtime session closes, the task gets its own), and when the task
@@ -100,5 +103,32 @@ async def main() -> None:
           f"{len(model.sessions)} opened in all, violations: {model.violations or 'none'}")
 
 
+async def main_real() -> None:
+    """The same conversation, typed, against OpenAI Realtime through the plugin bridge."""
+    from livekit.plugins import openai
+
+    from agents_trio import open_bridge
+    from agents_trio.plugins import adapt
+
+    async with open_bridge():
+        session = AgentSession(llm=adapt(openai.realtime.RealtimeModel(modalities=["text"])))
+        session.on("conversation_item_added", lambda ev: print(
+            ev.item.type if ev.item.type == "agent_handoff"
+            else f"{ev.item.role}: {ev.item.text_content}"))
+        async with session:
+            await session.start(Concierge())
+            for text in ["I'd like to book a table", "Eight tonight", "Could I talk to the "
+                         "sommelier about wine?"]:
+                await session.run(user_input=text)
+
+
 if __name__ == "__main__":
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    import os
+    import sys
+
+    if "--real" in sys.argv:
+        if not os.environ.get("OPENAI_API_KEY"):
+            sys.exit("--real needs OPENAI_API_KEY")
+        trio.run(main_real)
+    else:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
