@@ -111,7 +111,7 @@ async def main_real() -> None:
     from agents_trio.plugins import adapt
 
     async with open_bridge():
-        session = AgentSession(llm=adapt(openai.realtime.RealtimeModel(modalities=["text"])))
+        session = AgentSession(llm=adapt(openai.realtime.RealtimeModel()))
         session.on("conversation_item_added", lambda ev: print(
             ev.item.type if ev.item.type == "agent_handoff"
             else f"{ev.item.role}: {ev.item.text_content}"))
