@@ -1,0 +1,1 @@
+"""Benchmarks: agents_trio side by side with LiveKit Agents (asyncio). Run ``python -m bench``."""

@@ -1,0 +1,424 @@
+"""``python -m bench``: turn and interruption latency, side by side with LiveKit Agents.
+
+    python -m bench                 # the full sweep (N = 1 … 300), report, plot, README table
+    python -m bench --quick         # CI smoke test: < 1 min, asserts that it ran
+    python -m bench --virtual       # logical latencies of the decision points, in virtual time
+    python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
+
+Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
+with the same Python, the same fakes and timings and the same GC settings. Results go to
+``bench/results/`` (``bench.json``, ``bench.md``, ``latency.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import report
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+DEFAULT_NS = [1, 10, 50, 100, 200, 300]
+
+
+def have_livekit_agents() -> bool:
+    try:
+        return importlib.util.find_spec("livekit.agents") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def busy_thread_cpu_ratio(seconds: float = 1.0) -> float:
+    """CPU seconds a busy thread gets per wall second here (1.0 on bare metal; less on a VM
+    that steals time): the ceiling of one event loop's utilisation."""
+    t, c = time.perf_counter(), time.process_time()
+    while time.perf_counter() - t < seconds:
+        pass
+    return (time.process_time() - c) / (time.perf_counter() - t)
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cpus = os.cpu_count() or 0
+    return f"{cpus} vCPU{' ' + model if model else ''}, {platform.system()} {platform.machine()}"
+
+
+TREE = ROOT   # where the workers import agents_trio and bench from (see prepare_tree)
+
+
+def prepare_tree(mode: str, log: Any) -> dict[str, Any]:
+    """Pin the code the workers run. ``head``: agents_trio as committed at HEAD (others may be
+    editing the working tree while the sweep runs) plus a copy of bench/; ``working``: the
+    working tree as it is."""
+    global TREE
+    info: dict[str, Any] = {"tree": mode}
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=False)
+        info["commit"] = head.stdout.strip() or None
+        dirty = subprocess.run(["git", "status", "--porcelain", "agents_trio"], cwd=ROOT,
+                               capture_output=True, text=True, check=False).stdout.strip()
+        info["agents_trio_dirty"] = bool(dirty)
+    except OSError:
+        info["commit"] = None
+    if mode == "working" or not info.get("commit"):
+        TREE = ROOT
+        info["tree"] = "working"
+        return info
+    tree = Path(tempfile.mkdtemp(prefix="bench-tree-"))
+    archive = subprocess.run(["git", "archive", "HEAD", "agents_trio"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    shutil.copytree(HERE, tree / "bench",
+                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    TREE = tree
+    log(f"benchmarking agents_trio at {info['commit']} (HEAD; pinned in {tree})\n")
+    return info
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(TREE) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_worker(runtime: str, n: int, *, script: str, transforms: str, gc_mode: str,
+               rounds: int, out_dir: Path, timeout: float, log: Any) -> dict:
+    out = out_dir.resolve() / f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}.json"
+    cmd = [sys.executable, "-m", "bench.worker", "--runtime", runtime, "--n", str(n),
+           "--script", script, "--transforms", transforms, "--gc", gc_mode,
+           "--rounds", str(rounds), "--out", str(out)]
+    t = time.perf_counter()
+    log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds} … ")
+    try:
+        proc = subprocess.run(cmd, cwd=TREE, env=worker_env(), timeout=timeout, check=False,
+                              capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        log(f"    timed out after {timeout:.0f} s\n")
+        return {"runtime": runtime, "n": n, "transforms": transforms, "error": "timeout"}
+    if proc.returncode != 0 or not out.exists():
+        tail = (proc.stderr or proc.stdout)[-2000:]
+        log(f"    failed (exit {proc.returncode}):\n{tail}\n")
+        return {"runtime": runtime, "n": n, "transforms": transforms,
+                "error": f"exit {proc.returncode}: {tail[-500:]}"}
+    data = json.loads(out.read_text())
+    s = data["summary"]
+    log(f"    {time.perf_counter() - t:.0f} s: turn p50/p99 "
+        f"{report._f(s['turn_overhead_ms'].get('p50'), 2)}/"
+        f"{report._f(s['turn_overhead_ms'].get('p99'), 2)} ms, interruption p99 "
+        f"{report._f(s['interruption_ms'].get('p99'), 2)} ms, CPU/session-s "
+        f"{report._f(data['resources']['cpu_per_session_second'], 4)}, "
+        f"failed {s['failed_sessions']}/{s['sessions']}\n")
+    return data
+
+
+def saturated(run: dict) -> str | None:
+    """Why this run counts as saturated (the series stops), or None."""
+    if run.get("error"):
+        return run["error"][:80]
+    s = run["summary"]
+    if s["sessions"] and s["failed_sessions"] / s["sessions"] > 0.05:
+        return f"{s['failed_sessions']} of {s['sessions']} sessions failed"
+    p50 = s["turn_overhead_ms"].get("p50")
+    if p50 is None or p50 > 500:
+        return f"turn overhead p50 {report._f(p50)} ms > 500 ms"
+    util = run["resources"].get("cpu_utilisation")
+    lag = run["resources"]["loop_lag_ms"].get("p50")
+    if lag is not None and lag > 50:
+        return f"event-loop lag p50 {lag:.0f} ms"
+    if util is not None and util > 0.98:
+        return f"CPU {util:.0%} of one core"
+    return None
+
+
+def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    runs: list[dict] = []
+    saturation: dict[str, dict | None] = {rt: None for rt in runtimes}
+    ns = args.ns
+    t_start = time.perf_counter()
+
+    def timeout_for(n: int) -> float:
+        return 240.0 + 0.5 * n
+
+    def add(run: dict, **extra: Any) -> dict:
+        run.update(extra)
+        runs.append(run)
+        return run
+
+    for i, n in enumerate(ns):
+        order = runtimes if i % 2 == 0 else list(reversed(runtimes))
+        for rt in order:
+            if saturation[rt] is not None:
+                continue
+            rounds = args.rounds_n1 if n == 1 else 1
+            run = run_worker(rt, n, script=args.script, transforms="off", gc_mode=args.gc,
+                             rounds=rounds, out_dir=raw_dir, timeout=timeout_for(n), log=log)
+            why = saturated(run)
+            if why:
+                run["saturated"] = why
+                saturation[rt] = {"n": n, "reason": why}
+                log(f"    {rt}: saturated at N={n} ({why}); its series stops here\n")
+            if "summary" in run:
+                add(run)
+    # the default text transforms at N = 1 (the asyncio side holds a token back)
+    if args.transforms_row:
+        for rt in runtimes:
+            run = run_worker(rt, 1, script=args.script, transforms="on", gc_mode=args.gc,
+                             rounds=args.rounds_n1, out_dir=raw_dir, timeout=timeout_for(1),
+                             log=log)
+            if "summary" in run:
+                add(run)
+    # refine where turn p99 passes 100 ms (bisection between the grid points)
+    for rt in runtimes:
+        for _ in range(args.capacity_steps):
+            cap = report.capacity(runs, rt)
+            lo, hi = cap["last_ok"], cap["first_over"]
+            if lo is None or hi is None or hi - lo <= max(5, lo // 8):
+                break
+            mid = (lo + hi) // 2
+            run = run_worker(rt, mid, script=args.script, transforms="off", gc_mode=args.gc,
+                             rounds=1, out_dir=raw_dir, timeout=timeout_for(mid), log=log)
+            if "summary" not in run:
+                run = {"runtime": rt, "n": mid, "transforms": "off",
+                       "summary": {"turn_overhead_ms": {"p99": None}, "failed_sessions": mid,
+                                   "sessions": mid}}
+            add(run, refinement=True)
+    log(f"sweep done in {time.perf_counter() - t_start:.0f} s\n")
+    return {"runs": runs, "saturation": saturation}
+
+
+def notes(meta: dict) -> list[str]:
+    return [
+        ("Notes: both sides run the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, the "
+        "script and the timings) behind each runtime's own model interfaces; audio frames "
+        "come from one fake-network task per process that hands every input its due 20 ms "
+        "frame; `gc.freeze()` after warm-up on both sides (`--gc default` turns it off). "
+        "LiveKit's `aclose()` includes its fixed 2.0 s wait for a last STT transcript "
+        "(`session_close_transcript_timeout`); ours has no such wait. Our model protocol "
+        "lets the fake VAD/STT work inside `push_frame`, while LiveKit's stream base "
+        "classes put every frame through an input channel and a task: part of the "
+        "per-frame difference is the model interface, not the session. The “default "
+        "transforms” rows do not compare like with like: LiveKit's markdown/emoji filters "
+        "hold the first token until the second arrives (+20 ms here), ours filter token by "
+        "token; the plumbing rows (transforms off) are the comparison."),
+        "",
+        ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
+         "sink accepts frames without blocking and plays them on a real-time clock; AEC "
+         "warm-up and the user-away timer are off on both sides; the asyncio side runs "
+         "interruption mode `vad`, endpointing mode `fixed`, recording off. Each run's raw "
+         "JSON (every sample, GC pauses, loop lag) is written to `bench/results/raw/`."),
+    ]
+
+
+def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(results, indent=1))
+    md = report.markdown(results)
+    (out / "bench.md").write_text("# Benchmark results\n\n" + md)
+    png = out / "latency.png"
+    if report.plot(results, str(png)):
+        log(f"plot: {png}\n")
+    else:
+        log("matplotlib is not installed: no plot (pip install -e '.[bench]')\n")
+    log(f"report: {out / 'bench.md'}\n")
+    if readme:
+        update_readme(report.markdown(results, stages=False), results)
+        log("README.md: section “Benchmarks” updated\n")
+
+
+README_HEADER = "## Benchmarks"
+
+
+def update_readme(md: str, results: dict[str, Any]) -> None:
+    """Replace the README's last section, “Benchmarks”, with the latest table."""
+    path = ROOT / "README.md"
+    text = path.read_text()
+    body = [
+        README_HEADER,
+        "",
+        ("`python -m bench` runs the same scripted conversation (two Q&A turns, a long story "
+        "interrupted 0.8–1.4 s into its audio, the reply, a handoff by tool, one turn with the "
+        "new agent) on agents_trio and on LiveKit Agents, in real time, N sessions per "
+        "process, each runtime and N in its own process, with the same fakes, timings, "
+        "Python and GC settings (install the asyncio side with `pip install -e '.[bench]'`). "
+        "Turn overhead = first agent audio at the sink − (speech end + 0.5 s endpointing) − "
+        "LLM ttft (0.2 s) − TTS ttfb (0.1 s); interruption = the VAD event that crosses "
+        "min_duration → `clear_buffer()`. The ratios (ours / theirs, same run) are the "
+        "headline; absolute times depend on the machine. `python -m bench --quick` is the "
+        "CI smoke test, `--virtual` gives the logical latencies in Trio virtual time, "
+        "`--profile` shows where the time goes. Full results with the per-stage breakdown: "
+        "`bench/results/bench.md` (and `bench.json`), plot `bench/results/latency.png`, "
+        "profile `bench/results/profile.md`, virtual-time latencies "
+        "`bench/results/virtual.md`."),
+        "",
+        md.rstrip(),
+        "",
+    ]
+    if README_HEADER in text:
+        head = text[: text.index(README_HEADER)]
+    else:
+        head = text.rstrip() + "\n\n"
+    path.write_text(head + "\n".join(body))
+
+
+def quick(args: argparse.Namespace, log: Any) -> int:
+    """CI smoke: N = 10 on the short script (our side; the asyncio side too if installed),
+    plus the virtual-time mode. Asserts that every run produced its latencies."""
+    t = time.perf_counter()
+    out = args.out if args.out_given else Path(tempfile.mkdtemp(prefix="bench-quick-"))
+    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    problems = []
+    runs = []
+    for rt in runtimes:
+        run = run_worker(rt, args.ns[0] if args.ns_given else 10, script="quick",
+                         transforms="off", gc_mode=args.gc, rounds=1, out_dir=out,
+                         timeout=120, log=log)
+        runs.append(run)
+        if "summary" not in run:
+            problems.append(f"{rt}: {run.get('error')}")
+            continue
+        s = run["summary"]
+        if s["failed_sessions"]:
+            problems.append(f"{rt}: {s['failed_sessions']} sessions failed: {s['failures'][:3]}")
+        if not s["turn_overhead_ms"].get("n") or not s["interruption_ms"].get("n"):
+            problems.append(f"{rt}: no turn or interruption samples")
+    from . import virtual
+    v = virtual.run(n=2, kind="quick")
+    if not v["deterministic"] or not v["sessions"]:
+        problems.append(f"virtual mode: {v}")
+    results = {"meta": _meta(args, script="quick"), "runs": [r for r in runs if "summary" in r],
+               "saturation": {}, "targets": []}
+    (out / "quick.json").write_text(json.dumps(results, indent=1))
+    (out / "quick.md").write_text(report.markdown(results))
+    log(report.markdown(results))
+    log(f"virtual: {json.dumps(v['latencies_ms'])}\n")
+    log(f"quick: {time.perf_counter() - t:.0f} s, results in {out}\n")
+    if problems:
+        sys.stderr.write("bench --quick FAILED:\n  " + "\n  ".join(problems) + "\n")
+        return 1
+    if not args.with_asyncio:
+        log("(livekit-agents is not installed: our side ran alone)\n")
+    return 0
+
+
+def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
+    theirs = None
+    if args.with_asyncio:
+        try:
+            from importlib.metadata import version
+            theirs = f"livekit-agents {version('livekit-agents')}"
+        except Exception:  # noqa: BLE001
+            theirs = "livekit-agents"
+    from importlib.metadata import version as v
+
+    from .core import build_script
+    return {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": machine(),
+        "python": platform.python_version(),
+        "ours": f"agents_trio {v('agents-trio')} (trio {v('trio')})",
+        "theirs": theirs,
+        "gc": "gc.freeze() after warm-up, both sides" if args.gc == "freeze"
+              else "default thresholds, both sides",
+        "script": script,
+        "script_seconds": build_script(0, kind=script).close_at,
+        "code": getattr(args, "tree_info", {}),
+        "busy_thread_cpu_per_wall_s": round(busy_thread_cpu_ratio(), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="CI smoke test (< 1 min)")
+    mode.add_argument("--virtual", action="store_true",
+                      help="logical latencies in Trio virtual time (our side)")
+    mode.add_argument("--profile", action="store_true", help="hops per frame and CPU hot spots")
+    mode.add_argument("--report-only", action="store_true",
+                      help="rewrite the report, plot and README from the saved bench.json")
+    ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
+    ap.add_argument("--script", choices=["full", "quick"], default="full")
+    ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
+    ap.add_argument("--ours-only", action="store_true", help="skip the asyncio runtime")
+    ap.add_argument("--rounds-n1", type=int, default=4,
+                    help="sequential rounds at N = 1 (more samples)")
+    ap.add_argument("--capacity-steps", type=int, default=3,
+                    help="extra runs to locate where turn p99 passes 100 ms")
+    ap.add_argument("--no-transforms-row", dest="transforms_row", action="store_false",
+                    help="skip the N = 1 row with the default text transforms")
+    ap.add_argument("--no-readme", dest="readme", action="store_false",
+                    help="do not update README.md")
+    ap.add_argument("--out", type=Path, help="results directory (default bench/results)")
+    ap.add_argument("--tree", choices=["head", "working"],
+                    help="agents_trio to measure: as committed at HEAD (default, except "
+                         "--quick) or the working tree")
+    args = ap.parse_args(argv)
+    args.ns_given = args.ns is not None
+    args.ns = [int(x) for x in args.ns.split(",")] if args.ns else DEFAULT_NS
+    args.out_given = args.out is not None
+    args.out = args.out or RESULTS
+    args.with_asyncio = have_livekit_agents() and not args.ours_only
+
+    def log(msg: str) -> None:
+        sys.stdout.write(msg)
+        sys.stdout.flush()
+
+    tree_info = prepare_tree(args.tree or ("working" if args.quick or args.report_only
+                                           or args.virtual else "head"), log)
+    args.tree_info = tree_info
+    args.tree_dir = TREE
+    if args.quick:
+        return quick(args, log)
+    if args.virtual:
+        from . import virtual
+        return virtual.main(args, log)
+    if args.profile:
+        from . import hotspots
+        return hotspots.main(args, log)
+    if args.report_only:
+        results = json.loads((args.out / "bench.json").read_text())
+        results["targets"] = (report.compute_targets(results["runs"])
+                              if results["meta"].get("theirs") else [])
+        results["notes"] = notes(results["meta"])
+        write_results(results, args.out, readme=args.readme, log=log)
+        return 0
+
+    if not args.with_asyncio:
+        log("livekit-agents is not installed: our side runs alone "
+            "(pip install -e '.[bench]' for the side-by-side comparison)\n")
+    log(f"{machine()}, Python {platform.python_version()}\n")
+    results = {"meta": _meta(args, script=args.script)}
+    results.update(sweep(args, log))
+    results["targets"] = report.compute_targets(results["runs"]) if args.with_asyncio else []
+    results["notes"] = notes(results["meta"])
+    write_results(results, args.out, readme=args.readme, log=log)
+    log(report.markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

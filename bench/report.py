@@ -1,0 +1,355 @@
+"""The report: a markdown table, the ratios (ours / theirs, same run), the targets, the plot."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+OURS, THEIRS = "trio", "asyncio"
+NAMES = {OURS: "agents_trio", THEIRS: "LiveKit Agents (asyncio)"}
+
+# issue #4's targets: (key, label, limit, how to read the ratio)
+TARGETS = [
+    ("turn_p50", "turn overhead p50 (plumbing config) ≤ ¼ of asyncio's", 0.25),
+    ("turn_p99_n100", "turn overhead p99 at N = 100 ≤ ⅕ of asyncio's", 0.20),
+    ("interrupt_p99_n100", "interruption p99 at N = 100 ≤ 1/10 of asyncio's", 0.10),
+    ("capacity", "sessions per process before turn p99 > 100 ms ≥ 2.5× asyncio's", 2.5),
+    ("cpu", "CPU per session-second ≤ ½ of asyncio's", 0.5),
+]
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def _pcts(stats: dict[str, Any], digits: int = 1) -> str:
+    if not stats or not stats.get("n"):
+        return "–"
+    return " / ".join(_f(stats.get(k), digits) for k in ("p50", "p95", "p99"))
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def run_key(r: dict) -> tuple:
+    return (r["runtime"], r["n"], r["transforms"])
+
+
+def index_runs(runs: list[dict]) -> dict[tuple, dict]:
+    return {run_key(r): r for r in runs}
+
+
+def series(runs: list[dict], runtime: str, transforms: str = "off") -> list[dict]:
+    return sorted((r for r in runs if r["runtime"] == runtime and r["transforms"] == transforms
+                   and not r.get("refinement")), key=lambda r: r["n"])
+
+
+def capacity(runs: list[dict], runtime: str, limit_ms: float = 100.0) -> dict[str, Any]:
+    """The largest N whose turn p99 stayed ≤ ``limit_ms`` (refinement runs included), the
+    smallest that passed it, and a log-linear interpolation between them."""
+    pts = sorted(((r["n"], r["summary"]["turn_overhead_ms"].get("p99"),
+                   r["summary"]["failed_sessions"] / max(1, r["summary"]["sessions"]))
+                  for r in runs if r["runtime"] == runtime and r["transforms"] == "off"),
+                 key=lambda p: p[0])
+    ok = [n for n, p99, fail in pts if p99 is not None and p99 <= limit_ms and fail <= 0.05]
+    bad = [n for n, p99, fail in pts if p99 is None or p99 > limit_ms or fail > 0.05]
+    lo = max(ok) if ok else None
+    hi = min((n for n in bad if lo is None or n > lo), default=None)
+    est = None
+    if lo is not None and hi is not None:
+        p_lo = next(p for n, p, _ in pts if n == lo)
+        p_hi = next((p for n, p, _ in pts if n == hi), None)
+        if p_hi and p_lo and p_hi > p_lo:
+            # p99 grows fast with N near saturation: interpolate log(p99) linearly in N
+            f = (math.log(limit_ms) - math.log(p_lo)) / (math.log(p_hi) - math.log(p_lo))
+            est = lo + f * (hi - lo)
+        else:
+            est = (lo + hi) / 2
+    return {"last_ok": lo, "first_over": hi, "estimate": est,
+            "lower_bound": hi is None and lo is not None}
+
+
+def compute_targets(runs: list[dict]) -> list[dict]:
+    idx = index_runs(runs)
+
+    def s(rt: str, n: int, key: str, stat: str) -> float | None:
+        r = idx.get((rt, n, "off"))
+        return r["summary"][key].get(stat) if r else None
+
+    def res(rt: str, n: int, key: str) -> float | None:
+        r = idx.get((rt, n, "off"))
+        return r["resources"].get(key) if r else None
+
+    out = []
+    th100 = idx.get((THEIRS, 100, "off"))
+    for key, label, limit in TARGETS:
+        row: dict[str, Any] = {"key": key, "target": label, "limit": limit}
+        if key in ("turn_p99_n100", "interrupt_p99_n100") and th100 and th100.get("saturated"):
+            row["caveat"] = "asyncio saturated at N = 100 on this machine"
+        if key == "turn_p50":
+            # the plumbing configuration at N = 1: the single-session latency
+            ours = s(OURS, 1, "turn_overhead_ms", "p50")
+            theirs = s(THEIRS, 1, "turn_overhead_ms", "p50")
+            row["alt"] = _ratio(s(OURS, 1, "turn_plumbing_ms", "p50"),
+                                s(THEIRS, 1, "turn_plumbing_ms", "p50"))
+            row["where"] = "N = 1"
+        elif key == "turn_p99_n100":
+            ours = s(OURS, 100, "turn_overhead_ms", "p99")
+            theirs = s(THEIRS, 100, "turn_overhead_ms", "p99")
+            row["alt"] = _ratio(s(OURS, 100, "turn_plumbing_ms", "p99"),
+                                s(THEIRS, 100, "turn_plumbing_ms", "p99"))
+            row["where"] = "N = 100"
+        elif key == "interrupt_p99_n100":
+            ours = s(OURS, 100, "interruption_ms", "p99")
+            theirs = s(THEIRS, 100, "interruption_ms", "p99")
+            row["where"] = "N = 100"
+        elif key == "capacity":
+            co, ct = capacity(runs, OURS), capacity(runs, THEIRS)
+            ours, theirs = co["estimate"] or co["last_ok"], ct["estimate"] or ct["last_ok"]
+            row["capacity"] = {OURS: co, THEIRS: ct}
+            row["where"] = "turn p99 ≤ 100 ms"
+        else:  # cpu: every N ≥ 10 where both runtimes ran unsaturated; the worst ratio counts
+            ns = sorted({r["n"] for r in runs if r["runtime"] == OURS and r["n"] >= 10
+                         and not r.get("refinement")}
+                        & {r["n"] for r in runs if r["runtime"] == THEIRS and r["n"] >= 10
+                           and not r.get("saturated") and not r.get("refinement")})
+            per_n = {n: _ratio(res(OURS, n, "cpu_per_session_second"),
+                               res(THEIRS, n, "cpu_per_session_second")) for n in ns}
+            per_n = {n: x for n, x in per_n.items() if x is not None}
+            ours = theirs = None
+            row["per_n"] = per_n
+            row["ours_per_n"] = {n: res(OURS, n, "cpu_per_session_second") for n in per_n}
+            row["theirs_per_n"] = {n: res(THEIRS, n, "cpu_per_session_second") for n in per_n}
+            row["ratio"] = max(per_n.values()) if per_n else None
+            row["where"] = "N = " + ", ".join(map(str, per_n)) + " (worst)"
+        row["ours"], row["theirs"] = ours, theirs
+        if key != "cpu":
+            row["ratio"] = _ratio(ours, theirs)
+        r = row["ratio"]
+        if r is None:
+            row["met"] = None
+        elif key == "capacity":
+            row["met"] = r >= limit
+        else:
+            row["met"] = r <= limit
+        out.append(row)
+    return out
+
+
+def _targets_md(targets: list[dict]) -> list[str]:
+    lines = ["| target | where | ours | theirs | ratio | met |", "|---|---|---|---|---|---|"]
+    for t in targets:
+        r = t["ratio"]
+        if t["key"] == "capacity":
+            caps = t.get("capacity", {})
+            o, th = caps.get(OURS, {}), caps.get(THEIRS, {})
+
+            def cap(c: dict) -> str:
+                if c.get("lower_bound"):
+                    return f"> {c['last_ok']} (never passed)"
+                if c.get("estimate") is not None:
+                    return f"≈ {c['estimate']:.0f} ({c['last_ok']}–{c['first_over']})"
+                return "–"
+
+            ours_s, theirs_s = cap(o), cap(th)
+            ratio_s = ("≥ " if o.get("lower_bound") else "") + (_f(r, 2) if r else "–") + "×"
+        elif t["key"] == "cpu":
+            ours_s = " / ".join(_f(v, 4) for v in t.get("ours_per_n", {}).values())
+            theirs_s = " / ".join(_f(v, 4) for v in t.get("theirs_per_n", {}).values())
+            ratio_s = " / ".join(_f(v, 2) for v in t.get("per_n", {}).values())
+        else:
+            ours_s, theirs_s, ratio_s = _f(t["ours"], 2), _f(t["theirs"], 2), _f(r, 2)
+            if t.get("alt") is not None:
+                ratio_s += f" (plumbing-only {_f(t['alt'], 2)})"
+        if t["met"] is None:
+            met = "not measured"
+        elif t["met"]:
+            met = "**met**"
+        elif t["key"] == "capacity":
+            met = f"missed: {r:.2f}× of 2.5×"
+        else:
+            met = f"missed by {r / t['limit']:.1f}× (ratio {r:.2f} > {t['limit']:.2f})"
+        where = t["where"] + (f" ({t['caveat']})" if t.get("caveat") else "")
+        lines.append(f"| {t['target']} | {where} | {ours_s} | {theirs_s} | {ratio_s} "
+                     f"| {met} |")
+    return lines
+
+
+def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
+    """The report; ``stages=False`` leaves out the per-stage tables (the README's version)."""
+    runs = results["runs"]
+    meta = results["meta"]
+    lines = [
+        (f"Measured {meta['date']} on {meta['machine']}; Python {meta['python']}; "
+        f"{meta['ours']} vs {meta['theirs'] or 'no asyncio runtime installed'}; "
+        f"gc: {meta['gc']}; script: {meta['script']} "
+        f"(~{meta['script_seconds']:.0f} s per session, sessions started over "
+        "min(4 s, 0.04·N)); one process per runtime and N; latencies in ms."),
+        "",
+    ]
+    code = meta.get("code") or {}
+    if code.get("commit"):
+        lines[0] += (f" agents_trio at commit {code['commit']}"
+                     + (" (HEAD, pinned for the run)" if code.get("tree") == "head"
+                        else " (working tree)") + ".")
+    if meta.get("busy_thread_cpu_per_wall_s"):
+        lines[0] += (f" A busy thread gets {meta['busy_thread_cpu_per_wall_s']:.2f} CPU-s per "
+                     "wall-s on this machine (the ceiling of one event loop).")
+    if not meta["theirs"]:
+        lines += [("**livekit-agents is not installed: only our side ran (`pip install -e "
+                  "'.[bench]'` adds the asyncio runtime).**"), ""]
+    lines += [
+        ("| N | runtime | turn overhead p50 / p95 / p99 | without fake timers p50 / p95 / p99 "
+        "| interruption p50 / p95 / p99 | CPU s per session-s | RSS MB per session "
+        "| start p50 | aclose p50 | handoff p50 | failed |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ns = sorted({r["n"] for r in runs if not r.get("refinement")})
+    for transforms in ("off", "on"):
+        for n in ns:
+            for rt in (OURS, THEIRS):
+                r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
+                          and x["transforms"] == transforms and not x.get("refinement")), None)
+                if r is None:
+                    continue
+                s, res = r["summary"], r["resources"]
+                label = f"{n}" + (" (default transforms)" if transforms == "on" else "")
+                failed = f"{s['failed_sessions']} of {s['sessions']}"
+                if r.get("saturated"):
+                    failed += f" — saturated ({r['saturated']})"
+                lines.append(
+                    f"| {label} | {NAMES[rt]} | {_pcts(s['turn_overhead_ms'])} "
+                    f"| {_pcts(s['turn_plumbing_ms'])} | {_pcts(s['interruption_ms'], 2)} "
+                    f"| {_f(res['cpu_per_session_second'], 4)} "
+                    f"| {_f(res['rss_per_session_mb'], 2)} | {_f(s['start_ms'].get('p50'), 2)} "
+                    f"| {_f(s['close_ms'].get('p50'), 2)} | {_f(s['handoff_ms'].get('p50'), 2)} "
+                    f"| {failed} |")
+    for rt, sat in results.get("saturation", {}).items():
+        if sat:
+            lines.append("")
+            lines.append(f"{NAMES[rt]}: series stopped at N = {sat['n']} ({sat['reason']}).")
+    for rt in (OURS, THEIRS):
+        extra = sorted((r for r in runs if r["runtime"] == rt and r.get("refinement")),
+                       key=lambda r: r["n"])
+        if extra:
+            pts = ", ".join(
+                f"N = {r['n']}: p99 {_f(r['summary']['turn_overhead_ms'].get('p99'))} ms"
+                + (f" ({r['summary']['failed_sessions']} failed)"
+                   if r["summary"].get("failed_sessions") else "") for r in extra)
+            lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
+    if meta["theirs"]:
+        lines += ["", "Ratios, ours / theirs, same run (lower is better):", "",
+                  ("| N | turn p50 | turn p99 | without fake timers p50 | interruption p50 "
+                  "| interruption p99 | CPU per session-s |"),
+                  "|---|---|---|---|---|---|---|"]
+        idx = index_runs([r for r in runs if not r.get("refinement")])
+        for transforms in ("off", "on"):
+            for n in ns:
+                a, b = idx.get((OURS, n, transforms)), idx.get((THEIRS, n, transforms))
+                if not a or not b:
+                    continue
+                sa, sb = a["summary"], b["summary"]
+
+                def rr(key: str, stat: str, sa: dict = sa, sb: dict = sb) -> str:
+                    return _f(_ratio(sa[key].get(stat), sb[key].get(stat)), 2)
+
+                label = f"{n}" + (" (default transforms)" if transforms == "on" else "")
+                cpu = _ratio(a["resources"]["cpu_per_session_second"],
+                             b["resources"]["cpu_per_session_second"])
+                lines.append(
+                    f"| {label} | {rr('turn_overhead_ms', 'p50')} "
+                    f"| {rr('turn_overhead_ms', 'p99')} "
+                    f"| {rr('turn_plumbing_ms', 'p50')} | {rr('interruption_ms', 'p50')} "
+                    f"| {rr('interruption_ms', 'p99')} | {_f(cpu, 2)} |")
+        if results.get("targets"):
+            lines += ["", "Targets (issue: runtime speed):", ""]
+            lines += _targets_md(results["targets"])
+    if not stages:
+        notes = results.get("notes") or []
+        return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    # stage breakdown
+    lines += ["", "Where the turn overhead goes (p50 per stage, ms):", "",
+              ("| N | runtime | network delivery* | frame → VAD | VAD → LLM request† | LLM ttft "
+              "lateness* | token → TTS | TTS ttfb lateness* | TTS → sink |"),
+              "|---|---|---|---|---|---|---|---|---|"]
+    for n in ns:
+        for rt in (OURS, THEIRS):
+            r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
+                      and x["transforms"] == "off" and not x.get("refinement")), None)
+            if r is None:
+                continue
+            st = r["summary"]["turn_stages_ms"]
+            cells = " | ".join(_f(st[k].get("p50"), 2) for k in
+                               ("delivery", "input_to_vad", "vad_to_llm", "llm", "token_to_tts",
+                                "tts", "audio_to_sink"))
+            lines.append(f"| {n} | {NAMES[rt]} | {cells} |")
+    lines += ["", ("\\* the fakes' own timer lateness (the same timers on both sides; epoll "
+              "rounds timeouts up to the millisecond); the “without fake timers” column "
+              "subtracts these three. † beyond the 0.2 s endpointing wait that follows the "
+              "VAD's end of speech; includes the runtime's own endpointing timer lateness."),
+              "", ("Where the interruption goes (p50, ms): threshold event → clear_buffer is the "
+              "total; LLM/TTS cancellation are side effects measured from the same event."), "",
+              "| N | runtime | threshold → clear | → LLM cancelled | → TTS cancelled |",
+              "|---|---|---|---|---|"]
+    for n in ns:
+        for rt in (OURS, THEIRS):
+            r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
+                      and x["transforms"] == "off" and not x.get("refinement")), None)
+            if r is None:
+                continue
+            s = r["summary"]
+            st = s["interruption_stages_ms"]
+            lines.append(f"| {n} | {NAMES[rt]} | {_f(s['interruption_ms'].get('p50'), 2)} | "
+                         f"{_f(st['llm_cancelled'].get('p50'), 2)} | "
+                         f"{_f(st['tts_cancelled'].get('p50'), 2)} |")
+    notes = results.get("notes") or []
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: str) -> bool:
+    """Latency percentiles against N for both runtimes; False when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    runs = [r for r in results["runs"] if r["transforms"] == "off"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    styles = {OURS: ("tab:blue", "-"), THEIRS: ("tab:red", "--")}
+    for ax, key, title in ((axes[0], "turn_overhead_ms", "turn overhead"),
+                           (axes[1], "interruption_ms", "interruption overhead")):
+        for rt in (OURS, THEIRS):
+            pts = sorted((r for r in runs if r["runtime"] == rt), key=lambda r: r["n"])
+            if not pts:
+                continue
+            color, ls = styles[rt]
+            for stat, marker, alpha in (("p50", "o", 1.0), ("p95", "s", 0.7), ("p99", "^", 0.45)):
+                xs = [r["n"] for r in pts if r["summary"][key].get(stat) is not None]
+                ys = [max(r["summary"][key][stat], 1e-3) for r in pts
+                      if r["summary"][key].get(stat) is not None]
+                ax.plot(xs, ys, ls, marker=marker, color=color, alpha=alpha,
+                        label=f"{NAMES[rt]} {stat}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("concurrent sessions per process (N)")
+        ax.set_ylabel("ms")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        if key == "turn_overhead_ms":
+            ax.axhline(100, color="gray", lw=0.8, ls=":")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{results['meta']['machine']}, Python {results['meta']['python']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

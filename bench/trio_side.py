@@ -1,0 +1,466 @@
+"""Our side: real-time fakes on agents_trio's model protocols, and the session driver.
+
+All time comes from ``trio.current_time()``: the wall clock when the run uses Trio's system
+clock (``python -m bench``), virtual time under ``MockClock`` (``python -m bench --virtual``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import inspect
+import itertools
+import math
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from livekit import rtc
+
+from agents_trio import (
+    Agent,
+    AgentSession,
+    ChatChunk,
+    FunctionToolCall,
+    RunContext,
+    SpeechData,
+    SpeechEvent,
+    SpeechEventType,
+    VADEvent,
+    VADEventType,
+    function_tool,
+)
+from agents_trio.io.audio import AudioInput, AudioOutput
+from agents_trio.text_transforms import DEFAULT as DEFAULT_TRANSFORMS
+
+from . import core
+from .core import (
+    FRAME,
+    IN_RATE,
+    IN_SAMPLES,
+    LLM_TTFT,
+    OUT_RATE,
+    OUT_SAMPLES,
+    REPLY_BASE,
+    TOKEN_INTERVAL,
+    TTS_TTFB,
+    Probe,
+    in_bytes,
+    out_bytes,
+)
+
+now = trio.current_time
+
+# -- audio in / out --------------------------------------------------------------------------
+class Network:
+    """The fake network: one task hands every registered input its frames when they are due,
+    through the input's memory channel, the way a transport delivers frames. It sleeps until the
+    next due frame (frames due in the same wake-up go out together) and idles without inputs.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, PacedInput]] = []
+        self._seq = itertools.count()
+        self.delivered = 0
+        self._wake = trio.Event()
+
+    def register(self, inp: PacedInput) -> None:
+        heapq.heappush(self._heap, (inp.frames.due(), next(self._seq), inp))
+        self._wake.set()
+
+    async def run(self) -> None:
+        heap = self._heap
+        while True:
+            if not heap:
+                self._wake = trio.Event()
+                await self._wake.wait()
+                continue
+            await trio.sleep_until(min(heap[0][0], now() + FRAME))
+            t = now()
+            while heap and heap[0][0] <= t:
+                inp = heapq.heappop(heap)[2]
+                if inp.deliver_due(t):
+                    heapq.heappush(heap, (inp.frames.due(), next(self._seq), inp))
+
+
+class PacedInput(AudioInput):
+    """20 ms / 16 kHz frames at real-time pace: frame k is due at t0 + (k+1)·20 ms and comes
+    from the fake network through a memory channel."""
+
+    def __init__(self, probe: Probe, network: Network) -> None:
+        self.probe = probe
+        self.network = network
+        self.started = trio.Event()
+        self.frames = core.InputFrames(probe)
+        self.closed = False
+        self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        if self.probe.t0 is None:
+            self.probe.t0 = now()
+            self.network.register(self)
+            self.started.set()
+        return await self._recv.receive()
+
+    def deliver_due(self, t: float) -> bool:
+        """Send the frames due at ``t``; False once closed."""
+        if self.closed:
+            return False
+        frames = self.frames
+        while frames.due() <= t:
+            value = frames.next_value(t)
+            self.network.delivered += 1
+            self._send.send_nowait(rtc.AudioFrame(in_bytes(value), IN_RATE, 1, IN_SAMPLES))
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class RealtimeSink(AudioOutput):
+    """A non-blocking sink with a real-time playout clock; ``clear_buffer`` ends playback at
+    once. Records the first frame of each reply and every clear."""
+
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(sample_rate=OUT_RATE)
+        self.probe = probe
+        self._changed = trio.Event()
+        self._finished = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._capturing = False
+        self._pushed = 0.0
+        self._started_at: float | None = None
+        self._flushed = False
+        self._reply = -1
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        if not self._capturing:
+            self._reset()
+            self._finished = None
+            self._capturing = True
+            t = now()
+            self._started_at = t
+            r = self._reply = frame.data[0] - REPLY_BASE
+            if r not in self.probe.sink_first_frame:
+                self.probe.sink_first_frame[r] = t
+            self.on_playback_started(created_at=t)
+        self._pushed += frame.duration
+        self.probe.frames_out += 1
+
+    def flush(self) -> None:
+        self._flushed = True
+        self._wake()
+
+    def _finish(self, position: float, interrupted: bool):
+        ev = self.on_playback_finished(playback_position=position, interrupted=interrupted)
+        self._finished = ev
+        self._capturing = False
+        self._wake()
+        return ev
+
+    def clear_buffer(self):
+        t = now()
+        self.probe.clears.append((t, self._reply))
+        if not self._capturing or self._started_at is None:
+            return None
+        played = min(self._pushed, max(0.0, t - self._started_at))
+        return self._finish(played, interrupted=True)
+
+    async def wait_for_playout(self):
+        while True:
+            ev = self._finished
+            if ev is not None:
+                self._finished = None
+                return ev
+            changed = self._changed
+            if self._flushed and self._started_at is not None:
+                remaining = self._started_at + self._pushed - now()
+                if remaining <= 0:
+                    self._finish(self._pushed, interrupted=False)
+                    continue
+                with trio.move_on_after(remaining):
+                    await changed.wait()
+            else:
+                await changed.wait()
+
+
+# -- models ----------------------------------------------------------------------------------
+class _VADStream:
+    def __init__(self, probe: Probe) -> None:
+        self.core = core.VadCore(probe, now)
+        self._send, self._recv = trio.open_memory_channel[VADEvent](math.inf)
+
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
+        c = self.core
+        event, speaking, speech, silence = c.process(frame.data[0])
+        self._send.send_nowait(VADEvent(
+            type=VADEventType.INFERENCE_DONE, speech_duration=speech * FRAME,
+            silence_duration=silence * FRAME, speaking=speaking,
+            probability=1.0 if speaking else 0.0))
+        if event == 1:
+            c.threshold_emitted()
+            self._send.send_nowait(VADEvent(type=VADEventType.START_OF_SPEECH,
+                                            speech_duration=speech * FRAME, speaking=True))
+        elif event == 2:
+            self._send.send_nowait(VADEvent(type=VADEventType.END_OF_SPEECH,
+                                            speech_duration=speech * FRAME,
+                                            silence_duration=silence * FRAME))
+            c.ended()
+
+    def end_input(self) -> None:
+        self._send.close()
+
+    def __aiter__(self):
+        return self._recv.__aiter__()
+
+
+class BenchVAD:
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    @asynccontextmanager
+    async def stream(self):
+        s = _VADStream(self.probe)
+        try:
+            yield s
+        finally:
+            s._send.close()
+
+
+class _STTStream:
+    def __init__(self, probe: Probe) -> None:
+        self.core = core.SttCore(probe, now)
+        self._send, self._recv = trio.open_memory_channel[SpeechEvent](math.inf)
+
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
+        text = self.core.process(frame.data[0])
+        if text is not None:
+            self._send.send_nowait(SpeechEvent(type=SpeechEventType.FINAL_TRANSCRIPT,
+                                               alternatives=[SpeechData(text=text)]))
+
+    def end_input(self) -> None:
+        self._send.close()
+
+    def __aiter__(self):
+        return self._recv.__aiter__()
+
+
+class BenchSTT:
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    @asynccontextmanager
+    async def stream(self):
+        s = _STTStream(self.probe)
+        try:
+            yield s
+        finally:
+            s._send.close()
+
+
+class BenchLLM:
+    """ttft 0.2 s, then a 4-char token every 20 ms; a tool call after the text if scripted."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    @asynccontextmanager
+    async def chat(self, *, chat_ctx: Any, tools: Any = None, tool_choice: Any = None):
+        yield self._stream(chat_ctx)
+
+    async def _stream(self, chat_ctx: Any):
+        probe = self.probe
+        text, tool_after = core.last_user_text(chat_ctx.items)
+        reply = None if tool_after or text is None else probe.script.reply_for(text)
+        if reply is None:
+            probe.llm_other.append(f"{text!r} tool_after={tool_after}")
+            return
+        r = reply.index
+        started = now()
+        probe.llm_request[r] = started
+        probe.current_reply = r
+        done = False
+        try:
+            toks = core.tokens(reply.text)
+            for i, tok in enumerate(toks):
+                await trio.sleep_until(started + LLM_TTFT + i * TOKEN_INTERVAL)
+                if i == 0:
+                    probe.llm_first_token[r] = now()
+                yield ChatChunk(content=tok)
+            if reply.tool:
+                await trio.sleep_until(started + LLM_TTFT + len(toks) * TOKEN_INTERVAL)
+                yield ChatChunk(tool_calls=[FunctionToolCall(
+                    name=reply.tool, arguments="{}", call_id=f"call_{r}")])
+            done = True
+        finally:
+            if not done:
+                probe.llm_cancelled[r] = now()
+
+
+class BenchTTS:
+    """Streaming: the first audio 0.1 s after the first text, then audio for each text chunk
+    as it arrives (20 ms frames, 24 kHz)."""
+
+    sample_rate = OUT_RATE
+    num_channels = 1
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    @asynccontextmanager
+    async def stream(self, text: Any):
+        yield self._synthesize(text)
+
+    async def _synthesize(self, text: Any):
+        probe = self.probe
+        tts = core.TtsCore()
+        r = -1
+        buf = b""
+        done = False
+        try:
+            async for chunk in text:
+                tts.add_text(chunk)
+                if r < 0:
+                    r = probe.current_reply
+                    first = probe.tts_first_text[r] = now()
+                    buf = out_bytes(REPLY_BASE + r)
+                    tts.first_audio = first + TTS_TTFB
+                while True:
+                    n, ready = tts.next_chunk()
+                    if not n:
+                        break
+                    if ready > now():
+                        await trio.sleep_until(ready)
+                    if r not in probe.tts_first_audio:
+                        probe.tts_first_audio[r] = now()
+                    tts.emitted += n
+                    for _ in range(n):
+                        yield rtc.AudioFrame(buf, OUT_RATE, 1, OUT_SAMPLES)
+            done = True
+        finally:
+            if not done and r >= 0:
+                probe.tts_cancelled[r] = now()
+
+
+# -- agents ----------------------------------------------------------------------------------
+class Billing(Agent):
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(instructions="You are the billing agent.")
+        self.probe = probe
+
+    async def on_enter(self) -> None:
+        self.probe.on_enter_new = now()
+
+
+class FrontDesk(Agent):
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(instructions="You are the front desk of a small company.")
+        self.probe = probe
+
+    @function_tool
+    async def transfer_to_billing(self, ctx: RunContext):
+        """Transfer the user to the billing agent."""
+        probe = self.probe
+        if probe.script.handoff_by_update:
+            self.session.update_agent(Billing(probe))
+            probe.tool_return = now()
+            return None
+        agent = Billing(probe)
+        probe.tool_return = now()
+        return agent
+
+
+class Warmup(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="warm-up")
+
+
+def _off_switches() -> dict[str, Any]:
+    """AEC warm-up and the user-away timer off, as on the asyncio side (when this version of
+    agents_trio has them)."""
+    params = inspect.signature(AgentSession.__init__).parameters
+    return {k: None for k in ("aec_warmup_duration", "user_away_timeout") if k in params}
+
+
+_OFF = _off_switches()
+
+
+def make_session(probe: Probe, network: Network, *, transforms: bool
+                 ) -> tuple[AgentSession, PacedInput]:
+    session = AgentSession(
+        vad=BenchVAD(probe), stt=BenchSTT(probe), llm=BenchLLM(probe), tts=BenchTTS(probe),
+        turn_handling={
+            "turn_detection": "vad",
+            "endpointing": {"min_delay": core.MIN_DELAY, "max_delay": core.MAX_DELAY},
+            "interruption": {"min_duration": core.INTERRUPT_MIN_DURATION,
+                             "resume_false_interruption": False},
+            "preemptive_generation": {"enabled": False},
+        },
+        tts_text_transforms=DEFAULT_TRANSFORMS if transforms else None,
+        **_OFF,
+    )
+    inp = PacedInput(probe, network)
+    session.input.audio = inp
+    session.output.audio = RealtimeSink(probe)
+    return session, inp
+
+
+async def run_session(probe: Probe, network: Network, *, transforms: bool,
+                      agent: Agent | None = None, slack: float = 30.0,
+                      on_session: Any = None) -> None:
+    """One scripted session, start to close; failures are recorded on the probe."""
+    probe.started_at = now()
+    inp = None
+    try:
+        with trio.fail_after(probe.script.close_at + slack):
+            session, inp = make_session(probe, network, transforms=transforms)
+            if on_session is not None:
+                on_session(session)
+            async with session:
+                t = now()
+                await session.start(agent if agent is not None else FrontDesk(probe))
+                probe.start_latency = now() - t
+                await inp.started.wait()
+                assert probe.t0 is not None
+                await trio.sleep_until(probe.t0 + probe.script.close_at)
+                inp.close()                 # the user hangs up: no more frames
+                t = now()
+                await session.aclose()
+                probe.close_latency = now() - t
+    except trio.TooSlowError:
+        probe.error = "timeout"
+    except Exception as e:  # noqa: BLE001 - a failed session is a result
+        probe.error = f"{type(e).__name__}: {e}"[:300]
+    finally:
+        if inp is not None:
+            inp.close()
+    probe.ended_at = now()
+
+
+async def run_phase(probes: list[Probe], network: Network, *, spread: float, transforms: bool,
+                    on_spawned: Any = None) -> None:
+    """Start the sessions spread over ``spread`` seconds; return when all have closed."""
+    t_start = now()
+    n = len(probes)
+    async with trio.open_nursery() as nursery:
+        for i, probe in enumerate(probes):
+            await trio.sleep_until(t_start + (spread * i / n if n else 0.0))
+            nursery.start_soon(lambda p=probe: run_session(p, network, transforms=transforms))
+            if on_spawned is not None:
+                on_spawned()
+
+
+async def warm_up(network: Network) -> None:
+    probe = Probe(index=0, script=core.warmup_script())
+    await run_session(probe, network, transforms=True, agent=Warmup())
+
+
+def runtime_info() -> dict:
+    import agents_trio
+    return {"runtime": "agents_trio", "trio": trio.__version__,
+            "version": getattr(agents_trio, "__version__", "0.1.0")}

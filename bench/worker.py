@@ -1,0 +1,293 @@
+"""One measured run: one runtime, N concurrent sessions, one process.
+
+    python -m bench.worker --runtime trio --n 50 --out run.json
+
+Both runtimes go through the same steps in the same order: warm-up session, ``gc.collect()``
+(then ``gc.freeze()`` with ``--gc freeze``), RSS baseline, 0.5 s idle CPU baseline, then the
+measured phase (N sessions started over min(4 s, 0.04·N)), sampling RSS, live sessions and
+event-loop lag every 50 ms. The JSON holds the summary (``analysis.summarize``) and the raw
+per-sample latencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from typing import Any
+
+from . import analysis, core
+
+MONITOR_INTERVAL = 0.05
+IDLE_SECONDS = 1.0
+
+
+def cpu_seconds() -> float:
+    """CPU time of the whole process (all threads), CLOCK_PROCESS_CPUTIME_ID."""
+    return time.process_time()
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class _LogCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.counts: dict[str, int] = {}
+        self.first: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        key = f"{record.levelname} {record.name}"
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if len(self.first) < 10:
+            self.first.append(f"{key}: {record.getMessage()[:200]}")
+
+
+class _GcTimer:
+    """Pause time of every collection, by generation (both runtimes install it)."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._start = 0.0
+        self.active = False
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if not self.active:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append((time.perf_counter() - self._start) * 1e3)
+
+    def summary(self) -> dict:
+        return {f"gen{g}": {"count": len(v), "total_ms": sum(v), "max_ms": max(v, default=0.0)}
+                for g, v in self.pauses.items()}
+
+
+class Meter:
+    """CPU, RSS, loop lag and live sessions around the measured phase."""
+
+    def __init__(self, probes: list[core.Probe]) -> None:
+        self.probes = probes
+        self.rss_base = 0
+        self.rss_peak = 0
+        self.live_peak = 0
+        self.rss_at_live_peak = 0
+        self.lags: list[float] = []
+        self.idle_rate = 0.0
+        self.cpu0 = self.cpu1 = 0.0
+        self.wall0 = self.wall1 = 0.0
+        self.gc_timer = _GcTimer()
+        gc.callbacks.append(self.gc_timer)
+
+    def baseline(self) -> None:
+        self.rss_base = rss_bytes()
+
+    def idle(self, cpu_before: float, cpu_after: float, seconds: float) -> None:
+        self.idle_rate = max(0.0, (cpu_after - cpu_before) / seconds)
+
+    def begin(self, wall: float) -> None:
+        self.gc_timer.active = True
+        self.gc0 = gc.get_stats()
+        self.cpu0, self.wall0 = cpu_seconds(), wall
+
+    def end(self, wall: float) -> None:
+        self.cpu1, self.wall1 = cpu_seconds(), wall
+        self.gc_timer.active = False
+        self.gc1 = gc.get_stats()
+
+    def sample(self, lag: float) -> None:
+        self.lags.append(lag * 1e3)
+        rss = rss_bytes()
+        self.rss_peak = max(self.rss_peak, rss)
+        live = sum(1 for p in self.probes if p.started_at is not None and p.ended_at is None)
+        if live >= self.live_peak:
+            self.live_peak = live
+            self.rss_at_live_peak = max(self.rss_at_live_peak, rss)
+
+    def result(self) -> dict[str, Any]:
+        wall = self.wall1 - self.wall0
+        cpu = self.cpu1 - self.cpu0
+        cpu_net = max(0.0, cpu - self.idle_rate * wall)
+        session_seconds = sum(p.script.close_at for p in self.probes)
+        lags = self.lags
+        return {
+            "phase_wall_s": wall,
+            "phase_cpu_s": cpu,
+            "idle_cpu_rate": self.idle_rate,
+            "cpu_utilisation": cpu / wall if wall else None,
+            "session_seconds": session_seconds,
+            "cpu_per_session_second": cpu_net / session_seconds if session_seconds else None,
+            "rss_base_mb": self.rss_base / 2**20,
+            "rss_peak_mb": self.rss_peak / 2**20,
+            "live_sessions_peak": self.live_peak,
+            "rss_per_session_mb": ((self.rss_at_live_peak - self.rss_base) / 2**20
+                                   / self.live_peak if self.live_peak else None),
+            "loop_lag_ms": {"p50": core.percentile(lags, 0.5), "p99": core.percentile(lags, 0.99),
+                            "max": max(lags, default=None)},
+            "gc": self.gc_timer.summary(),
+            # objects found unreachable (cyclic garbage) per generation during the phase
+            "gc_collected": [b["collected"] - a["collected"] for a, b in zip(self.gc0, self.gc1)],
+        }
+
+
+def spread_for(n: int) -> float:
+    return min(4.0, 0.04 * n)
+
+
+def make_probes(n: int, kind: str, rounds: int) -> list[list[core.Probe]]:
+    def script(i: int) -> core.Script:
+        if kind == "listen":
+            return core.listening_script(10.0)
+        return core.build_script(i, kind=kind)
+
+    return [[core.Probe(index=r * n + i, script=script(r * n + i)) for i in range(n)]
+            for r in range(rounds)]
+
+
+def _prepare_gc(mode: str) -> None:
+    gc.collect()
+    if mode == "freeze":
+        gc.freeze()
+
+
+async def trio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+    import trio
+
+    from . import trio_side as side
+
+    network = side.Network()
+    async with trio.open_nursery() as outer:
+        outer.start_soon(network.run)
+        result = await _trio_measure(args, side, network)
+        outer.cancel_scope.cancel()
+    return result
+
+
+async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
+                        ) -> tuple[list[core.Probe], Meter, dict]:
+    import trio
+
+    await side.warm_up(network)
+    _prepare_gc(args.gc)
+    rounds = make_probes(args.n, args.script, args.rounds)
+    probes = [p for r in rounds for p in r]
+    meter = Meter(probes)
+    meter.baseline()
+    done = trio.Event()
+
+    async def monitor() -> None:
+        while not done.is_set():
+            t = trio.current_time()
+            await trio.sleep(MONITOR_INTERVAL)
+            meter.sample(trio.current_time() - t - MONITOR_INTERVAL)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(monitor)
+        c0 = cpu_seconds()
+        await trio.sleep(IDLE_SECONDS)  # the monitor's own cost is the idle baseline
+        meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
+        meter.begin(trio.current_time())
+        for r in rounds:
+            await side.run_phase(r, network, spread=spread_for(args.n),
+                                 transforms=args.transforms == "on")
+        meter.end(trio.current_time())
+        done.set()
+    return probes, meter, side.runtime_info()
+
+
+async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+    import asyncio
+
+    from . import asyncio_side as side
+
+    loop = asyncio.get_running_loop()
+    network = side.Network()
+    net_task = asyncio.create_task(network.run())
+    await side.warm_up(network)
+    _prepare_gc(args.gc)
+    rounds = make_probes(args.n, args.script, args.rounds)
+    probes = [p for r in rounds for p in r]
+    meter = Meter(probes)
+    meter.baseline()
+    done = asyncio.Event()
+
+    async def monitor() -> None:
+        while not done.is_set():
+            t = loop.time()
+            await asyncio.sleep(MONITOR_INTERVAL)
+            meter.sample(loop.time() - t - MONITOR_INTERVAL)
+
+    mon = asyncio.create_task(monitor())
+    c0 = cpu_seconds()
+    await asyncio.sleep(IDLE_SECONDS)   # the monitor's own cost is the idle baseline
+    meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
+    meter.begin(loop.time())
+    for r in rounds:
+        await side.run_phase(r, network, spread=spread_for(args.n),
+                             transforms=args.transforms == "on")
+    meter.end(loop.time())
+    done.set()
+    await mon
+    net_task.cancel()
+    return probes, meter, side.runtime_info()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.worker")
+    ap.add_argument("--runtime", choices=["trio", "asyncio"], required=True)
+    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
+    ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
+    ap.add_argument("--transforms", choices=["on", "off"], default="off")
+    ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+
+    counter = _LogCounter()
+    logging.getLogger().addHandler(counter)
+    logging.getLogger().setLevel(logging.WARNING)
+
+    t_start = time.perf_counter()
+    if args.runtime == "trio":
+        import trio
+        probes, meter, info = trio.run(trio_main, args)
+    else:
+        import asyncio
+        probes, meter, info = asyncio.run(asyncio_main(args))
+
+    summary = analysis.summarize(probes)
+    raw = [analysis.session_samples(p) for p in probes]
+    out = {
+        "runtime": args.runtime,
+        "runtime_info": info,
+        "n": args.n,
+        "rounds": args.rounds,
+        "script": args.script,
+        "script_seconds": probes[0].script.close_at if probes else None,
+        "transforms": args.transforms,
+        "gc": args.gc,
+        "python": platform.python_version(),
+        "process_seconds": time.perf_counter() - t_start,
+        "summary": summary,
+        "resources": meter.result(),
+        "log": {"counts": counter.counts, "first": counter.first},
+        "samples": {
+            "turns": [t for s in raw for t in s["turns"]],
+            "interrupts": [t for s in raw for t in s["interrupts"]],
+        },
+    }
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
