@@ -235,7 +235,10 @@ def notes(meta: dict) -> list[str]:
 
 def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(results, indent=1))
+    # every sample stays in raw/ (one file per run); the summary file keeps the statistics
+    slim = dict(results, runs=[{k: v for k, v in r.items() if k != "samples"}
+                               for r in results["runs"]])
+    (out / "bench.json").write_text(json.dumps(slim, indent=1))
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
     png = out / "latency.png"

@@ -231,6 +231,14 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                     f"| {_f(res['rss_per_session_mb'], 2)} | {_f(s['start_ms'].get('p50'), 2)} "
                     f"| {_f(s['close_ms'].get('p50'), 2)} | {_f(s['handoff_ms'].get('p50'), 2)} "
                     f"| {failed} |")
+    other = [r["resources"].get("host_other_cores") for r in runs]
+    other = [x for x in other if x is not None]
+    if other:
+        lines += ["", (f"Other processes on the host kept {min(other):.2f}–{max(other):.2f} "
+                  "cores busy during the measured phases (from /proc/stat; a disturbed run "
+                  "shows here).")]
+    elif results["meta"].get("host_note"):
+        lines += ["", results["meta"]["host_note"]]
     for rt, sat in results.get("saturation", {}).items():
         if sat:
             lines.append("")

@@ -32,6 +32,17 @@ def cpu_seconds() -> float:
     return time.process_time()
 
 
+def host_busy_seconds() -> float:
+    """CPU seconds all processes on the host have been busy (from /proc/stat), or -1."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return -1.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -96,10 +107,12 @@ class Meter:
     def begin(self, wall: float) -> None:
         self.gc_timer.active = True
         self.gc0 = gc.get_stats()
+        self.host0 = host_busy_seconds()
         self.cpu0, self.wall0 = cpu_seconds(), wall
 
     def end(self, wall: float) -> None:
         self.cpu1, self.wall1 = cpu_seconds(), wall
+        self.host1 = host_busy_seconds()
         self.gc_timer.active = False
         self.gc1 = gc.get_stats()
 
@@ -123,6 +136,9 @@ class Meter:
             "phase_cpu_s": cpu,
             "idle_cpu_rate": self.idle_rate,
             "cpu_utilisation": cpu / wall if wall else None,
+            # cores kept busy by other processes during the phase (another job disturbs a run)
+            "host_other_cores": ((self.host1 - self.host0 - cpu) / wall
+                                 if wall and self.host0 >= 0 and self.host1 >= 0 else None),
             "session_seconds": session_seconds,
             "cpu_per_session_second": cpu_net / session_seconds if session_seconds else None,
             "rss_base_mb": self.rss_base / 2**20,
