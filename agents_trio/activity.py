@@ -31,7 +31,7 @@ from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, execute_function_call
+from .tools import FunctionTool, ToolFlag, execute_function_call
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -345,8 +345,14 @@ class Activity:
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions))
         if user_message is not None:
             self._pending_user_messages[handle] = user_message
-        request = ReplyRequest(chat_ctx=ctx, tools=self._tools(), tool_choice=tool_choice,
-                               instructions=instructions,
+        # replies asked for inside this agent's on_enter (and their tool replies, which keep
+        # the request's tools) do not see IGNORE_ON_ENTER tools
+        in_on_enter = (inline is not None and inline.hook == "on_enter"
+                       and inline.activity is self)
+        tools = [t for t in self._tools()
+                 if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+        request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
+                               instructions=instructions, in_on_enter=in_on_enter,
                                sync_chat_ctx=self.realtime is not None)
         self._start_speech(handle, request)
         if schedule:

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 import trio
 
-from agents_trio import (Agent, AgentConfigUpdate, ChatContext, ModelSettings, SpeechEvent,
-                         SpeechEventType, function_tool)
+from agents_trio import (Agent, AgentConfigUpdate, ChatContext, FunctionToolCall, ModelSettings,
+                         SpeechEvent, SpeechEventType, ToolFlag, function_tool)
 from agents_trio.models import SpeechData
 from agents_trio.testing import FakeActions, create_session, run_session
 
@@ -94,3 +94,37 @@ async def test_update_instructions_and_tools_are_recorded(autojump_clock):
         ("first", ["base", "extra"], None), ("second", None, None), (None, None, ["base"])]
     assert agent.chat_ctx.items[0].text_content == "second"
     assert [t.name for t in agent.tools] == ["extra"]
+
+
+class Greeter(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="greets")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="greet")
+
+    @function_tool
+    async def keep(self) -> str:
+        """Always available."""
+        return "kept"
+
+    @function_tool(flags=ToolFlag.IGNORE_ON_ENTER)
+    async def end_call(self) -> str:
+        """End the call."""
+        return "ended"
+
+
+async def test_ignore_on_enter_tools_are_hidden_from_the_greeting_and_its_tool_reply(
+        autojump_clock):
+    a = FakeActions()
+    a.add_llm("Hi!", tool_calls=[FunctionToolCall(name="keep", arguments="{}", call_id="k")],
+              input="greet")
+    a.add_llm("Still here.", input="kept")
+    a.add_user_speech(3.0, 4.0, "bye")
+    a.add_llm("Bye.", input="bye")
+    session = create_session(a)
+    with trio.fail_after(60):
+        await run_session(session, Greeter(), drain_delay=1.0)
+    seen = [sorted(t.name for t in call["tools"]) for call in session.llm.calls]
+    assert seen[:2] == [["keep"], ["keep"]]  # the greeting and its tool reply
+    assert seen[-1] == ["end_call", "keep"]  # a later user turn sees every tool
