@@ -9,8 +9,6 @@ off, AEC warm-up off, user-away timer off, recording off. Time is the event loop
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import time
 from typing import Any
 
@@ -30,19 +28,14 @@ from livekit.agents import (
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS
 from livekit.agents.voice.io import AudioInput, AudioOutput, AudioOutputCapabilities
 
-from . import core
+from . import common, core
 from .core import (
     FRAME,
-    IN_RATE,
     IN_SAMPLES,
     LLM_TTFT,
     OUT_RATE,
-    REPLY_BASE,
     TOKEN_INTERVAL,
-    TTS_TTFB,
     Probe,
-    in_bytes,
-    out_bytes,
 )
 
 
@@ -55,40 +48,18 @@ async def sleep_until(deadline: float) -> None:
 
 
 # -- audio in / out --------------------------------------------------------------------------
-class Network:
-    """The fake network: one task hands every registered input its frames when they are due,
-    through the input's queue, the way a transport delivers frames. It sleeps until the
-    next due frame (frames due in the same wake-up go out together) and idles without inputs.
-    """
+class Network(common.Network):
+    """The fake network (``common.Network``) on asyncio."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, PacedInput]] = []
-        self._seq = itertools.count()
-        self.delivered = 0
-        self._wake = asyncio.Event()
-
-    def register(self, inp: PacedInput) -> None:
-        heapq.heappush(self._heap, (inp.frames.due(), next(self._seq), inp))
-        self._wake.set()
-
-    async def run(self) -> None:
-        heap = self._heap
-        while True:
-            if not heap:
-                self._wake = asyncio.Event()
-                await self._wake.wait()
-                continue
-            await sleep_until(min(heap[0][0], now() + FRAME))
-            t = now()
-            while heap and heap[0][0] <= t:
-                inp = heapq.heappop(heap)[2]
-                if inp.deliver_due(t):
-                    heapq.heappush(heap, (inp.frames.due(), next(self._seq), inp))
+        super().__init__(asyncio.Event, sleep_until, now)
 
 
-class PacedInput(AudioInput):
+class PacedInput(common.PacedFrames, AudioInput):
     """20 ms / 16 kHz frames at real-time pace: frame k is due at t0 + (k+1)·20 ms and comes
     from the fake network through an asyncio queue."""
+
+    _AudioFrame = rtc.AudioFrame
 
     def __init__(self, probe: Probe, network: Network) -> None:
         super().__init__(label="bench")
@@ -98,27 +69,12 @@ class PacedInput(AudioInput):
         self.frames = core.InputFrames(probe)
         self.closed = False
         self._queue: asyncio.Queue[rtc.AudioFrame] = asyncio.Queue()
+        self._put = self._queue.put_nowait
 
     async def __anext__(self) -> rtc.AudioFrame:
         if self.probe.t0 is None:
-            self.probe.t0 = now()
-            self.network.register(self)
-            self.started.set()
+            self._first_pull(now())
         return await self._queue.get()
-
-    def deliver_due(self, t: float) -> bool:
-        """Queue the frames due at ``t``; False once closed."""
-        if self.closed:
-            return False
-        frames = self.frames
-        while frames.due() <= t:
-            value = frames.next_value(t)
-            self.network.delivered += 1
-            self._queue.put_nowait(rtc.AudioFrame(in_bytes(value), IN_RATE, 1, IN_SAMPLES))
-        return True
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class RealtimeSink(AudioOutput):
@@ -142,9 +98,7 @@ class RealtimeSink(AudioOutput):
             self._pushed = 0.0
             t = now()
             self._started_at = t
-            r = self._reply = frame.data[0] - REPLY_BASE
-            if r not in self.probe.sink_first_frame:
-                self.probe.sink_first_frame[r] = t
+            self._reply = common.sink_first_frame(self.probe, frame.data[0], t)
             self.on_playback_started(created_at=time.time())
         self._pushed += frame.duration
         self.probe.frames_out += 1
@@ -258,15 +212,10 @@ class _LLMStream(llm.LLMStream):
 
     async def _run(self) -> None:
         probe = self.probe
-        text, tool_after = core.last_user_text(self._chat_ctx.items)
-        reply = None if tool_after or text is None else probe.script.reply_for(text)
+        reply, started = common.llm_begin(probe, self._chat_ctx.items, now)
         if reply is None:
-            probe.llm_other.append(f"{text!r} tool_after={tool_after}")
             return
         r = reply.index
-        started = now()
-        probe.llm_request[r] = started
-        probe.current_reply = r
         done = False
         try:
             toks = core.tokens(reply.text)
@@ -324,10 +273,7 @@ class _TTSStream(tts.SynthesizeStream):
                 c.add_text(chunk)
                 if r < 0:
                     self._mark_started()
-                    r = probe.current_reply
-                    first = probe.tts_first_text[r] = now()
-                    buf = out_bytes(REPLY_BASE + r)
-                    c.first_audio = first + TTS_TTFB
+                    r, buf = common.tts_first_text(probe, c, now)
                 while True:
                     n, ready = c.next_chunk()
                     if not n:
@@ -364,31 +310,18 @@ class BenchTTS(tts.TTS):
 
 
 # -- agents ----------------------------------------------------------------------------------
-class Billing(Agent):
-    def __init__(self, probe: Probe) -> None:
-        super().__init__(instructions="You are the billing agent.")
-        self.probe = probe
-
-    async def on_enter(self) -> None:
-        self.probe.on_enter_new = now()
+class Billing(common.BillingAgent, Agent):
+    _now = staticmethod(now)
 
 
-class FrontDesk(Agent):
-    def __init__(self, probe: Probe) -> None:
-        super().__init__(instructions="You are the front desk of a small company.")
-        self.probe = probe
+class FrontDesk(common.FrontDeskAgent, Agent):
+    _now = staticmethod(now)
+    _Billing = Billing
 
     @function_tool
     async def transfer_to_billing(self, context: RunContext):
         """Transfer the user to the billing agent."""
-        probe = self.probe
-        if probe.script.handoff_by_update:
-            self.session.update_agent(Billing(probe))
-            probe.tool_return = now()
-            return None
-        agent = Billing(probe)
-        probe.tool_return = now()
-        return agent
+        return self._transfer()
 
 
 class Warmup(Agent):

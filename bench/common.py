@@ -1,0 +1,148 @@
+"""Plumbing both benchmark sides share: the fake network, frame delivery, the recording the
+fake models and agents do. Imports no runtime: each side passes its own clock, sleep and event
+type in (``trio_side`` Trio's, ``asyncio_side`` asyncio's), so both record the same way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from . import core
+from .core import FRAME, IN_RATE, IN_SAMPLES, REPLY_BASE, TTS_TTFB, Probe, in_bytes, out_bytes
+
+
+class Network:
+    """The fake network: one task hands every registered input its frames when they are due,
+    through the input's queue or channel, the way a transport delivers frames. It sleeps until
+    the next due frame (frames due in the same wake-up go out together) and idles without
+    inputs. ``new_event``, ``sleep_until`` and ``now`` are the runtime's."""
+
+    def __init__(self, new_event: Callable[[], Any], sleep_until: Callable[[float], Any],
+                 now: Callable[[], float]) -> None:
+        self._heap: list[tuple[float, int, Any]] = []
+        self._seq = itertools.count()
+        self.delivered = 0
+        self._new_event = new_event
+        self._sleep_until = sleep_until
+        self._now = now
+        self._wake = new_event()
+
+    def register(self, inp: Any) -> None:
+        heapq.heappush(self._heap, (inp.frames.due(), next(self._seq), inp))
+        self._wake.set()
+
+    async def run(self) -> None:
+        heap = self._heap
+        now = self._now
+        sleep_until = self._sleep_until
+        while True:
+            if not heap:
+                self._wake = self._new_event()
+                await self._wake.wait()
+                continue
+            await sleep_until(min(heap[0][0], now() + FRAME))
+            t = now()
+            while heap and heap[0][0] <= t:
+                inp = heapq.heappop(heap)[2]
+                if inp.deliver_due(t):
+                    heapq.heappush(heap, (inp.frames.due(), next(self._seq), inp))
+
+
+class PacedFrames:
+    """Mixin for a side's paced input: subclasses set ``probe``, ``network``, ``started``,
+    ``frames``, ``closed``, ``_put`` (the queue's non-blocking put) and ``_AudioFrame``."""
+
+    probe: Probe
+    _AudioFrame: Any
+
+    def _first_pull(self, t: float) -> None:
+        """On the first frame pulled: time zero, and the network starts delivering."""
+        self.probe.t0 = t
+        self.network.register(self)
+        self.started.set()
+
+    def deliver_due(self, t: float) -> bool:
+        """Queue the frames due at ``t``; False once closed."""
+        if self.closed:
+            return False
+        frames = self.frames
+        while frames.due() <= t:
+            value = frames.next_value(t)
+            self.network.delivered += 1
+            self._put(self._AudioFrame(in_bytes(value), IN_RATE, 1, IN_SAMPLES))
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def sink_first_frame(probe: Probe, value: int, t: float) -> int:
+    """The sink's first frame of a reply at ``t``: record it once per reply; the reply index."""
+    r = value - REPLY_BASE
+    if r not in probe.sink_first_frame:
+        probe.sink_first_frame[r] = t
+    return r
+
+
+def llm_begin(probe: Probe, chat_items: Any, now: Callable[[], float]) -> tuple[Any, float]:
+    """The fake LLM's request: the scripted reply (None, recorded as other, when the context
+    has none) and the request time."""
+    text, tool_after = core.last_user_text(chat_items)
+    reply = None if tool_after or text is None else probe.script.reply_for(text)
+    if reply is None:
+        probe.llm_other.append(f"{text!r} tool_after={tool_after}")
+        return None, 0.0
+    r = reply.index
+    started = now()
+    probe.llm_request[r] = started
+    probe.current_reply = r
+    return reply, started
+
+
+def tts_first_text(probe: Probe, tts: core.TtsCore, now: Callable[[], float]) -> tuple[int, bytes]:
+    """The fake TTS's first text of a reply: record it, schedule the first audio; the reply
+    index and its frame bytes."""
+    r = probe.current_reply
+    first = probe.tts_first_text[r] = now()
+    tts.first_audio = first + TTS_TTFB
+    return r, out_bytes(REPLY_BASE + r)
+
+
+class BillingAgent:
+    """Mixin for a side's billing agent (before the runtime's ``Agent`` in the bases); the
+    subclass sets ``_now``."""
+
+    _now: Callable[[], float]
+
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(instructions="You are the billing agent.")
+        self.probe = probe
+
+    async def on_enter(self) -> None:
+        self.probe.on_enter_new = self._now()
+
+
+class FrontDeskAgent:
+    """Mixin for a side's front-desk agent; the subclass declares the ``transfer_to_billing``
+    tool with its runtime's decorator and returns ``self._transfer()``; it sets ``_now`` and
+    ``_Billing``."""
+
+    _now: Callable[[], float]
+    _Billing: Any
+
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(instructions="You are the front desk of a small company.")
+        self.probe = probe
+
+    def _transfer(self) -> Any:
+        probe = self.probe
+        if probe.script.handoff_by_update:
+            self.session.update_agent(self._Billing(probe))
+            probe.tool_return = self._now()
+            return None
+        agent = self._Billing(probe)
+        probe.tool_return = self._now()
+        return agent
