@@ -41,6 +41,27 @@ class _ChannelFeed:
         self._send.close()
 
 
+STT_RETRY_DELAY = 0.5
+
+
+class _SttFeed:
+    """Where the pump pushes frames for the STT: the current stream, if one is open (frames
+    arriving while a failed stream is being replaced are dropped)."""
+
+    def __init__(self) -> None:
+        self.stream: Any = None
+        self.ended = False
+
+    def push_frame(self, frame: Any) -> None:
+        if self.stream is not None:
+            self.stream.push_frame(frame)
+
+    def end_input(self) -> None:
+        self.ended = True
+        if self.stream is not None:
+            self.stream.end_input()
+
+
 class EndOfTurnInfo(msgspec.Struct, kw_only=True):
     new_transcript: str
     transcript_confidence: float = 1.0
@@ -134,14 +155,13 @@ class AudioRecognition:
         async with AsyncExitStack() as stack:
             vad_stream = await stack.enter_async_context(self._vad.stream()) if self._vad else None
             stt_stream: Any = None
-            if self._stt is not None and self._stt_node is None:
-                stt_stream = await stack.enter_async_context(self._stt.stream())
             async with trio.open_nursery() as nursery:
                 self._eot_slot = LatestSlot(nursery)
                 if vad_stream is not None:
                     nursery.start_soon(self._consume_vad, vad_stream)
-                if stt_stream is not None:
-                    nursery.start_soon(self._consume_stt, stt_stream)
+                if self._stt is not None and self._stt_node is None:
+                    stt_stream = _SttFeed()
+                    await nursery.start(self._run_stt, stt_stream)
                 elif self._stt is not None and self._stt_node is not None:
                     # an overridden stt_node: frames reach it through a channel (one hop)
                     frames_send, frames_recv = trio.open_memory_channel[Any](math.inf)
@@ -179,12 +199,34 @@ class AudioRecognition:
         except APIError as e:
             self._hooks.on_recognition_error(e, self._stt)
 
-    async def _consume_stt(self, stream: Any) -> None:
-        try:
-            async for ev in stream:
-                self._on_stt_event(ev)
-        except APIError as e:
-            self._hooks.on_recognition_error(e, self._stt)
+    async def _run_stt(self, feed: _SttFeed, *,
+                       task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep an STT stream open; after a provider error (``APIError``) open a new one after
+        0.5 s (reference §3.1); any other error stops recognition by STT."""
+        assert self._stt is not None
+        started = False
+        while not feed.ended:
+            try:
+                async with self._stt.stream() as stream:
+                    feed.stream = stream
+                    if not started:
+                        task_status.started()
+                        started = True
+                    async for ev in stream:
+                        self._on_stt_event(ev)
+                    return
+            except APIError as e:
+                self._hooks.on_recognition_error(e, self._stt)
+            except Exception as e:
+                logger.exception("the STT stream failed; speech recognition stops")
+                self._hooks.on_recognition_error(e, self._stt)
+                return
+            finally:
+                feed.stream = None
+                if not started:
+                    task_status.started()
+                    started = True
+            await trio.sleep(STT_RETRY_DELAY)
 
     # -- decisions -----------------------------------------------------------------------------
     def _on_vad_event(self, ev: VADEvent) -> None:

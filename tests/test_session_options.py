@@ -3,9 +3,12 @@ transcripts without a VAD, and the trailing user turn on close."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import trio
 
-from agents_trio import Agent, AgentSession, FunctionToolCall, RunContext, function_tool
+from agents_trio import (Agent, AgentSession, APIError, FunctionToolCall, RunContext, SpeechData,
+                         SpeechEvent, SpeechEventType, function_tool)
 from agents_trio.testing import (FakeActions, FakeAudioInput, FakeAudioOutput, FakeLLM, FakeSTT,
                                  FakeTTS, create_session, run_session)
 from timeline import Recorder, near
@@ -122,3 +125,61 @@ async def test_close_keeps_what_the_user_said_last(autojump_clock):
         await session.aclose()
     users = [i.text_content for i in session.history.items if getattr(i, "role", "") == "user"]
     assert users == ["one more thing"]
+
+
+class FlakySTT:
+    """The first stream fails with a provider error; the next one transcribes."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    @asynccontextmanager
+    async def stream(self):
+        self.opened += 1
+        yield _FlakyStream(fail=self.opened == 1)
+
+
+class _FlakyStream:
+    def __init__(self, *, fail: bool) -> None:
+        self.fail = fail
+        self.frames = 0
+        self._send, self._recv = trio.open_memory_channel(10)
+
+    def push_frame(self, frame) -> None:
+        self.frames += 1
+        if self.frames == 1 and not self.fail:
+            self._send.send_nowait(SpeechEvent(type=SpeechEventType.FINAL_TRANSCRIPT,
+                                               alternatives=[SpeechData(text="after retry")]))
+
+    def end_input(self) -> None:
+        self._send.close()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self.fail:
+            await trio.sleep(0.2)
+            raise APIError("stt connection lost")
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+async def test_stt_stream_is_reopened_after_a_provider_error(autojump_clock):
+    stt = FlakySTT()
+    session = AgentSession(stt=stt, llm=FakeLLM(), turn_handling={"turn_detection": "manual"})
+    session.input.audio = FakeAudioInput()
+    errors, finals = [], []
+    session.on("error", errors.append)
+    session.on("user_input_transcribed", lambda ev: finals.append(ev.transcript))
+    async with session:
+        await session.start(Agent(instructions="x"))
+        session.input.audio.push(0.1)
+        await trio.sleep(1.0)   # the first stream fails at 0.2, the next opens at 0.7
+        session.input.audio.push(0.1)
+        await trio.sleep(0.5)
+    assert [str(e.error) for e in errors] == ["stt connection lost"]
+    assert stt.opened == 2
+    assert finals == ["after retry"]

@@ -42,7 +42,7 @@ class _ScriptedStream:
             for at, event in sorted(timeline, key=lambda p: p[0]):
                 await trio.sleep_until(self.origin + at)
                 self._send.send_nowait(event)
-        done.set()
+            done.set()  # before the channel closes: its reader may close the stream at once
 
 
 class FakeVAD:
