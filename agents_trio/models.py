@@ -69,7 +69,7 @@ class SpeechEventType(str, enum.Enum):
     END_OF_SPEECH = "end_of_speech"
 
 
-class SpeechData(msgspec.Struct, kw_only=True):
+class SpeechData(msgspec.Struct, kw_only=True, gc=False):
     text: str
     confidence: float = 1.0
     language: str = ""
@@ -77,7 +77,7 @@ class SpeechData(msgspec.Struct, kw_only=True):
     end_time: float = 0.0
 
 
-class SpeechEvent(msgspec.Struct, kw_only=True):
+class SpeechEvent(msgspec.Struct, kw_only=True, gc=False):
     """A speech-to-text event."""
 
     type: SpeechEventType
@@ -97,13 +97,18 @@ class STT(Protocol):
     def stream(self) -> AbstractAsyncContextManager[STTStream]: ...
 
 
+# VADEvent, SpeechEvent and SpeechData are made per audio frame and never form reference
+# cycles, so they are kept out of the cyclic garbage collector (gc=False): fewer and shorter
+# collections with hundreds of sessions in one process.
+
+
 class VADEventType(str, enum.Enum):
     START_OF_SPEECH = "start_of_speech"
     INFERENCE_DONE = "inference_done"
     END_OF_SPEECH = "end_of_speech"
 
 
-class VADEvent(msgspec.Struct, kw_only=True):
+class VADEvent(msgspec.Struct, kw_only=True, gc=False):
     """A voice-activity event; durations are seconds."""
 
     type: VADEventType
