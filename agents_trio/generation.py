@@ -245,7 +245,6 @@ class Generation:
         output = self.activity.session.output.audio
         async for segment in played_recv:
             assert segment.frames is not None
-            heard = 0.0
             self.step.current_message_id = segment.message_id
             try:
                 pushed = False
@@ -257,9 +256,8 @@ class Generation:
                 if pushed:
                     output.flush()
                     ev = await output.wait_for_playout()
-                    heard = ev.playback_position
                     if ev.interrupted:
-                        self._record_played(segment, heard)
+                        self._record_played(segment, ev.playback_position)
                         return
                 self._record_played(segment, math.inf)
             except trio.Cancelled:
