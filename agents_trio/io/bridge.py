@@ -380,13 +380,8 @@ class AsyncioBridge:
         self._check_open()
         channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
             self, max_buffer_size=max_buffer_size, map_error=map_error)
-        async with _open_nursery() as nursery:
-            nursery.start_soon(self.run, _pump_iterable, channel, source)
-            try:
-                yield channel
-            finally:
-                channel.close()
-                nursery.cancel_scope.cancel()
+        async with self._pumping(channel, _pump_iterable, source):
+            yield channel
 
     def callback_channel(self, convert: Callable[..., Any] | None = None
                          ) -> tuple[Callable[..., None], BridgeReceiveChannel[Any]]:
@@ -426,10 +421,18 @@ class AsyncioBridge:
         self._check_open()
         channel: BridgeSendChannel[Any] = BridgeSendChannel(
             self, max_buffer_size=max_buffer_size, map_error=map_error)
+        async with self._pumping(channel, _pump_consumer, consumer):
+            yield channel
+
+    @asynccontextmanager
+    async def _pumping(self, channel: Any, pump: Callable[..., Any], arg: Any
+                       ) -> AsyncIterator[None]:
+        """Run the asyncio ``pump(channel, arg)`` for the block; leaving closes the channel
+        and cancels the pump (and waits for it)."""
         async with _open_nursery() as nursery:
-            nursery.start_soon(self.run, _pump_consumer, channel, consumer)
+            nursery.start_soon(self.run, pump, channel, arg)
             try:
-                yield channel
+                yield
             finally:
                 channel.close()
                 nursery.cancel_scope.cancel()
