@@ -9,7 +9,7 @@ from .agent import Agent
 from .agent_task import AgentTask
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
+from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent, CloseOverrun,
                      ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                      PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent,
@@ -37,7 +37,7 @@ from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 __all__ = [
     "APIError", "Agent", "AgentTask", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "ChatChunk", "ChatContext",
-    "ChatItem", "ChatMessage", "CloseEvent", "ConversationItemAddedEvent", "EOUMetrics",
+    "ChatItem", "ChatMessage", "CloseEvent", "CloseOverrun", "ConversationItemAddedEvent", "EOUMetrics",
     "ErrorEvent", "FlushSentinel", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "FunctionToolsExecutedEvent", "LLM", "LLMMetrics",
     "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",

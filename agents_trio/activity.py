@@ -31,7 +31,7 @@ from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, ToolFlag, execute_function_call
+from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -48,6 +48,9 @@ class InlineScope(msgspec.Struct, kw_only=True):
     speech_handle: Any = None
     function_call: FunctionCall | None = None
     hook: str | None = None  # "on_enter" / "on_exit" when awaited from a hook
+    # what the AgentTasks awaited here said (merged into the agent's context on return): the
+    # tool reply of this tool's step sees it, as it sees the step's own items
+    gained: list[ChatItem] = msgspec.field(default_factory=list)
 
 
 current_inline: contextvars.ContextVar[InlineScope | None] = contextvars.ContextVar(
@@ -194,6 +197,19 @@ class Activity:
         self._stop.set()
         await self._stopped.wait()
 
+    @property
+    def settled(self) -> bool:
+        """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
+        no speech is queued or generating, and no tool of this agent runs (a tool that awaits
+        an AgentTask has handed the floor to the task's activity, which is then current)."""
+        return (self.enter_settled.is_set() and self.current_speech is None
+                and not any(not h.done() for h in self._queue)
+                and not self._tool_calls_in_flight)
+
+    def _note_progress(self) -> None:
+        self._speeches_changed.unpark_all()
+        self.session._activity_progressed()
+
     def block_new_turns(self) -> None:
         """Stop accepting user turns (a handoff was requested or the agent drains)."""
         self.turns.block()
@@ -221,6 +237,7 @@ class Activity:
             current_inline.reset(token)
             self.enter_settled.set()
             self.enter_finished.set()
+            self._note_progress()
             self.unwatch_on_enter()
 
     async def _run_on_exit(self) -> None:
@@ -237,14 +254,17 @@ class Activity:
 
     # -- pausing for an AgentTask (the parent stays alive, its scheduler holds) ---------------
     async def pause(self) -> None:
-        """Hold the scheduler: queued speeches wait until ``resume()``; a realtime session is
-        closed until then (this returns once it is).
+        """Hold the scheduler: queued speeches wait until ``resume()``; the speech that is
+        playing finishes first (the task's speeches must not play over it); a realtime session
+        is closed until then. Returns once all of that is done.
 
         Cancellation: a checkpoint; the activity stays paused.
         """
         if self.scheduling_open.is_set():
             self.scheduling_open = trio.Event()
             self.scheduling_closed.set()
+        while (playing := self.current_speech) is not None:
+            await playing._wait_for_generation()
         if self.realtime is not None:
             await self.realtime.suspend()
 
@@ -388,14 +408,17 @@ class Activity:
                 return
             if handle.done():
                 continue
-            await self.scheduling_open.wait()
+            # pause() replaces the event: wait on the current one until it is set, and
+            # authorize with no checkpoint after the last look
+            while not self.scheduling_open.is_set():
+                await self.scheduling_open.wait()
             if handle.done():
                 continue
             self._current_speech = handle
             handle._authorize()
             await handle._wait_for_generation()
             self._current_speech = None
-            self._speeches_changed.unpark_all()
+            self._note_progress()
             if self.min_consecutive_speech_delay > 0:
                 await trio.sleep(self.min_consecutive_speech_delay)
 
@@ -412,37 +435,54 @@ class Activity:
             self.interruption.release(handle)
             handle._mark_done()
             self._refresh_state_when_idle()
-            self._speeches_changed.unpark_all()
+            self._note_progress()
 
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
                           ) -> ReplyRequest | None:
+        """One generation step and its tools; returns the tool reply's request, if any.
+
+        Cancellation (the session closes): the played part of the reply is committed as
+        interrupted, and every tool call of the step is answered — by its result if it has
+        one, else by an error output saying the close cancelled it — before the cancellation
+        propagates.
+        """
         step = StepState(handle._step_message_id)
         realtime = self.realtime is not None and (
             request.say_text is None or self.realtime.capabilities.supports_say)
         generation_type = RealtimeGeneration if realtime else Generation
-        async with trio.open_nursery() as tool_nursery:
-            with handle._step_scope:
-                try:
-                    await generation_type(self, handle, request, step).run(tool_nursery)
-                finally:
-                    self._finish_generation(handle, request, step)
-        next_request = self._finish_tools(handle, request, step)
+        try:
+            async with trio.open_nursery() as tool_nursery:
+                with handle._step_scope:
+                    try:
+                        await generation_type(self, handle, request, step).run(tool_nursery)
+                    except BaseException:
+                        self._finish_generation(handle, request, step, cut_short=True)
+                        raise
+                    self._finish_generation(handle, request, step,
+                                            cut_short=step.error is not None)
+        except BaseException:
+            self._finish_tools(handle, request, step, may_reply=False)
+            raise
+        next_request = self._finish_tools(handle, request, step, may_reply=True)
         if realtime and step.calls:
             assert self.realtime is not None
             await self.realtime.push_tool_outputs()
         return next_request
 
     def _finish_generation(self, handle: SpeechHandle, request: ReplyRequest,
-                           step: StepState) -> None:
+                           step: StepState, *, cut_short: bool) -> None:
+        """Commit what was played (``cut_short``: interrupted, failed or closed first)."""
         if step.error is not None:
             handle._set_error(step.error)
         text = step.played_text.strip()
         if text and request.add_to_chat_ctx:
-            msg = ChatMessage(role="assistant", content=[text], interrupted=handle.interrupted,
+            msg = ChatMessage(role="assistant", content=[text],
+                              interrupted=handle.interrupted or cut_short,
                               id=step.message_id,
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
             self._commit_item(msg, handle)
+            step.said = msg
         self.interruption.release(handle)
         handle._mark_generation_done()
         state = self.session.agent_state
@@ -472,26 +512,34 @@ class Activity:
         self._tool_calls_in_flight[call.call_id] = call
         self.session._refresh_away()
         self.preemptive.cancel()
-        token = current_inline.set(InlineScope(activity=self, speech_handle=handle,
-                                               function_call=call))
+        scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
+        token = current_inline.set(scope)
         self.session._record_run_item(call, handle)
         try:
-            outcome = await execute_function_call(
-                call, {t.name: t for t in tools},
-                make_context=lambda c: RunContext(session=self.session, speech_handle=handle,
-                                                  function_call=c),
-                is_agent=_is_agent)
-            step.outcomes[call.call_id] = outcome
+            with self.session.running_tools.track(call):
+                step.outcomes[call.call_id] = await execute_function_call(
+                    call, {t.name: t for t in tools},
+                    make_context=lambda c: RunContext(session=self.session,
+                                                      speech_handle=handle, function_call=c),
+                    is_agent=_is_agent)
+        except trio.Cancelled:
+            step.outcomes[call.call_id] = cancelled_outcome(call)
+            raise
         finally:
             current_inline.reset(token)
+            step.gained.extend(scope.gained)
             del self._tool_calls_in_flight[call.call_id]
+            self._note_progress()
             self.session._refresh_away()  # the away window restarts in full after a tool
 
-    def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState
-                      ) -> ReplyRequest | None:
+    def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState, *,
+                      may_reply: bool) -> ReplyRequest | None:
+        """Commit the step's calls and outputs, emit ``function_tools_executed``, hand off,
+        and return the tool reply's request when one is due (never when ``may_reply`` is
+        False: the session closes)."""
         if not step.calls:
             return None
-        interrupted = handle.interrupted
+        interrupted = handle.interrupted or not may_reply
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
         agents: list[Any] = []
@@ -525,6 +573,8 @@ class Activity:
             logger.error("a step returned more than one agent; no handoff")
         if not ev.has_tool_reply or self.session._closing:
             return None
+        chat_ctx = (self.agent._chat_ctx.copy() if self.realtime is not None
+                    else self._tool_reply_context(request, step, outputs))
         if self.realtime is not None and (
                 self.realtime.capabilities.auto_tool_reply_generation or ev.has_agent_handoff):
             return None  # the server answers itself, or the session is handed over
@@ -538,8 +588,28 @@ class Activity:
             tool_choice = "auto"
         handle._new_step()
         self._schedule(handle, force=True)
-        return ReplyRequest(chat_ctx=self.agent._chat_ctx.copy(), tools=request.tools,
+        return ReplyRequest(chat_ctx=chat_ctx, tools=request.tools,
                             tool_choice=tool_choice, in_on_enter=request.in_on_enter)
+
+    def _tool_reply_context(self, request: ReplyRequest, step: StepState,
+                            outputs: list[FunctionCallOutput | None]) -> ChatContext:
+        """The context a tool reply answers from: the turn's own context plus what its step
+        produced (the reply played, the calls and outputs, what AgentTasks awaited by its tools
+        said), with the agent's current instructions.
+
+        Note: not the agent's live context. A user input that arrived meanwhile is in there
+        already (committed when its own reply was scheduled); a tool reply runs on the earlier
+        turn's speech and must not answer it — its own reply will, exactly once.
+        """
+        ctx = request.chat_ctx.copy()
+        produced = [step.said] if step.said is not None else []
+        produced += step.calls + [o for o in outputs if o is not None] + step.gained
+        ctx.merge(ChatContext(produced), exclude_function_calls=False)
+        idx = ctx.index_by_id(INSTRUCTIONS_ID)
+        if idx is not None:
+            ctx.items[idx] = ChatMessage(role="system", content=[self.agent.instructions],
+                                         id=INSTRUCTIONS_ID, created_at=0.0)
+        return ctx
 
     # -- metrics helpers used by Generation ---------------------------------------------------
     def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float) -> LLMMetrics:

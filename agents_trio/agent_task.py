@@ -13,6 +13,7 @@ innermost first, and the awaiting tool sees the cancellation instead of hanging.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 T = TypeVar("T")
+
+logger = logging.getLogger("agents_trio")
 
 
 class _TaskPhase(enum.Enum):
@@ -118,35 +121,31 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
     hold = run._hold() if run is not None else None
     if run is not None and handle is not None:
         run._unwatch(handle)  # the run may end while the task waits for the user
-    await parent.pause()
-    child = Activity(session, task)
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(child.run)
-            session._switch_current(child, AgentHandoff(
-                old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
-            child.enter()  # the run now watches the task's on_enter instead
-            if scope.hook == "on_enter":
-                # the parent's on_enter is blocked on the task: the child carries on for it
-                parent.enter_settled.set()
-                parent.unwatch_on_enter()
+    # on the session's stack from here: a close cancels it (ToolError for the awaiter), even
+    # while the parent is still pausing or the task's activity is still starting
+    with session.inline_tasks.enter(task):
+        try:
+            await parent.pause()
+            if not task.done():
+                await _run_child(session, task, parent, scope, run, hold)
+                hold = None
+        finally:
             if run is not None and hold is not None:
                 run._release(hold)
-                hold = None
-            await task._completed.wait()
-            if session._closing:
-                child.stop()  # closing: cancel the task's speeches and tools, on_exit still runs
-            else:
-                await child.drain()
-    finally:
-        if run is not None and hold is not None:
-            run._release(hold)
-        session._switch_current(parent)
-    parent.agent._chat_ctx.merge(
-        task._chat_ctx, exclude_function_calls=not task.preserve_function_call_history)
-    session._commit_handoff(AgentHandoff(old_agent_id=task.id, new_agent_id=parent.agent.id),
-                            old_agent=task, new_agent=parent.agent)
-    parent.resume()
+        known = {item.id for item in parent.agent._chat_ctx.items}
+        parent.agent._chat_ctx.merge(
+            task._chat_ctx, exclude_function_calls=not task.preserve_function_call_history)
+        scope.gained.extend(i for i in parent.agent._chat_ctx.items if i.id not in known)
+        if session._closing:
+            pass  # the close cancels the parent next: nothing more may start there
+        elif session.current_agent is parent.agent:
+            parent.resume()
+        else:
+            # another agent took over while the task ran (update_agent): the parent does not
+            # come back; it ends (its on_exit runs) and this awaiter with it
+            logger.warning("the agent changed while %s ran; %s is closed instead of resumed",
+                           task.id, parent.agent.id)
+            parent.stop()
     run = session._active_run
     if run is not None and handle is not None:
         run._watch(handle)
@@ -156,3 +155,50 @@ async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activit
         held_run, token = task._run_hold
         task._run_hold = None
         held_run._release(token)
+
+
+async def _run_child(session: AgentSession, task: AgentTask[Any], parent: Activity,
+                     scope: InlineScope, run: Any, hold: object | None) -> None:
+    """Run the task's activity until the task completes; the session points at it meanwhile.
+    Releases the run's ``hold`` once the task has the floor."""
+    child = Activity(session, task)
+    took_floor = False
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            session._switch_current(child, AgentHandoff(
+                old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
+            took_floor = True
+            child.enter()  # the run now watches the task's on_enter instead
+            if scope.hook == "on_enter":
+                # the parent's on_enter is blocked on the task: the child carries on for it
+                parent.enter_settled.set()
+                parent.unwatch_on_enter()
+                session._activity_progressed()
+            if run is not None and hold is not None:
+                run._release(hold)
+                hold = None
+            nursery.start_soon(_fail_if_replaced, task, child)
+            await task._completed.wait()
+            if session._closing:
+                child.stop()  # closing: cancel the task's speeches and tools, on_exit still runs
+            else:
+                await child.drain()
+    finally:
+        if run is not None and hold is not None:
+            run._release(hold)
+        # update_agent() names the next agent at once: if it named another one while the
+        # task ran, the floor is not given back to the parent
+        if took_floor and session.current_agent is task:
+            session._switch_current(parent)
+            session._commit_handoff(
+                AgentHandoff(old_agent_id=task.id, new_agent_id=parent.agent.id),
+                old_agent=task, new_agent=parent.agent)
+
+
+async def _fail_if_replaced(task: AgentTask[Any], child: Activity) -> None:
+    """The task's activity ended without completing it (a handoff replaced it): the awaiter
+    gets an error instead of waiting for ever."""
+    await child.wait_stopped()
+    if not task.done():
+        task.complete(ToolError(f"AgentTask {task.id} ended: another agent took over"))

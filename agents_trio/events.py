@@ -138,9 +138,25 @@ class ErrorEvent(_Event):
     type: Literal["error"] = "error"
 
 
+class CloseOverrun(msgspec.Struct, kw_only=True):
+    """A close that outlived its grace, held up by work shielded from cancellation.
+
+    Attributes:
+        grace_ended_at: When the grace ran out (Trio time).
+        seconds: How long the close took beyond its grace.
+        tools: The tool calls still running when the grace ran out.
+    """
+
+    grace_ended_at: float
+    seconds: float = 0.0
+    tools: list[str] = msgspec.field(default_factory=list)
+
+
 class CloseEvent(_Event):
     reason: CloseReason
     error: Any = None
+    #: set when the close outlived its grace (a tool shielded itself from cancellation)
+    overrun: CloseOverrun | None = None
     type: Literal["close"] = "close"
 
 

@@ -18,7 +18,7 @@ from livekit import rtc
 
 from . import text_transforms
 from ._ids import short_id
-from .chat import ChatContext, FunctionCall
+from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
 from .speech_handle import SpeechHandle
 from .tools import ToolOutcome
@@ -54,6 +54,8 @@ class StepState:
         self.error: BaseException | None = None
         self.current_message_id: str | None = None  # the realtime message being played
         self.heard_seconds = 0.0  # played audio of that message (for truncation)
+        self.said: ChatMessage | None = None  # the assistant message committed for the step
+        self.gained: list[ChatItem] = []  # what AgentTasks awaited by its tools said
 
 
 class ReplyRequest(msgspec.Struct, kw_only=True):

@@ -33,6 +33,7 @@ class _Pause(msgspec.Struct, kw_only=True):
 
     speech: SpeechHandle
     saved_state: str | None = None      # None while only pre-paused (§4.3)
+    resume_after: float = 0.0           # from the user's end of speech; 0 for a pre-pause
 
 
 class AudioInterruption:
@@ -64,7 +65,7 @@ class AudioInterruption:
                 and current is not None and current.allow_interruptions
                 and not current.interrupted and self._activity.options.interruption.enabled
                 and self.can_pause()):
-            self._pause = _Pause(speech=current)
+            self._pause = _Pause(speech=current, resume_after=0.0)
             self._session.output.audio.pause()
 
     def on_vad_inference(self, speech_duration: float) -> None:
@@ -72,11 +73,12 @@ class AudioInterruption:
             self.interrupt_by_audio_activity()
 
     def on_end_of_speech(self) -> None:
+        """The user stopped: a pause resumes after its timeout unless a transcript or a
+        committed turn turns it into an interruption first (a pre-pause resumes at once)."""
         pause = self._pause
-        if pause is None or pause.saved_state is None or self._resume_slot is None:
+        if pause is None or self._resume_slot is None:
             return
-        timeout = self._activity.options.interruption.false_interruption_timeout or 0.0
-        self._resume_slot.replace(self._resume_after, timeout)
+        self._resume_slot.replace(self._resume_after, pause.resume_after)
 
     def on_final_transcript(self) -> None:
         """A final transcript: interrupt by voice, and turn a pause into an interruption."""
@@ -104,7 +106,8 @@ class AudioInterruption:
                 return
         else:
             self._session.output.audio.pause()
-        self._pause = _Pause(speech=speech, saved_state=self._session.agent_state)
+        self._pause = _Pause(speech=speech, saved_state=self._session.agent_state,
+                             resume_after=opts.false_interruption_timeout or 0.0)
         self._session._update_agent_state("listening")
 
     def release(self, handle: SpeechHandle) -> None:
@@ -129,7 +132,8 @@ class AudioInterruption:
             self._session._emit("agent_false_interruption",
                                 AgentFalseInterruptionEvent(resumed=False))
             return
-        self._session._update_agent_state(pause.saved_state or "thinking")
+        if pause.saved_state is not None:  # a pre-pause never changed the state
+            self._session._update_agent_state(pause.saved_state)
         self._session.output.audio.resume()
         self._session._emit("agent_false_interruption",
                             AgentFalseInterruptionEvent(resumed=True))

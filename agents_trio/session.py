@@ -23,9 +23,10 @@ from ._errors import APIError, SessionClosedError
 from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
-from .events import (AgentStateChangedEvent, CloseEvent, ConversationItemAddedEvent, ErrorEvent,
-                     MetricsCollectedEvent, SpeechCreatedEvent, UserInputTranscribedEvent,
-                     UserStateChangedEvent)
+from .events import (AgentStateChangedEvent, CloseEvent, CloseOverrun,
+                     ConversationItemAddedEvent, ErrorEvent, MetricsCollectedEvent,
+                     SpeechCreatedEvent, UserInputTranscribedEvent, UserStateChangedEvent)
+from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .models import ModelSettings, SpeechEvent, VADEvent
 from .nurseries import EventFanout, LatestSlot
@@ -122,11 +123,16 @@ class AgentSession:
         self._error_counts: dict[str, int] = {}
         self._close_reason = "user_initiated"
         self._close_error: Any = None
+        self._close_overrun: CloseOverrun | None = None
+        #: the tool calls executing now (read by the close's overrun report)
+        self.running_tools = RunningTools()
+        #: the AgentTasks awaited inline and not yet returned (the close unwinds them)
+        self.inline_tasks = InlineTaskStack()
         self._nursery_manager: Any = None
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
-        self._current_changed = trio.lowlevel.ParkingLot()
+        self._progress = trio.lowlevel.ParkingLot()
         self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
         self._transcripts_send: trio.MemorySendChannel[str] | None = None
 
@@ -291,7 +297,11 @@ class AgentSession:
         self._state = SessionState.CLOSED
         if self._run is not None and not self._run.done():
             self._run._fail(SessionClosedError("session closed"))
-        self._emit("close", CloseEvent(reason=self._close_reason, error=self._close_error))
+        overrun = self._close_overrun
+        if overrun is not None:
+            overrun.seconds = trio.current_time() - overrun.grace_ended_at
+        self._emit("close", CloseEvent(reason=self._close_reason, error=self._close_error,
+                                       overrun=overrun))
         self._agent_state = "initializing"
         self._events.close()
         self._closed.set()
@@ -330,7 +340,7 @@ class AgentSession:
         """Point the session at ``activity`` (an AgentTask starting or returning)."""
         self._activity = activity
         self._agent = activity.agent
-        self._current_changed.unpark_all()
+        self._progress.unpark_all()
         if handoff is not None:
             self._commit_handoff(handoff, old_agent=old_agent, new_agent=activity.agent)
 
@@ -383,10 +393,27 @@ class AgentSession:
             if self._run is not None and not self._run.done():
                 self._run._fail(self._close_error or SessionClosedError("session closed"))
             with trio.move_on_after(self.close_grace):
-                await self._unwind_tasks()
+                await self.inline_tasks.unwind()
             self._commit_trailing_user_turn()
             self._work_scope.cancel()
+            with trio.move_on_after(self.close_grace):
+                await self._closed.wait()
+            if not self._closed.is_set():
+                self._report_overrun()
         await self._closed.wait()
+
+    def _report_overrun(self) -> None:
+        """The close outlived its grace: only work shielded from cancellation can hold it up
+        (Trio cannot break a shield, so the close waits for it). Say what is still running."""
+        tools = self.running_tools.names()
+        self._close_overrun = CloseOverrun(grace_ended_at=trio.current_time(), tools=tools)
+        if tools:
+            logger.warning("closing the session takes longer than its %.1f s grace: waiting "
+                           "for tool(s) %s, shielded from cancellation",
+                           self.close_grace, ", ".join(tools))
+        else:
+            logger.warning("closing the session takes longer than its %.1f s grace: waiting "
+                           "for work shielded from cancellation", self.close_grace)
 
     def _commit_trailing_user_turn(self) -> None:
         """Reference §8 step 7: what the user said before close is kept, not dropped."""
@@ -396,16 +423,6 @@ class AgentSession:
         message = ChatMessage(role="user", content=[recognition.transcript])
         recognition.clear_user_turn()
         activity._commit_item(message)
-
-    async def _unwind_tasks(self) -> None:
-        """Cancel the AgentTasks innermost first, so each awaiting tool gets an error output."""
-        from .agent_task import AgentTask
-
-        while self._activity is not None and isinstance(self._activity.agent, AgentTask):
-            activity = self._activity
-            activity.agent.cancel()
-            while self._activity is activity:
-                await self._current_changed.park()
 
     async def start_service(self, async_fn: Callable[..., Any], *args: Any) -> Any:
         """Start a long-running service in the session's nursery, like ``nursery.start``.
@@ -496,13 +513,16 @@ class AgentSession:
         return run
 
     async def _wait_settled(self) -> None:
-        """Wait until the bootstrap chain settled: the current agent's on_enter returned or
-        handed the floor to an AgentTask (Agent → TaskGroup → first task)."""
-        while self._activity is not None:
-            activity = self._activity
-            await activity.enter_settled.wait()
-            if self._activity is activity:
-                return
+        """Wait until the conversation waits for the user: the current (innermost) agent's
+        on_enter returned or handed the floor to an AgentTask, and it has nothing queued,
+        generating or running — whatever depth of AgentTasks is open. The input then goes to
+        the agent that asked for it (Agent → TaskGroup → task → nested task)."""
+        while self._activity is not None and not self._activity.settled:
+            await self._progress.park()
+
+    def _activity_progressed(self) -> None:
+        """An activity finished a speech, a tool or its on_enter, or the current one changed."""
+        self._progress.unpark_all()
 
     def _on_speech_created(self, handle: SpeechHandle, *, user_initiated: bool = True) -> None:
         if self._run is not None and not self._run.done():

@@ -485,6 +485,16 @@ def _error(call: FunctionCall, text: str) -> ToolOutcome:
     return ToolOutcome(output=_output(call, text, is_error=True), reply_required=True)
 
 
+CANCELLED_BY_CLOSE_OUTPUT = "the tool call was cancelled because the session closed"
+
+
+def cancelled_outcome(call: FunctionCall) -> ToolOutcome:
+    """The outcome of a call that the session's close cancelled: an error output (so the
+    history answers every call), no reply."""
+    return ToolOutcome(output=_output(call, CANCELLED_BY_CLOSE_OUTPUT, is_error=True),
+                       reply_required=False)
+
+
 def _is_valid_output(value: Any) -> bool:
     """True for str/int/float/bool/None and lists/tuples/sets/dicts of those."""
     if value is None or isinstance(value, (str, int, float, bool)):

@@ -9,6 +9,8 @@ answer, and the group re-runs the requested steps before coming back.
 
 from __future__ import annotations
 
+import inspect
+
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -57,8 +59,8 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         return_exceptions: Store a failing step's exception as its result instead of
             failing the whole group.
         chat_ctx: The conversation the steps start from.
-        on_task_completed: Called (a plain function) after each step with a
-            ``TaskCompletedEvent``.
+        on_task_completed: Called after each step with a ``TaskCompletedEvent``; an async
+            function is awaited before the next step starts (a plain function also works).
     """
 
     def __init__(self, *, summarize_chat_ctx: bool = True, return_exceptions: bool = False,
@@ -105,8 +107,11 @@ class TaskGroup(AgentTask[TaskGroupResult]):
             if step.id not in visited:
                 visited.append(step.id)
             if self._on_task_completed is not None:
-                self._on_task_completed(TaskCompletedEvent(task_id=step.id, agent_task=task,
-                                                           result=results[step.id]))
+                # LiveKit's callback is a coroutine function; a plain function works too
+                outcome = self._on_task_completed(TaskCompletedEvent(
+                    task_id=step.id, agent_task=task, result=results[step.id]))
+                if inspect.isawaitable(outcome):
+                    await outcome
         if self._summarize:
             await self._summarize_chat_ctx()
         self.complete(TaskGroupResult(task_results=results))

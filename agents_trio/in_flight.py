@@ -1,0 +1,80 @@
+"""What is in flight in a session: the tool calls running, and the AgentTasks awaited inline.
+
+The session owns one of each. Its close reads them: it cancels the inline tasks innermost
+first (so every awaiting tool or hook gets a ``ToolError`` rather than a bare cancellation),
+and it names the tool calls that still run once its grace has passed (a tool that shields
+itself from cancellation holds the close up; Trio cannot break a shield, so the overrun is
+reported instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import trio
+
+from .chat import FunctionCall
+
+
+class RunningTools:
+    """The tool calls that are executing now, in the order they started."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, FunctionCall] = {}
+
+    @contextmanager
+    def track(self, call: FunctionCall) -> Iterator[None]:
+        """Count ``call`` as running for the duration of the block."""
+        key = id(call)
+        self._calls[key] = call
+        try:
+            yield
+        finally:
+            del self._calls[key]
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def calls(self) -> list[FunctionCall]:
+        return list(self._calls.values())
+
+    def names(self) -> list[str]:
+        return [call.name for call in self._calls.values()]
+
+
+class InlineTaskStack:
+    """The AgentTasks awaited inline that have not returned yet, outermost first.
+
+    A task is on the stack from the moment its awaiter commits to running it (before any
+    checkpoint) until the awaiter has resumed its parent, so a close that unwinds the stack
+    cannot miss a task that is still starting or already returning.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: list[Any] = []
+        self._changed = trio.lowlevel.ParkingLot()
+
+    @contextmanager
+    def enter(self, task: Any) -> Iterator[None]:
+        self._tasks.append(task)
+        try:
+            yield
+        finally:
+            self._tasks.remove(task)
+            self._changed.unpark_all()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def unwind(self) -> None:
+        """Cancel the tasks innermost first, each once its inner ones have returned.
+
+        Cancellation: a checkpoint; the tasks already cancelled stay cancelled.
+        """
+        while self._tasks:
+            task = self._tasks[-1]
+            task.cancel()
+            while task in self._tasks:
+                await self._changed.park()

@@ -1,0 +1,226 @@
+"""Issue "Race-free under attack", items 2 and 7: AgentTasks at any depth, TaskGroup callbacks.
+
+2. A tool awaits an AgentTask whose ``on_enter`` reply calls a tool that awaits a second
+   AgentTask which needs another user turn: ``session.run()`` must return when the
+   conversation waits for the user, whatever the depth, and the next ``run()`` continues the
+   innermost task. The same holds when a tool of an ``on_enter`` reply made before the first
+   ``run()`` awaits an AgentTask that needs user input.
+7. ``TaskGroup(on_task_completed=...)`` awaits an async callback (LiveKit's is async).
+"""
+
+from __future__ import annotations
+
+import trio
+
+from agents_trio import (Agent, AgentSession, AgentTask, FunctionToolCall, RunContext,
+                         TaskGroup, function_tool)
+from agents_trio.testing import FakeActions, FakeLLM
+
+
+def _call(name: str, call_id: str, arguments: str = "{}") -> list[FunctionToolCall]:
+    return [FunctionToolCall(name=name, arguments=arguments, call_id=call_id)]
+
+
+class InnerTask(AgentTask[str]):
+    def __init__(self) -> None:
+        super().__init__(instructions="inner")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="inner asks")
+
+    @function_tool
+    async def give(self, ctx: RunContext, value: str) -> None:
+        """Give the inner value.
+
+        Args:
+            value: The value
+        """
+        self.complete(value)
+
+
+class OuterTask(AgentTask[str]):
+    def __init__(self) -> None:
+        super().__init__(instructions="outer")
+
+    async def on_enter(self) -> None:
+        # this reply calls `deeper`, which awaits the inner task
+        self.session.generate_reply(instructions="outer enters")
+
+    @function_tool
+    async def deeper(self, ctx: RunContext) -> None:
+        """Go deeper."""
+        value = await InnerTask()
+        self.complete(f"outer got {value}")
+
+
+class Root(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="root")
+        self.results: list[str] = []
+
+    @function_tool
+    async def start_outer(self, ctx: RunContext) -> str:
+        """Start the outer task."""
+        value = await OuterTask()
+        self.results.append(value)
+        return value
+
+
+def _nested_actions() -> FakeActions:
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("start_outer", "c_outer"), input="go")
+    a.add_llm("", tool_calls=_call("deeper", "c_deeper"), input="outer enters")
+    a.add_llm("what is the inner value?", input="inner asks")
+    a.add_llm("", tool_calls=_call("give", "c_give", '{"value": "7"}'), input="7")
+    a.add_llm("all done with outer got 7", input="outer got 7")
+    return a
+
+
+async def test_run_returns_when_a_nested_task_waits_for_the_user(autojump_clock):
+    root = Root()
+    async with AgentSession(llm=FakeLLM(_nested_actions().llm_responses)) as session:
+        await session.start(root)
+        with trio.fail_after(30):
+            run1 = await session.run(user_input="go")
+        said = [e.item.text_content for e in run1.events
+                if e.type == "message" and e.item.role == "assistant"]
+        assert said == ["what is the inner value?"], run1.events
+        assert isinstance(session.current_agent, InnerTask)
+
+        with trio.fail_after(30):
+            run2 = await session.run(user_input="7")
+        run2.expect.contains_function_call(name="give")
+        said = [e.item.text_content for e in run2.events
+                if e.type == "message" and e.item.role == "assistant"]
+        assert said == ["all done with outer got 7"], run2.events
+        assert session.current_agent is root
+        assert root.results == ["outer got 7"]
+
+
+class AsksAtOnce(Agent):
+    """on_enter asks for a reply whose tool awaits a task that needs the user."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="root")
+        self.results: list[str] = []
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="greet and ask")
+
+    @function_tool
+    async def ask_inner(self, ctx: RunContext) -> str:
+        """Ask the inner question."""
+        value = await InnerTask()
+        self.results.append(value)
+        return f"inner said {value}"
+
+
+async def test_run_continues_a_task_started_by_an_on_enter_reply_before_the_first_run(
+        autojump_clock):
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("ask_inner", "c_ask"), input="greet and ask")
+    a.add_llm("what is the inner value?", input="inner asks")
+    a.add_llm("", tool_calls=_call("give", "c_give", '{"value": "9"}'), input="9")
+    a.add_llm("thanks for 9", input="inner said 9")
+    root = AsksAtOnce()
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(root)
+        with trio.fail_after(30):
+            run = await session.run(user_input="9")
+        run.expect.contains_function_call(name="give")
+        said = [e.item.text_content for e in run.events
+                if e.type == "message" and e.item.role == "assistant"]
+        assert said == ["thanks for 9"], run.events
+        assert root.results == ["9"]
+        assert session.current_agent is root
+
+
+class Step(AgentTask[str]):
+    def __init__(self, name: str) -> None:
+        super().__init__(instructions=name)
+        self.name = name
+
+    async def on_enter(self) -> None:
+        self.complete(f"{self.name} ok")
+
+
+async def test_task_group_awaits_an_async_on_task_completed(autojump_clock):
+    journal: list[str] = []
+
+    async def on_completed(ev) -> None:
+        journal.append(f"completed {ev.task_id} at {trio.current_time():.1f}")
+        await trio.sleep(1.0)
+        journal.append(f"after {ev.task_id}")
+
+    class Host(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="host")
+            self.result = None
+
+        async def on_enter(self) -> None:
+            group = TaskGroup(summarize_chat_ctx=False, on_task_completed=on_completed)
+            group.add(lambda: Step("a"), id="a", description="step a")
+            group.add(lambda: Step("b"), id="b", description="step b")
+            self.result = await group
+            journal.append("group done")
+
+    host = Host()
+    async with AgentSession(llm=FakeLLM()) as session:
+        t0 = trio.current_time()
+        await session.start(host)
+        with trio.fail_after(30):
+            while "group done" not in journal:
+                await trio.sleep(0.1)
+    assert journal == [f"completed a at {t0:.1f}", "after a", f"completed b at {t0 + 1:.1f}",
+                       "after b", "group done"], journal
+    assert host.result.task_results == {"a": "a ok", "b": "b ok"}
+
+
+class Other(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="other", id="other")
+
+
+class Journaled(Root):
+    def __init__(self) -> None:
+        super().__init__()
+        self.journal: list[str] = []
+
+    async def on_exit(self) -> None:
+        self.journal.append("root.on_exit")
+
+    @function_tool
+    async def ask_inner(self, ctx: RunContext) -> str:
+        """Ask the inner question."""
+        try:
+            return await InnerTask()
+        except BaseException as e:
+            self.journal.append(f"ask_inner: {type(e).__name__}: {e}")
+            raise
+
+
+async def test_update_agent_while_a_task_runs_hands_over_without_a_hang(autojump_clock):
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("ask_inner", "c_ask"), input="go")
+    a.add_llm("what is the inner value?", input="inner asks")
+    root = Journaled()
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(root)
+        with trio.fail_after(30):
+            await session.run(user_input="go")
+        assert isinstance(session.current_agent, InnerTask)
+        other = Other()
+        session.update_agent(other)
+        with trio.fail_after(30):
+            while "root.on_exit" not in root.journal:
+                await trio.sleep(0.1)
+        assert session.current_agent is other
+        assert root.journal[0] == ("ask_inner: ToolError: AgentTask inner_task ended: another "
+                                   "agent took over"), root.journal
+        # the replaced agent is closed, not resumed: the new agent keeps the floor
+        await trio.sleep(1.0)
+        assert session.current_agent is other
+    items = session.history.items
+    calls = [i.call_id for i in items if i.type == "function_call"]
+    outputs = [i.call_id for i in items if i.type == "function_call_output"]
+    assert calls == ["c_ask"] and outputs == ["c_ask"], items
