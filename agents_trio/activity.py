@@ -523,7 +523,8 @@ class Activity:
                                                       speech_handle=handle, function_call=c),
                     is_agent=_is_agent)
         except trio.Cancelled:
-            step.outcomes[call.call_id] = cancelled_outcome(call)
+            step.outcomes[call.call_id] = cancelled_outcome(
+                call, closing=self.session._closing)
             raise
         finally:
             current_inline.reset(token)

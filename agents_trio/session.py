@@ -264,12 +264,18 @@ class AgentSession:
         await self._nursery.start(self._main, agent)
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
+        # the transcription forwarder outlives the work scope: what the user heard before a
+        # close (the played part of a cut reply) still reaches the output, within the grace
+        assert self._nursery is not None
+        transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
+        self._transcripts_send = transcripts_send
+        forwarding = trio.CancelScope()
+        forwarded = trio.Event()
+        self._nursery.start_soon(self._forward_transcripts, transcripts_recv, forwarding,
+                                 forwarded)
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
-                    transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
-                    self._transcripts_send = transcripts_send
-                    nursery.start_soon(self._forward_transcripts, transcripts_recv)
                     if self.output.audio is not None:
                         self.output.audio.on("playback_started", self._on_playback_started)
                     self._agent = agent
@@ -291,6 +297,10 @@ class AgentSession:
                     task_status.started()
                     await trio.sleep_forever()
         finally:
+            transcripts_send.close()
+            with trio.move_on_after(self.close_grace, shield=True):
+                await forwarded.wait()
+            forwarding.cancel()
             self._finish_close()
 
     def _finish_close(self) -> None:
@@ -578,15 +588,22 @@ class AgentSession:
         if self._transcripts_send is not None and text and self.output.transcription is not None:
             self._transcripts_send.send_nowait(text)
 
-    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str]) -> None:
-        async for text in recv:
-            output = self.output.transcription
-            agent = self._agent
-            if output is None or agent is None:
-                continue
-            async for chunk in agent.transcription_node(_once(text), ModelSettings()):
-                await output.capture_text(chunk)
-            output.flush()
+    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str],
+                                   scope: trio.CancelScope, done: trio.Event) -> None:
+        """Deliver the agent's transcription in order until the channel closes (at the end
+        of the session, so texts sent while closing are delivered too)."""
+        try:
+            with scope:
+                async for text in recv:
+                    output = self.output.transcription
+                    agent = self._agent
+                    if output is None or agent is None:
+                        continue
+                    async for chunk in agent.transcription_node(_once(text), ModelSettings()):
+                        await output.capture_text(chunk)
+                    output.flush()
+        finally:
+            done.set()
 
 
 def _overridden_stt_node(agent: Agent) -> Any:

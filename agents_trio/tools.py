@@ -486,13 +486,15 @@ def _error(call: FunctionCall, text: str) -> ToolOutcome:
 
 
 CANCELLED_BY_CLOSE_OUTPUT = "the tool call was cancelled because the session closed"
+CANCELLED_BY_HANDOFF_OUTPUT = ("the tool call was cancelled because another agent took over "
+                               "the session")
 
 
-def cancelled_outcome(call: FunctionCall) -> ToolOutcome:
-    """The outcome of a call that the session's close cancelled: an error output (so the
-    history answers every call), no reply."""
-    return ToolOutcome(output=_output(call, CANCELLED_BY_CLOSE_OUTPUT, is_error=True),
-                       reply_required=False)
+def cancelled_outcome(call: FunctionCall, *, closing: bool) -> ToolOutcome:
+    """The outcome of a call whose agent was stopped under it (the session closed, or
+    another agent took over): an error output, so the history answers every call; no reply."""
+    text = CANCELLED_BY_CLOSE_OUTPUT if closing else CANCELLED_BY_HANDOFF_OUTPUT
+    return ToolOutcome(output=_output(call, text, is_error=True), reply_required=False)
 
 
 def _is_valid_output(value: Any) -> bool:

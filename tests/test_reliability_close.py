@@ -201,3 +201,12 @@ async def test_a_shielded_tool_overrunning_the_close_grace_is_reported(autojump_
     assert close.overrun.tools == ["commit_payment"]
     outputs = _one_output_per_call(session)
     assert [o.output for o in outputs["pay1"]] == ["paid"]
+
+
+async def test_close_mid_speech_sends_the_heard_text_to_the_transcription(autojump_clock):
+    # 22: the user heard part of the reply before the close: the transcription output gets
+    # that part (flushed), as the history does
+    session, _, closes, added = await _close_during(Worker(0.0), _work_actions(), 2.0)
+    said = [ev.item for ev in added if ev.item.type == "message" and ev.item.role == "assistant"]
+    assert len(said) == 1 and said[0].interrupted
+    assert session.output.transcription.messages == [said[0].text_content]
