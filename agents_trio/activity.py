@@ -89,7 +89,9 @@ class Activity:
         self._speeches: set[SpeechHandle] = set()
         self._speeches_changed = trio.lowlevel.ParkingLot()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
-        self._tool_calls_in_flight: dict[str, FunctionCall] = {}
+        # calls dispatched and not finished (from dispatch, so there is no gap between a
+        # step's generation ending and its tools starting in which the agent looks idle)
+        self._tool_calls_in_flight: dict[int, FunctionCall] = {}
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
@@ -202,9 +204,9 @@ class Activity:
         """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
         no speech is queued or generating, and no tool of this agent runs (a tool that awaits
         an AgentTask has handed the floor to the task's activity, which is then current)."""
-        return (self.enter_settled.is_set() and self.current_speech is None
-                and not any(not h.done() for h in self._queue)
-                and not self._tool_calls_in_flight)
+        return (self.enter_settled.is_set() and not self._tool_calls_in_flight
+                and not any(h.scheduled and not h._generation_done.is_set()
+                            for h in self._speeches))
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()
@@ -505,11 +507,17 @@ class Activity:
             self.session._update_agent_state("listening")
 
     # -- tools --------------------------------------------------------------------------------
-    async def run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                       tools: list[FunctionTool]) -> None:
-        """Execute one function call of ``step`` (runs in the step's tool nursery)."""
+    def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
+                      tools: list[FunctionTool], tool_nursery: trio.Nursery) -> None:
+        """Start one function call of ``step`` in the step's tool nursery; it counts as
+        running from now."""
+        step.calls.append(call)
+        self._tool_calls_in_flight[id(call)] = call
+        tool_nursery.start_soon(self._run_tool, handle, call, step, tools)
+
+    async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
+                        tools: list[FunctionTool]) -> None:
         call.created_at = trio.current_time()
-        self._tool_calls_in_flight[call.call_id] = call
         self.session._refresh_away()
         self.preemptive.cancel()
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
@@ -529,7 +537,7 @@ class Activity:
         finally:
             current_inline.reset(token)
             step.gained.extend(scope.gained)
-            del self._tool_calls_in_flight[call.call_id]
+            del self._tool_calls_in_flight[id(call)]
             self._note_progress()
             self.session._refresh_away()  # the away window restarts in full after a tool
 

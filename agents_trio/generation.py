@@ -296,6 +296,5 @@ class Generation:
                 continue
             call = FunctionCall(call_id=tool_call.call_id or short_id("call"),
                                 name=tool_call.name, arguments=tool_call.arguments)
-            self.step.calls.append(call)
-            tool_nursery.start_soon(self.activity.run_tool, self.handle, call, self.step,
-                                    self.request.tools)
+            self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
+                                        tool_nursery)

@@ -129,6 +129,5 @@ class RealtimeGeneration(Generation):
 
     async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery) -> None:
         async for call in calls:
-            self.step.calls.append(call)
-            tool_nursery.start_soon(self.activity.run_tool, self.handle, call, self.step,
-                                    self.request.tools)
+            self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
+                                        tool_nursery)

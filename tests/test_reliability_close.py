@@ -138,7 +138,8 @@ class AwaitsInOnEnter(Agent):
 
 
 async def test_close_while_on_enter_awaits_a_task_raises_tool_error_there(autojump_clock):
-    for close_after in (0.0, 0.001, 0.5, 3.0):
+    # the order of same-time wakeups varies from run to run: try each point several times
+    for close_after in [0.0, 0.001, 0.5, 3.0] * 8:
         agent = AwaitsInOnEnter()
         closes = []
         with trio.fail_after(30):
@@ -210,3 +211,27 @@ async def test_close_mid_speech_sends_the_heard_text_to_the_transcription(autoju
     said = [ev.item for ev in added if ev.item.type == "message" and ev.item.role == "assistant"]
     assert len(said) == 1 and said[0].interrupted
     assert session.output.transcription.messages == [said[0].text_content]
+
+
+async def test_a_reply_cut_short_by_a_fatal_error_is_saved_as_interrupted(autojump_clock):
+    a = FakeActions()
+    a.add_llm("A long story that goes on and on.", input="story")
+    a.add_tts(8.0)
+    a.add_llm_error(RuntimeError("model down"), input="more", ttft=0.1)
+    session = create_session(a, extra_kwargs={"max_unrecoverable_errors": 0})
+    closes, added = [], []
+    session.on("close", closes.append)
+    session.on("conversation_item_added", added.append)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(Agent(instructions="x"))
+            session.input.audio.push(0.1)
+            session.generate_reply(user_input="story")
+            await trio.sleep(2.0)
+            session.generate_reply(user_input="more")  # its LLM fails at once: fatal
+            await trio.sleep(20.0)
+    (close,) = closes
+    assert close.reason == "error" and isinstance(close.error, RuntimeError)
+    said = [ev.item for ev in added if ev.item.type == "message" and ev.item.role == "assistant"]
+    assert len(said) == 1 and said[0].interrupted is True, said
+    assert 0 < len(said[0].text_content) < len("A long story that goes on and on.")

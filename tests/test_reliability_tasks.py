@@ -14,7 +14,7 @@ import trio
 
 from agents_trio import (Agent, AgentSession, AgentTask, FunctionToolCall, RunContext,
                          TaskGroup, function_tool)
-from agents_trio.testing import FakeActions, FakeLLM
+from agents_trio.testing import FakeActions, FakeLLM, create_session
 
 
 def _call(name: str, call_id: str, arguments: str = "{}") -> list[FunctionToolCall]:
@@ -68,23 +68,27 @@ class Root(Agent):
 
 def _nested_actions() -> FakeActions:
     a = FakeActions()
-    a.add_llm("", tool_calls=_call("start_outer", "c_outer"), input="go")
+    # the root's reply speaks while its tool starts the outer task
+    a.add_llm("Sure.", tool_calls=_call("start_outer", "c_outer"), input="go")
     a.add_llm("", tool_calls=_call("deeper", "c_deeper"), input="outer enters")
     a.add_llm("what is the inner value?", input="inner asks")
     a.add_llm("", tool_calls=_call("give", "c_give", '{"value": "7"}'), input="7")
     a.add_llm("all done with outer got 7", input="outer got 7")
+    for text in ("Sure.", "what is the inner value?", "all done with outer got 7"):
+        a.add_tts(1.0, input=text)
     return a
 
 
 async def test_run_returns_when_a_nested_task_waits_for_the_user(autojump_clock):
     root = Root()
-    async with AgentSession(llm=FakeLLM(_nested_actions().llm_responses)) as session:
+    async with create_session(_nested_actions()) as session:
         await session.start(root)
+        session.input.audio.push(0.1)
         with trio.fail_after(30):
             run1 = await session.run(user_input="go")
         said = [e.item.text_content for e in run1.events
                 if e.type == "message" and e.item.role == "assistant"]
-        assert said == ["what is the inner value?"], run1.events
+        assert said == ["Sure.", "what is the inner value?"], run1.events
         assert isinstance(session.current_agent, InnerTask)
 
         with trio.fail_after(30):
