@@ -497,12 +497,21 @@ class AgentSession:
     async def run(self, *, user_input: str) -> RunResult[Any]:
         """Send ``user_input`` as text and wait until the turn it starts has settled.
 
+        The input is sent once the conversation waits for the user: the innermost agent
+        (an AgentTask at any depth, or the agent itself) has finished its ``on_enter``, its
+        queued and playing speeches and its running tools. It goes to that agent, and the run
+        ends when the conversation waits for the user again.
+
         Returns:
             The run's events (assistant messages, tool calls and outputs, handoffs).
 
         Raises:
             RuntimeError: a previous run is still active, or the session closed.
             Exception: the error of a failed model call of the turn.
+
+        Cancellation: cancelling the wait before the input is sent sends nothing; after, the
+        turn goes on and the run is left to finish on its own (the next ``run()`` raises
+        until it has).
         """
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
