@@ -8,12 +8,14 @@ An ``AudioOutput`` is where the agent's voice goes. The session writes frames wi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import numpy as np
+import trio
 from livekit import rtc
 
+from .._errors import AgentsTrioError
 from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
 from ..nurseries import EventFanout
 
@@ -24,6 +26,43 @@ def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: in
     samples = int(round(duration * sample_rate))
     data = np.zeros(samples * num_channels, dtype=np.int16)
     return rtc.AudioFrame(data.tobytes(), sample_rate, num_channels, samples)
+
+
+class AudioOutputStalled(AgentsTrioError):
+    """An audio output's ``capture_frame`` did not return within the write deadline
+    (``AgentSession(audio_write_timeout=...)``).
+
+    Args:
+        timeout: The deadline that was missed, in seconds.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"the audio output did not accept a frame within {timeout:g} s")
+        self.timeout = timeout
+
+
+async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
+                         timeout: float | None) -> None:
+    """Write ``frames`` to ``output``; each ``capture_frame`` must return within ``timeout``
+    seconds (None: no deadline).
+
+    Raises:
+        AudioOutputStalled: a write missed its deadline (it was cancelled; the frames after it
+            were not written).
+
+    Cancellation: cancelling the caller cancels the write in progress.
+    """
+    if timeout is None:
+        for frame in frames:
+            await output.capture_frame(frame)
+        return
+    # one scope for the burst, its deadline moved before each write
+    with trio.CancelScope() as scope:
+        for frame in frames:
+            scope.deadline = trio.current_time() + timeout
+            await output.capture_frame(frame)
+    if scope.cancelled_caught:
+        raise AudioOutputStalled(timeout)
 
 
 class AudioInput:
