@@ -135,3 +135,32 @@ async def test_the_write_deadline_is_an_option(autojump_clock):
             assert len(ev.errors) == 1
             # nothing was played: no assistant message
             assert not [i for i in ev.items if getattr(i, "role", "") == "assistant"]
+
+
+class SlowOutput(FakeAudioOutput):
+    """Every write takes ``delay`` (backpressure): slow, but never stalled."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def capture_frame(self, frame) -> None:
+        await trio.sleep(self.delay)
+        await super().capture_frame(frame)
+
+
+async def test_the_deadline_is_per_write_not_per_speech(autojump_clock):
+    output = SlowOutput(delay=0.04)
+    session = _session(output, audio_write_timeout=0.05)
+    ev = Events(session)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(Agent(instructions="x"))
+            t0 = trio.current_time()
+            handle = session.say(TEXT)
+            await handle.wait_for_playout()
+            # 100 frames of 10 ms, each written in 0.04 s: 4 s of writes, none late
+            assert trio.current_time() - t0 > 4.0
+            assert not handle.interrupted and not ev.errors
+            (finished,) = output.playback_finished_events
+            assert not finished.interrupted

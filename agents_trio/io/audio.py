@@ -8,6 +8,7 @@ An ``AudioOutput`` is where the agent's voice goes. The session writes frames wi
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -56,10 +57,18 @@ async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], 
         for frame in frames:
             await output.capture_frame(frame)
         return
-    # one scope for the burst, its deadline moved before each write
+    # One scope for the burst. Its deadline is moved to each write's start + timeout, but only
+    # when the clock moved by more than 1 % of the timeout since the last move: rescheduling a
+    # deadline costs more than a write that does not block, so a burst of instant writes sets
+    # it once, and a stalled write is cancelled at most 1 % of the timeout early.
+    slack = timeout / 100
     with trio.CancelScope() as scope:
+        set_at = -math.inf
         for frame in frames:
-            scope.deadline = trio.current_time() + timeout
+            now = trio.current_time()
+            if now - set_at > slack:
+                scope.deadline = now + timeout
+                set_at = now
             await output.capture_frame(frame)
     if scope.cancelled_caught:
         raise AudioOutputStalled(timeout)
