@@ -261,19 +261,21 @@ class AudioRecognition:
         then counts as final. ``transcript`` is what the user said.
 
         Cancellation: a checkpoint only when it waits; cancelling the wait keeps what was
-        transcribed so far (the interim is not promoted).
+        transcribed so far, the interim included.
         """
         self._phase = RecognitionPhase.CLOSING
         if self._eot_slot is not None:
             self._eot_slot.cancel()
-        if self._final_expected(timeout):
-            self._input_scope.cancel()
-            self._flush_with_silence()
-            finals = len(self._finals)   # no turn is decided while closing: only grows
-            with trio.move_on_after(timeout):
-                while self._awaiting_final() and len(self._finals) == finals:
-                    await self._changed.park()
-        self._promote_interim()
+        try:
+            if self._final_expected(timeout):
+                self._input_scope.cancel()
+                self._flush_with_silence()
+                finals = len(self._finals)   # no turn is decided while closing: only grows
+                with trio.move_on_after(timeout):
+                    while self._awaiting_final() and len(self._finals) == finals:
+                        await self._changed.park()
+        finally:
+            self._promote_interim()
 
     def _final_expected(self, within: float) -> bool:
         """The STT is listening and what the user said last has no final transcript yet (a

@@ -91,7 +91,8 @@ class AgentSession:
             being transcribed, how long to wait for their final transcript (they are then
             recorded as a user message, not answered).
         audio_write_timeout: Deadline of each ``capture_frame`` on the audio output (None
-            disables it). A write that misses it is an ``error`` event
+            disables it; waiting for the output to be ready, e.g. for someone to subscribe to
+            the agent's track, is not counted). A write that misses it is an ``error`` event
             (``AudioOutputStalled``) and ends the speech as interrupted; when the next speech
             stalls too, the session closes with reason ``error``.
 
@@ -402,7 +403,9 @@ class AgentSession:
         """Close the session: cancel everything from the leaves up, then emit ``close``.
 
         Cancellation: idempotent; when called from inside the session (a tool), the caller is
-        cancelled with the rest of the tree.
+        cancelled with the rest of the tree. Cancelling it while it waits for the trailing
+        transcript still closes the session (what was transcribed is committed); a later
+        ``aclose()`` waits for the end of that close.
         """
         if self._state in (SessionState.CREATED, SessionState.ENTERED):
             if self._state is SessionState.ENTERED:
@@ -415,12 +418,17 @@ class AgentSession:
             # before the cancellation completes the watched speeches, so the run can't pass
             if self._run is not None and not self._run.done():
                 self._run._fail(self._close_error or SessionClosedError("session closed"))
-            with trio.move_on_after(self.close_grace):
-                await self._unwind_tasks()
-            if self._recognition is not None and self._close_reason != "error":
-                await self._recognition.finish_user_turn(self.session_close_transcript_timeout)
-            self._commit_trailing_user_turn()
-            self._work_scope.cancel()
+            try:
+                with trio.move_on_after(self.close_grace):
+                    await self._unwind_tasks()
+                if self._recognition is not None and self._close_reason != "error":
+                    await self._recognition.finish_user_turn(
+                        self.session_close_transcript_timeout)
+            finally:
+                # even when the caller gives up on aclose(): a close half done would leave
+                # every later aclose() (leaving `async with`) waiting forever
+                self._commit_trailing_user_turn()
+                self._work_scope.cancel()
         await self._closed.wait()
 
     def _commit_trailing_user_turn(self) -> None:

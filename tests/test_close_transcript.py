@@ -162,3 +162,24 @@ async def test_without_a_vad_an_open_interim_is_waited_for(autojump_clock):
                 final("one more thing")))
     assert abs(took - 0.4) < 1e-6
     assert _users(session) == ["one more thing"]
+
+
+async def test_cancelling_aclose_during_the_wait_still_closes_and_keeps_the_words(
+        autojump_clock):
+    """A caller that gives up on ``aclose()`` (a deadline) must not leave the session half
+    closed: leaving ``async with`` then waits forever for a close nobody finishes."""
+    vad, stt = ManualRecognizer(), ManualRecognizer()
+    session = _session(vad, stt)
+    closes: list = []
+    session.on("close", closes.append)
+    with trio.fail_after(30):
+        async with session:
+            await session.start(Agent(instructions="x"))
+            session.input.audio.push(0.1)
+            vad.current.send(vad_event("start_of_speech", speech=0.05))
+            stt.current.send(interim("one more"))
+            await trio.sleep(0.1)
+            with trio.move_on_after(0.5):
+                await session.aclose()
+    assert len(closes) == 1
+    assert _users(session) == ["one more"]

@@ -164,3 +164,35 @@ async def test_the_deadline_is_per_write_not_per_speech(autojump_clock):
             assert not handle.interrupted and not ev.errors
             (finished,) = output.playback_finished_events
             assert not finished.interrupted
+
+
+class GatedOutput(FakeAudioOutput):
+    """Holds the agent's audio until ``open()`` (as the room output does until someone
+    subscribed to the agent's track): waiting for that is not a stall."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = trio.Event()
+
+    async def wait_ready(self) -> None:
+        await self.gate.wait()
+
+    async def capture_frame(self, frame) -> None:
+        await self.gate.wait()
+        await super().capture_frame(frame)
+
+
+async def test_waiting_for_the_output_to_be_ready_is_not_a_stall(autojump_clock):
+    output = GatedOutput()
+    session = _session(output)
+    ev = Events(session)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(Agent(instructions="x"))
+            t0 = trio.current_time()
+            handle = session.say(TEXT)
+            await trio.sleep(20.0)
+            output.gate.set()
+            await handle.wait_for_playout()
+            assert abs(trio.current_time() - t0 - 21.0) < 1e-6
+            assert not handle.interrupted and not ev.errors

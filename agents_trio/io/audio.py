@@ -1,7 +1,8 @@
 """Audio input and output ends of a session.
 
-An ``AudioOutput`` is where the agent's voice goes. The session writes frames with
-``capture_frame``, marks the end of a segment with ``flush``, waits for it with
+An ``AudioOutput`` is where the agent's voice goes. The session waits for ``wait_ready``,
+writes frames with ``capture_frame`` (each write has a deadline, the session's
+``audio_write_timeout``), marks the end of a segment with ``flush``, waits for it with
 ``wait_for_playout``, and stops it with ``clear_buffer``. Outputs report playback with the
 ``playback_started`` and ``playback_finished`` events.
 """
@@ -44,8 +45,8 @@ class AudioOutputStalled(AgentsTrioError):
 
 async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
                          timeout: float | None) -> None:
-    """Write ``frames`` to ``output``; each ``capture_frame`` must return within ``timeout``
-    seconds (None: no deadline).
+    """Write ``frames`` to ``output`` once it is ready (``wait_ready``, unbounded); each
+    ``capture_frame`` must then return within ``timeout`` seconds (None: no deadline).
 
     Raises:
         AudioOutputStalled: a write missed its deadline (it was cancelled; the frames after it
@@ -53,6 +54,7 @@ async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], 
 
     Cancellation: cancelling the caller cancels the write in progress.
     """
+    await output.wait_ready()
     if timeout is None:
         for frame in frames:
             await output.capture_frame(frame)
@@ -114,6 +116,14 @@ class AudioOutput:
                                    synchronized_transcript=synchronized_transcript)
         self._events.emit("playback_finished", ev)
         return ev
+
+    async def wait_ready(self) -> None:
+        """Wait until the output takes frames (the room output: until someone subscribed to
+        the agent's track). This wait is not bounded by the session's write deadline.
+
+        Cancellation: the default returns at once and is not a checkpoint (it is awaited
+        before every burst of frames, next to writes that are).
+        """
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         raise NotImplementedError
