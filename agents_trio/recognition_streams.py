@@ -145,28 +145,31 @@ class SupervisedStream:
         Cancellation: cancelling the caller closes the current incarnation; nothing is
         reported.
         """
-        failures = 0
         ready = _Once(task_status.started)
         try:
-            while not self._input_ended:
-                error, delivered = await self._incarnation_run(ready)
-                ready()
-                if error is None:
-                    return
-                failures = 1 if delivered else failures + 1
-                logger.warning("the %s stream failed (%d in a row): %r", self._name, failures,
-                               error, exc_info=error)
-                self._hooks.on_error(error)
-                self._hooks.on_lost()
-                if failures > self._policy.max_failures:
-                    logger.error("the %s stream failed %d times in a row; giving it up",
-                                 self._name, failures)
-                    self._hooks.on_given_up(error)
-                    return
-                await self._backoff(self._policy.delay(failures))
+            await self._supervise(ready)
         finally:
             self._state = StreamState.ENDED
+        ready()
+
+    async def _supervise(self, ready: Callable[[], None]) -> None:
+        failures = 0
+        while not self._input_ended:
+            error, delivered = await self._incarnation_run(ready)
             ready()
+            if error is None:
+                return
+            failures = 1 if delivered else failures + 1
+            logger.warning("the %s stream failed (%d in a row): %r", self._name, failures,
+                           error, exc_info=error)
+            self._hooks.on_error(error)
+            self._hooks.on_lost()
+            if failures > self._policy.max_failures:
+                logger.error("the %s stream failed %d times in a row; giving it up",
+                             self._name, failures)
+                self._hooks.on_given_up(error)
+                return
+            await self._backoff(self._policy.delay(failures))
 
     async def _backoff(self, delay: float) -> None:
         self._state = StreamState.RESTARTING
@@ -178,7 +181,8 @@ class SupervisedStream:
 
     async def _incarnation_run(self, ready: Callable[[], None]
                                ) -> tuple[BaseException | None, bool]:
-        """One opened stream, until it ends. Returns (its failure or None, delivered)."""
+        """One opened stream, until it ends. Returns (its failure or None, whether an event
+        was handled)."""
         self._state = StreamState.OPENING
         self._push_error = None
         error: BaseException | None = None
@@ -192,8 +196,8 @@ class SupervisedStream:
                     if self._input_ended:
                         stream.end_input()
                     async for ev in stream:
-                        delivered = True
                         self._hooks.on_event(ev)
+                        delivered = True
             except Exception as e:
                 error = e
             except BaseExceptionGroup as group:   # model errors mixed with a cancellation

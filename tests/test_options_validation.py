@@ -139,3 +139,26 @@ async def test_a_turn_detector_is_accepted_and_consulted(autojump_clock):
 async def test_an_unlikely_end_of_turn_waits_for_max_delay(autojump_clock):
     # the harness's max_delay is 6.0, counted from the end of speech
     assert near(await _answered_at(FixedDetector(0.1)), 7.5)
+
+
+class BrokenDetector(FixedDetector):
+    async def predict_end_of_turn(self, chat_ctx, *, timeout=None):
+        raise RuntimeError("detector crashed")
+
+
+async def test_a_failing_turn_detector_is_reported_and_the_turn_still_ends(autojump_clock):
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "I was thinking")
+    a.add_llm("Go on.")
+    a.add_tts(0.5)
+    detector = BrokenDetector(0.0)
+    session = create_session(a, turn_handling={"turn_detection": detector})
+    rec = Recorder(session)
+    with trio.fail_after(60):
+        rec.t0 = await run_session(session, Agent(instructions="x"), drain_delay=3.0)
+    (error,) = rec.of("error")
+    assert str(error.error) == "detector crashed" and error.source is detector
+    (committed,) = [ev for ev in rec.of("conversation_item_added")
+                    if getattr(ev.item, "role", "") == "user"]
+    assert near(rec.t(committed), 2.0)
+    assert [c.reason for c in rec.of("close")] == ["user_initiated"]
