@@ -56,6 +56,19 @@ _SECTIONS: dict[str, type[msgspec.Struct]] = {
     "endpointing": EndpointingOptions, "interruption": InterruptionOptions,
     "preemptive_generation": PreemptiveOptions}
 
+# LiveKit options that agents_trio does not implement: named as such in the error
+_UNSUPPORTED = {"user_turn_limit", "endpointing.mode", "endpointing.alpha", "interruption.mode",
+                "interruption.backchannel_boundary"}
+
+
+def _unknown(names: set[str], prefix: str) -> ValueError:
+    full = sorted(f"{prefix}{n}" for n in names)
+    unsupported = [n for n in full if n in _UNSUPPORTED]
+    if unsupported:
+        return ValueError(f"turn_handling option(s) of LiveKit Agents not supported by "
+                          f"agents_trio: {unsupported}")
+    return ValueError(f"unknown turn_handling key(s): {full}")
+
 
 def check_turn_detection(value: Any) -> None:
     """Accept a known mode, None, or a turn detector (an object with LiveKit's end-of-turn
@@ -86,7 +99,7 @@ def _section(name: str, value: Any) -> dict[str, Any]:
     cls = _SECTIONS[name]
     unknown = set(value) - set(cls.__struct_fields__)
     if unknown:
-        raise ValueError(f"unknown turn_handling.{name} keys: {sorted(unknown)}")
+        raise _unknown(unknown, f"{name}.")
     try:
         checked = msgspec.convert(dict(value), cls)
     except msgspec.ValidationError as e:
@@ -118,7 +131,7 @@ def check_turn_handling(layer: Mapping[str, Any] | None) -> None:
         elif key in _SECTIONS:
             _section(key, value)
         else:
-            raise ValueError(f"unknown turn_handling key: {key!r}")
+            raise _unknown({key}, "")
 
 
 def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
