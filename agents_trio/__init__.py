@@ -18,6 +18,7 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolCall,
                      ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      VADEventType)
+from .io.audio import AudioOutputStalled
 from .io.wire import WireError
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
@@ -33,6 +34,7 @@ from .session import AgentSession
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, function_tool
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
+from .models import TurnDetector
 
 __all__ = [
     "APIError", "Agent", "AgentTask", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
@@ -53,6 +55,8 @@ __all__ = [
     "SessionHost", "SessionHostStatistics", "WireError", "connect_remote_session",
     "open_remote_session", "open_session_host", "serve_session",
 ]
+# faults and option checks (issue 15)
+__all__ += ["AudioOutputStalled", "TurnDetector"]
 
 # LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in
 # asyncio: trio_asyncio is imported only when a bridge opens (see agents_trio/io/bridge.py).

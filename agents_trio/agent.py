@@ -11,6 +11,7 @@ from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent
+from .options import check_non_negative, check_turn_handling
 from .tools import FunctionTool, find_function_tools
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ class Agent:
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
+
+    Raises:
+        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
+            type or out of range, an unknown ``turn_detection``) or a negative delay.
     """
 
     def __init__(self, *, instructions: str, id: str | None = None,
@@ -62,6 +67,9 @@ class Agent:
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:
+        check_turn_handling(turn_handling)
+        check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
+                           allow_none=True)
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id

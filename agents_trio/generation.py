@@ -19,6 +19,7 @@ from livekit import rtc
 from . import text_transforms
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
+from .io.audio import AudioOutputStalled, capture_frames
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
 from .speech_handle import SpeechHandle
 from .tools import ToolOutcome
@@ -245,6 +246,7 @@ class Generation:
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         output = self.activity.session.output.audio
+        timeout = self.activity.session.audio_write_timeout
         async for segment in played_recv:
             assert segment.frames is not None
             self.step.current_message_id = segment.message_id
@@ -252,8 +254,7 @@ class Generation:
                 pushed = False
                 async with aclosing(_bursts(segment.frames)) as bursts:
                     async for burst in bursts:
-                        for frame in burst:
-                            await output.capture_frame(frame)
+                        await capture_frames(output, burst, timeout=timeout)
                         pushed = True
                 if pushed:
                     output.flush()
@@ -263,10 +264,20 @@ class Generation:
                         return
                 self._record_played(segment, math.inf)
             except trio.Cancelled:
-                ev = output.clear_buffer()
-                self.step.heard_seconds = ev.playback_position if ev else 0.0
-                self._record_played(segment, self.step.heard_seconds)
+                self._clear_output(output, segment)
                 raise
+            except AudioOutputStalled as e:
+                # the speech ends as interrupted, keeping what was heard (§4.5); the session
+                # counts the stall and closes if the next speech stalls too
+                self._clear_output(output, segment)
+                self.handle.interrupt(force=True)
+                self.activity.report_model_error(self.handle, e, source=output)
+                return
+
+    def _clear_output(self, output: Any, segment: Segment) -> None:
+        ev = output.clear_buffer()
+        self.step.heard_seconds = ev.playback_position if ev else 0.0
+        self._record_played(segment, self.step.heard_seconds)
 
     async def _play_text(self, segs_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         # Text-only output: the agent is speaking from its first forwarded text.

@@ -143,6 +143,20 @@ class TTS(Protocol):
                ) -> AbstractAsyncContextManager[AsyncIterable[rtc.AudioFrame]]: ...
 
 
+@runtime_checkable
+class TurnDetector(Protocol):
+    """An end-of-turn model (LiveKit's ``_TurnDetector`` protocol), given as
+    ``turn_handling={"turn_detection": detector}``. When its end-of-turn probability for the
+    conversation so far is below ``unlikely_threshold``, the turn waits for
+    ``endpointing.max_delay`` instead of ``min_delay``. Its methods are Trio async functions.
+    """
+
+    async def unlikely_threshold(self, language: str | None) -> float | None: ...
+    async def supports_language(self, language: str | None) -> bool: ...
+    async def predict_end_of_turn(self, chat_ctx: ChatContext, *,
+                                  timeout: float | None = None) -> float: ...
+
+
 class ModelSettings(msgspec.Struct, kw_only=True):
     """Per-call settings passed to the agent's nodes."""
 

@@ -1,68 +1,168 @@
-"""Turn-handling options: LiveKit's defaults, filled per key, with per-agent overrides."""
+"""Turn-handling options: LiveKit's defaults, filled per key, with per-agent overrides.
+
+Every layer is checked when it is given (``AgentSession(...)``, ``Agent(...)``), so a typo
+fails at construction instead of leaving an agent that never answers.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import msgspec
 
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+TURN_DETECTION_MODES = ("stt", "vad", "realtime_llm", "manual")
+# LiveKit's end-of-turn protocol (voice/turn.py ``_TurnDetector``)
+TURN_DETECTOR_METHODS = ("predict_end_of_turn", "unlikely_threshold", "supports_language")
+
 
 class EndpointingOptions(msgspec.Struct, kw_only=True, frozen=True):
-    min_delay: float = 0.5
-    max_delay: float = 3.0
+    min_delay: NonNegative = 0.5
+    max_delay: NonNegative = 3.0
 
 
 class InterruptionOptions(msgspec.Struct, kw_only=True, frozen=True):
     enabled: bool = True
-    min_duration: float = 0.5
-    min_words: int = 0
+    min_duration: NonNegative = 0.5
+    min_words: Annotated[int, msgspec.Meta(ge=0)] = 0
     resume_false_interruption: bool = True
-    false_interruption_timeout: float | None = 2.0
+    false_interruption_timeout: NonNegative | None = 2.0
     discard_audio_if_uninterruptible: bool = True
 
 
 class PreemptiveOptions(msgspec.Struct, kw_only=True, frozen=True):
     enabled: bool = True
     preemptive_tts: bool = False
-    max_speech_duration: float = 10.0
-    max_retries: int = 3
+    max_speech_duration: NonNegative = 10.0
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 3
 
 
 class TurnHandling(msgspec.Struct, kw_only=True, frozen=True):
-    """Resolved turn handling of one activity."""
+    """Resolved turn handling of one activity.
 
-    turn_detection: str | None = None
+    ``turn_detection`` is a mode (``"stt"``, ``"vad"``, ``"realtime_llm"``, ``"manual"``),
+    a turn detector object, or None (chosen from the models).
+    """
+
+    turn_detection: Any = None
     endpointing: EndpointingOptions = EndpointingOptions()
     interruption: InterruptionOptions = InterruptionOptions()
     preemptive_generation: PreemptiveOptions = PreemptiveOptions()
 
 
-_SECTIONS = {"endpointing": EndpointingOptions, "interruption": InterruptionOptions,
-             "preemptive_generation": PreemptiveOptions}
+_SECTIONS: dict[str, type[msgspec.Struct]] = {
+    "endpointing": EndpointingOptions, "interruption": InterruptionOptions,
+    "preemptive_generation": PreemptiveOptions}
+
+# LiveKit options that agents_trio does not implement: named as such in the error
+_UNSUPPORTED = {"user_turn_limit", "endpointing.mode", "endpointing.alpha", "interruption.mode",
+                "interruption.backchannel_boundary"}
 
 
-def resolve_turn_handling(*layers: dict[str, Any] | None) -> TurnHandling:
+def _unknown(names: set[str], prefix: str) -> ValueError:
+    full = sorted(f"{prefix}{n}" for n in names)
+    unsupported = [n for n in full if n in _UNSUPPORTED]
+    if unsupported:
+        return ValueError(f"turn_handling option(s) of LiveKit Agents not supported by "
+                          f"agents_trio: {unsupported}")
+    return ValueError(f"unknown turn_handling key(s): {full}")
+
+
+def check_turn_detection(value: Any) -> None:
+    """Accept a known mode, None, or a turn detector (an object with LiveKit's end-of-turn
+    protocol: ``predict_end_of_turn``, ``unlikely_threshold``, ``supports_language``).
+
+    Raises:
+        ValueError: an unknown mode string.
+        TypeError: any other object.
+    """
+    if value is None or (isinstance(value, str) and value in TURN_DETECTION_MODES):
+        return
+    if isinstance(value, str):
+        modes = ", ".join(repr(m) for m in TURN_DETECTION_MODES)
+        raise ValueError(f"turn_detection must be one of {modes}, None, or a turn detector; "
+                         f"got {value!r}")
+    if not all(callable(getattr(value, name, None)) for name in TURN_DETECTOR_METHODS):
+        raise TypeError("turn_detection must be a mode string or a turn detector (an object "
+                        "with async predict_end_of_turn, unlikely_threshold and "
+                        f"supports_language methods); got {value!r}")
+
+
+def _section(name: str, value: Any) -> dict[str, Any]:
+    """One section's keys, checked for names, types and ranges."""
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.structs.asdict(value)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"turn_handling.{name} must be a dict, got {value!r}")
+    cls = _SECTIONS[name]
+    unknown = set(value) - set(cls.__struct_fields__)
+    if unknown:
+        raise _unknown(unknown, f"{name}.")
+    try:
+        checked = msgspec.convert(dict(value), cls)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"turn_handling.{name}: {e}") from None
+    given = {key: getattr(checked, key) for key in value}
+    # only within one layer: an agent may lower max_delay below the default min_delay
+    if name == "endpointing" and {"min_delay", "max_delay"} <= set(given) \
+            and given["max_delay"] < given["min_delay"]:
+        raise ValueError("turn_handling.endpointing: max_delay must not be below min_delay")
+    return given
+
+
+def check_turn_handling(layer: Mapping[str, Any] | None) -> None:
+    """Check one layer of turn-handling options (the session's or an agent's) on its own.
+
+    Raises:
+        TypeError: ``layer`` is not a mapping, or ``turn_detection`` is an object that is not
+            a turn detector.
+        ValueError: an unknown section or key, a value of the wrong type or out of range, or
+            an unknown ``turn_detection`` mode.
+    """
+    if layer is None:
+        return
+    if not isinstance(layer, Mapping):
+        raise TypeError(f"turn_handling must be a dict, got {layer!r}")
+    for key, value in layer.items():
+        if key == "turn_detection":
+            check_turn_detection(value)
+        elif key in _SECTIONS:
+            _section(key, value)
+        else:
+            raise _unknown({key}, "")
+
+
+def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
     """Merge option dicts key by key over the defaults; later layers win.
 
     Raises:
-        ValueError: an unknown section or key.
+        TypeError, ValueError: as ``check_turn_handling``.
     """
     merged: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
     for layer in layers:
+        check_turn_handling(layer)
         for key, value in (layer or {}).items():
             if key == "turn_detection":
                 merged["turn_detection"] = value
-            elif key in _SECTIONS:
-                if isinstance(value, msgspec.Struct):
-                    value = msgspec.structs.asdict(value)
-                unknown = set(value) - set(_SECTIONS[key].__struct_fields__)
-                if unknown:
-                    raise ValueError(f"unknown turn_handling.{key} keys: {sorted(unknown)}")
-                sections[key].update(value)
             else:
-                raise ValueError(f"unknown turn_handling key: {key!r}")
+                sections[key].update(_section(key, value))
     return TurnHandling(
         turn_detection=merged.get("turn_detection"),
         **{name: cls(**sections[name]) for name, cls in _SECTIONS.items()},
     )
+
+
+def check_non_negative(name: str, value: Any, *, allow_none: bool = False,
+                       positive: bool = False) -> None:
+    """Raise ``ValueError`` naming the option unless ``value`` is a number ≥ 0 (> 0 when
+    ``positive``), or None when ``allow_none``."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")

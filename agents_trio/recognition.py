@@ -4,35 +4,50 @@ It belongs to the session, not to an activity: a handoff or an AgentTask does no
 pipeline down, and every decision is delivered to whichever activity is current through
 ``RecognitionHooks`` (the session routes them). Each input frame is pushed to the VAD and STT
 streams directly, with no channel hop in between.
+
+The VAD and STT streams are ``SupervisedStream``s: a stream that fails is reported and
+reopened with backoff, and given up (the session then closes with reason ``error``) after too
+many failures in a row. What a failed stream leaves behind is settled here: the user is not
+left "speaking", and an interim transcript the dead STT can no longer finalize counts as final.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
-from contextlib import AsyncExitStack, aclosing
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, Protocol
 
 import msgspec
 import trio
 
-from ._errors import APIError
-from .models import STT, VAD, SpeechEvent, SpeechEventType, VADEvent, VADEventType
+from .chat import ChatContext
+from .io.audio import silence_frame
+from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+                     VADEventType)
 from .nurseries import LatestSlot
 from .options import TurnHandling
+from .recognition_streams import RestartPolicy, StreamHooks, StreamState, SupervisedStream
 
 logger = logging.getLogger("agents_trio")
 
 
 SttNode = Callable[[AsyncIterable[Any]], AsyncIterator[SpeechEvent]]
 
+# At close the STT is flushed with this much silence, in frames of 0.2 s (as LiveKit does).
+CLOSE_FLUSH_DURATION = 2.0
+_FLUSH_FRAME = 0.2
 
-class _ChannelFeed:
-    """Looks like an STT stream to the pump; feeds an overridden ``stt_node``."""
 
-    def __init__(self, send: trio.MemorySendChannel[Any]) -> None:
+class _NodeStream:
+    """An overridden ``stt_node`` seen as an STT stream: frames go in through a channel."""
+
+    def __init__(self, send: trio.MemorySendChannel[Any], events: AsyncIterator[SpeechEvent]
+                 ) -> None:
         self._send = send
+        self._events = events
 
     def push_frame(self, frame: Any) -> None:
         self._send.send_nowait(frame)
@@ -40,26 +55,8 @@ class _ChannelFeed:
     def end_input(self) -> None:
         self._send.close()
 
-
-STT_RETRY_DELAY = 0.5
-
-
-class _SttFeed:
-    """Where the pump pushes frames for the STT: the current stream, if one is open (frames
-    arriving while a failed stream is being replaced are dropped)."""
-
-    def __init__(self) -> None:
-        self.stream: Any = None
-        self.ended = False
-
-    def push_frame(self, frame: Any) -> None:
-        if self.stream is not None:
-            self.stream.push_frame(frame)
-
-    def end_input(self) -> None:
-        self.ended = True
-        if self.stream is not None:
-            self.stream.end_input()
+    def __aiter__(self) -> AsyncIterator[SpeechEvent]:
+        return self._events
 
 
 class EndOfTurnInfo(msgspec.Struct, kw_only=True):
@@ -73,6 +70,8 @@ class EndOfTurnInfo(msgspec.Struct, kw_only=True):
 
 class RecognitionHooks(Protocol):
     def turn_options(self) -> TurnHandling: ...
+    def turn_context(self, transcript: str) -> ChatContext: ...
+    def server_detects_turns(self) -> bool: ...
     def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None: ...
     def on_vad_inference(self, ev: VADEvent) -> None: ...
     def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None: ...
@@ -80,39 +79,76 @@ class RecognitionHooks(Protocol):
     def on_final_transcript(self, ev: SpeechEvent) -> None: ...
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
     def on_recognition_error(self, error: BaseException, source: Any) -> None: ...
+    def on_recognition_given_up(self, error: BaseException, source: Any) -> None: ...
+
+
+class RecognitionPhase(enum.Enum):
+    LISTENING = "listening"
+    CLOSING = "closing"   # the session closes: transcripts are collected, no turn is decided
 
 
 class AudioRecognition:
     """Runs the VAD and STT streams over the user's audio and decides end of turn.
 
+    The turn detection in force is the current agent's (``hooks.turn_options()``): a mode
+    (``"vad"``, ``"stt"``, ``"manual"``, ``"realtime_llm"``), a turn detector object (the
+    mode is then chosen from the models, and the detector may lengthen the endpointing delay),
+    or None (VAD when there is one, else STT, else manual). ``"realtime_llm"`` without a
+    realtime model that detects turns falls back to the automatic choice, as in LiveKit.
+
     Args:
         hooks: Receives every decision (the session).
         vad: Voice activity detection, or None.
         stt: Speech to text, or None.
-        turn_detection: ``"vad"``, ``"stt"``, ``"manual"`` or None (VAD when there is one).
+        stt_node: An agent's overridden ``stt_node``, run instead of the STT's stream.
+        restart_policy: How failed VAD and STT streams are reopened.
     """
 
     def __init__(self, hooks: RecognitionHooks, *, vad: VAD | None, stt: STT | None,
-                 turn_detection: str | None, stt_node: SttNode | None = None) -> None:
+                 stt_node: SttNode | None = None,
+                 restart_policy: RestartPolicy | None = None) -> None:
         self._hooks = hooks
         self._vad = vad
         self._stt = stt
         self._stt_node = stt_node
+        self._restart_policy = restart_policy or RestartPolicy()
         # where the user's frames also go (a realtime model's session), or None
         self.audio_sink: Callable[[Any], None] | None = None
-        if turn_detection is None:
-            turn_detection = "vad" if vad is not None else ("stt" if stt is not None else "manual")
-        self.turn_detection = turn_detection
+        self._sink_failing = False
+        self._auto_mode = "vad" if vad is not None else ("stt" if stt is not None else "manual")
+        self._phase = RecognitionPhase.LISTENING
         self._finals: list[str] = []
         self._interim = ""
         self._confidences: list[float] = []
+        self._language = ""
         self._user_speaking = False
         self._speech_started_at: float | None = None
         self._last_speaking_time: float | None = None
         self._last_final_time: float | None = None
         self._eot_slot: LatestSlot | None = None
+        self._changed = trio.lowlevel.ParkingLot()   # what the close wait watches
+        self._vad_stream: SupervisedStream | None = None
+        self._stt_stream: SupervisedStream | None = None
+        self._input_scope = trio.CancelScope()
+        self._sample_rate = 16000
 
     # -- state ---------------------------------------------------------------------------------
+    @property
+    def turn_detection(self) -> str:
+        """The turn detection mode in force."""
+        value = self._hooks.turn_options().turn_detection
+        if not isinstance(value, str):
+            return self._auto_mode
+        if value == "realtime_llm" and not self._hooks.server_detects_turns():
+            return self._auto_mode  # as LiveKit: no server turn detection to rely on
+        return value
+
+    @property
+    def turn_detector(self) -> Any:
+        """The turn detector object in force, or None."""
+        value = self._hooks.turn_options().turn_detection
+        return None if value is None or isinstance(value, str) else value
+
     @property
     def transcript(self) -> str:
         """The final transcripts of the open user turn, joined."""
@@ -152,101 +188,165 @@ class AudioRecognition:
 
         Cancellation: cancelling the caller stops the streams; nothing is committed.
         """
-        async with AsyncExitStack() as stack:
-            vad_stream = await stack.enter_async_context(self._vad.stream()) if self._vad else None
-            stt_stream: Any = None
-            async with trio.open_nursery() as nursery:
-                self._eot_slot = LatestSlot(nursery)
-                if vad_stream is not None:
-                    nursery.start_soon(self._consume_vad, vad_stream)
-                if self._stt is not None and self._stt_node is None:
-                    stt_stream = _SttFeed()
-                    await nursery.start(self._run_stt, stt_stream)
-                elif self._stt is not None and self._stt_node is not None:
-                    # an overridden stt_node: frames reach it through a channel (one hop)
-                    frames_send, frames_recv = trio.open_memory_channel[Any](math.inf)
-                    stt_stream = _ChannelFeed(frames_send)
-                    nursery.start_soon(self._consume_stt_node, frames_recv)
-                task_status.started()
-                await self._pump(audio, vad_stream, stt_stream)
+        async with trio.open_nursery() as nursery:
+            self._eot_slot = LatestSlot(nursery)
+            if self._vad is not None:
+                self._vad_stream = self._supervised(
+                    self._vad.stream, source=self._vad, name="VAD",
+                    on_event=self._on_vad_event, on_lost=self._on_vad_lost)
+                await nursery.start(self._vad_stream.run,
+                                    name="agents_trio.recognition.AudioRecognition.vad")
+            if self._stt is not None:
+                self._stt_stream = self._supervised(
+                    self._stt.stream if self._stt_node is None else self._open_stt_node,
+                    source=self._stt, name="STT", on_event=self._on_stt_event,
+                    on_lost=self._on_stt_lost)
+                await nursery.start(self._stt_stream.run,
+                                    name="agents_trio.recognition.AudioRecognition.stt")
+            task_status.started()
+            with self._input_scope:
+                await self._pump(audio)
+            if not self._input_scope.cancel_called:
+                for stream in (self._vad_stream, self._stt_stream):
+                    if stream is not None:
+                        stream.end_input()
 
-    async def _pump(self, audio: AsyncIterable[Any], vad_stream: Any, stt_stream: Any) -> None:
+    def _supervised(self, open_stream: Callable[[], Any], *, source: Any, name: str,
+                    on_event: Callable[[Any], None], on_lost: Callable[[], None]
+                    ) -> SupervisedStream:
+        hooks = StreamHooks(
+            on_event=on_event, on_lost=on_lost,
+            on_error=lambda error: self._hooks.on_recognition_error(error, source),
+            on_given_up=lambda error: self._hooks.on_recognition_given_up(error, source))
+        return SupervisedStream(open_stream, hooks=hooks, policy=self._restart_policy,
+                                name=name)
+
+    @asynccontextmanager
+    async def _open_stt_node(self) -> AsyncIterator[_NodeStream]:
+        """A fresh call of the overridden ``stt_node`` (each restart calls it again)."""
+        assert self._stt_node is not None
+        frames_send, frames_recv = trio.open_memory_channel[Any](math.inf)
+        async with frames_recv, aclosing(self._stt_node(frames_recv)) as events:
+            yield _NodeStream(frames_send, events)
+
+    async def _pump(self, audio: AsyncIterable[Any]) -> None:
+        vad_stream, stt_stream = self._vad_stream, self._stt_stream
         async for frame in audio:
+            self._sample_rate = frame.sample_rate
             if self.audio_sink is not None:
-                self.audio_sink(frame)
+                self._push_to_sink(frame)
             if vad_stream is not None:
                 vad_stream.push_frame(frame)
             if stt_stream is not None:
                 stt_stream.push_frame(frame)
-        if vad_stream is not None:
-            vad_stream.end_input()
-        if stt_stream is not None:
-            stt_stream.end_input()
 
-    async def _consume_vad(self, stream: Any) -> None:
+    def _push_to_sink(self, frame: Any) -> None:
+        assert self.audio_sink is not None
         try:
-            async for ev in stream:
-                self._on_vad_event(ev)
-        except APIError as e:
-            self._hooks.on_recognition_error(e, self._vad)
+            self.audio_sink(frame)
+        except Exception as e:
+            # reported once per run of failures: the sink's owner (the realtime link) recovers
+            if not self._sink_failing:
+                self._sink_failing = True
+                logger.warning("pushing the user's audio to the realtime model failed: %r", e)
+                self._hooks.on_recognition_error(e, None)
+            return
+        self._sink_failing = False
 
-    async def _consume_stt_node(self, frames: trio.MemoryReceiveChannel[Any]) -> None:
-        assert self._stt_node is not None
+    # -- close ---------------------------------------------------------------------------------
+    async def finish_user_turn(self, timeout: float) -> None:
+        """Stop deciding turns; if the user's turn is still being transcribed, detach the
+        input, flush the STT with silence and wait at most ``timeout`` for a final transcript
+        (or for the user to stop with nothing left to transcribe). An interim transcript left
+        then counts as final. ``transcript`` is what the user said.
+
+        Cancellation: a checkpoint only when it waits; cancelling the wait keeps what was
+        transcribed so far, the interim included.
+        """
+        self._phase = RecognitionPhase.CLOSING
+        if self._eot_slot is not None:
+            self._eot_slot.cancel()
         try:
-            async with aclosing(self._stt_node(frames)) as events:
-                async for ev in events:
-                    self._on_stt_event(ev)
-        except APIError as e:
-            self._hooks.on_recognition_error(e, self._stt)
+            if self._final_expected(timeout):
+                self._input_scope.cancel()
+                self._flush_with_silence()
+                finals = len(self._finals)   # no turn is decided while closing: only grows
+                with trio.move_on_after(timeout):
+                    while self._awaiting_final() and len(self._finals) == finals:
+                        await self._changed.park()
+        finally:
+            self._promote_interim()
 
-    async def _run_stt(self, feed: _SttFeed, *,
-                       task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep an STT stream open; after a provider error (``APIError``) open a new one after
-        0.5 s (reference §3.1); any other error stops recognition by STT."""
-        assert self._stt is not None
-        started = False
-        while not feed.ended:
-            try:
-                async with self._stt.stream() as stream:
-                    feed.stream = stream
-                    if not started:
-                        task_status.started()
-                        started = True
-                    async for ev in stream:
-                        self._on_stt_event(ev)
-                    return
-            except APIError as e:
-                self._hooks.on_recognition_error(e, self._stt)
-            except Exception as e:
-                logger.exception("the STT stream failed; speech recognition stops")
-                self._hooks.on_recognition_error(e, self._stt)
-                return
-            finally:
-                feed.stream = None
-                if not started:
-                    task_status.started()
-                    started = True
-            await trio.sleep(STT_RETRY_DELAY)
+    def _final_expected(self, within: float) -> bool:
+        """The STT is listening and what the user said last has no final transcript yet (a
+        speech that ended more than ``within`` ago with no words at all is not waited for)."""
+        stt = self._stt_stream
+        if stt is None or stt.state is not StreamState.OPEN or not self._awaiting_final():
+            return False
+        if self._user_speaking or self._interim.strip() or self._last_speaking_time is None:
+            return True
+        return trio.current_time() - self._last_speaking_time < within
+
+    def _awaiting_final(self) -> bool:
+        if self._user_speaking or self._interim.strip():
+            return True
+        started, final_at = self._speech_started_at, self._last_final_time
+        return started is not None and (final_at is None or final_at < started)
+
+    def _flush_with_silence(self) -> None:
+        frame = silence_frame(_FLUSH_FRAME, sample_rate=self._sample_rate)
+        for _ in range(math.ceil(CLOSE_FLUSH_DURATION / _FLUSH_FRAME - 1e-9)):
+            for stream in (self._vad_stream, self._stt_stream):
+                if stream is not None:
+                    stream.push_frame(frame)
+
+    def _promote_interim(self) -> None:
+        """An interim transcript that will get no final (its stream died, or close) counts as
+        final: the user's words are kept."""
+        text = self._interim.strip()
+        if text:
+            self._on_stt_event(SpeechEvent(
+                type=SpeechEventType.FINAL_TRANSCRIPT,
+                alternatives=[SpeechData(text=text, language=self._language)]))
+
+    # -- a stream was lost ---------------------------------------------------------------------
+    def _on_vad_lost(self) -> None:
+        # no stuck "speaking": the restarted VAD starts from silence (as LiveKit resets it
+        # when its VAD task ends); the transcript so far stays in the open turn
+        if self._user_speaking:
+            self._end_user_speech(None)
+
+    def _on_stt_lost(self) -> None:
+        if self._vad is None and self._user_speaking:
+            self._end_user_speech(None)
+        self._promote_interim()
 
     # -- decisions -----------------------------------------------------------------------------
     def _on_vad_event(self, ev: VADEvent) -> None:
         now = trio.current_time()
         if ev.type is VADEventType.START_OF_SPEECH:
-            started_at = now - ev.speech_duration - ev.inference_duration
-            self._user_speaking = True
-            self._speech_started_at = started_at
-            if self._eot_slot is not None:
-                self._eot_slot.cancel()
-            self._hooks.on_start_of_speech(ev, started_at)
+            self._start_user_speech(ev, now - ev.speech_duration - ev.inference_duration)
         elif ev.type is VADEventType.INFERENCE_DONE:
             self._hooks.on_vad_inference(ev)
         elif ev.type is VADEventType.END_OF_SPEECH:
-            stopped_at = now - ev.silence_duration - ev.inference_duration
-            self._user_speaking = False
-            self._last_speaking_time = stopped_at
-            self._hooks.on_end_of_speech(ev, stopped_at)
+            self._end_user_speech(ev, now - ev.silence_duration - ev.inference_duration)
             if self.turn_detection == "vad":
                 self._run_eot_detection()
+
+    def _start_user_speech(self, ev: VADEvent | None, started_at: float) -> None:
+        self._user_speaking = True
+        self._speech_started_at = started_at
+        if self._eot_slot is not None:
+            self._eot_slot.cancel()
+        self._changed.unpark_all()
+        self._hooks.on_start_of_speech(ev, started_at)
+
+    def _end_user_speech(self, ev: VADEvent | None, stopped_at: float | None = None) -> None:
+        stopped_at = trio.current_time() if stopped_at is None else stopped_at
+        self._user_speaking = False
+        self._last_speaking_time = stopped_at
+        self._changed.unpark_all()
+        self._hooks.on_end_of_speech(ev, stopped_at)
 
     def _on_stt_event(self, ev: SpeechEvent) -> None:
         text = ev.alternatives[0].text if ev.alternatives else ""
@@ -255,32 +355,29 @@ class AudioRecognition:
                 return
             self._finals.append(text.strip())
             self._confidences.append(ev.alternatives[0].confidence)
+            self._language = ev.alternatives[0].language or self._language
             self._interim = ""
             self._last_final_time = trio.current_time()
+            self._changed.unpark_all()
             self._hooks.on_final_transcript(ev)
             if not self._user_speaking and self.turn_detection in ("vad", "stt"):
                 self._run_eot_detection()
         elif ev.type in (SpeechEventType.INTERIM_TRANSCRIPT,
                          SpeechEventType.PREFLIGHT_TRANSCRIPT):
             self._interim = text
+            self._changed.unpark_all()
             self._hooks.on_interim_transcript(ev)
         elif ev.type is SpeechEventType.START_OF_SPEECH and self._vad is None:
-            now = trio.current_time()
-            self._user_speaking = True
-            self._speech_started_at = now
-            if self._eot_slot is not None:
-                self._eot_slot.cancel()
-            self._hooks.on_start_of_speech(None, now)
+            self._start_user_speech(None, trio.current_time())
         elif ev.type is SpeechEventType.END_OF_SPEECH:
             if self._vad is None:
-                now = trio.current_time()
-                self._user_speaking = False
-                self._last_speaking_time = now
-                self._hooks.on_end_of_speech(None, now)
+                self._end_user_speech(None)
             if self.turn_detection == "stt":
                 self._run_eot_detection()
 
     def _run_eot_detection(self) -> None:
+        if self._phase is RecognitionPhase.CLOSING:
+            return  # the session commits the trailing turn itself, unanswered
         # Reference 3.3: no decision without a transcript when there is an STT.
         if self._stt is not None and not self._finals:
             return
@@ -291,7 +388,11 @@ class AudioRecognition:
         opts = self._hooks.turn_options()
         now = trio.current_time()
         last = self._last_speaking_time if self._last_speaking_time is not None else now
-        wait = opts.endpointing.min_delay - (now - last)
+        delay = opts.endpointing.min_delay
+        detector = self.turn_detector
+        if detector is not None and await self._end_of_turn_unlikely(detector):
+            delay = max(delay, opts.endpointing.max_delay)
+        wait = delay - (trio.current_time() - last)
         if wait > 0:
             await trio.sleep(wait)
         now = trio.current_time()
@@ -308,3 +409,21 @@ class AudioRecognition:
             self._finals.clear()
             self._interim = ""
             self._confidences.clear()
+
+    async def _end_of_turn_unlikely(self, detector: Any) -> bool:
+        """Ask the turn detector (reference 3.3 step 1): below its threshold, the turn waits
+        for ``max_delay``. A failing detector is reported and ignored for this turn."""
+        language = self._language or None
+        try:
+            if not await detector.supports_language(language):
+                return False
+            threshold = await detector.unlikely_threshold(language)
+            if threshold is None:
+                return False
+            probability = await detector.predict_end_of_turn(
+                self._hooks.turn_context(self.transcript))
+        except Exception as e:
+            logger.warning("the turn detector failed: %r", e)
+            self._hooks.on_recognition_error(e, detector)
+            return False
+        return probability < threshold

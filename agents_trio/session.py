@@ -30,9 +30,10 @@ from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .models import ModelSettings, SpeechEvent, VADEvent
 from .nurseries import EventFanout, LatestSlot
-from .options import TurnHandling
+from .options import TurnHandling, check_non_negative, check_turn_handling, resolve_turn_handling
 from .realtime import is_realtime_model
 from .recognition import AudioRecognition, EndOfTurnInfo
+from .recognition_streams import RestartPolicy
 from .run_result import RunResult
 from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
@@ -76,7 +77,9 @@ class AgentSession:
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
-        max_unrecoverable_errors: Errors of one model kind tolerated before the session closes.
+        max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
+            also the failures in a row after which a VAD or STT stream is no longer reopened
+            (the session then closes with reason ``error``).
         userdata: Any object, available to tools as ``ctx.userdata``.
         tts_text_transforms: Transforms applied to text before the TTS (None disables).
         min_consecutive_speech_delay: Minimum gap between two speeches.
@@ -85,6 +88,18 @@ class AgentSession:
         aec_warmup_duration: After the agent first speaks, voice interruptions are ignored
             for this long while echo cancellation warms up (None disables).
         close_grace: Seconds that shielded cleanup (``on_exit``, clearing audio) may take.
+        session_close_transcript_timeout: At close, while the user's last words are still
+            being transcribed, how long to wait for their final transcript (they are then
+            recorded as a user message, not answered).
+        audio_write_timeout: Deadline of each ``capture_frame`` on the audio output (None
+            disables it; waiting for the output to be ready, e.g. for someone to subscribe to
+            the agent's track, is not counted). A write that misses it is an ``error`` event
+            (``AudioOutputStalled``) and ends the speech as interrupted; when the next speech
+            stalls too, the session closes with reason ``error``.
+
+    Raises:
+        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
+            type or out of range, an unknown ``turn_detection``) or a negative option.
     """
 
     def __init__(self, *, stt: Any = None, vad: Any = None, llm: Any = None, tts: Any = None,
@@ -95,7 +110,21 @@ class AgentSession:
                  min_consecutive_speech_delay: float = 0.0,
                  user_away_timeout: float | None = 15.0,
                  aec_warmup_duration: float | None = 3.0,
-                 close_grace: float = 5.0) -> None:
+                 close_grace: float = 5.0,
+                 session_close_transcript_timeout: float = 2.0,
+                 audio_write_timeout: float | None = 5.0) -> None:
+        check_turn_handling(turn_handling)
+        for name, value, allow_none in (
+                ("max_tool_steps", max_tool_steps, False),
+                ("max_unrecoverable_errors", max_unrecoverable_errors, False),
+                ("min_consecutive_speech_delay", min_consecutive_speech_delay, False),
+                ("user_away_timeout", user_away_timeout, True),
+                ("aec_warmup_duration", aec_warmup_duration, True),
+                ("close_grace", close_grace, False),
+                ("session_close_transcript_timeout", session_close_transcript_timeout, False)):
+            check_non_negative(name, value, allow_none=allow_none)
+        check_non_negative("audio_write_timeout", audio_write_timeout, allow_none=True,
+                           positive=True)
         self.stt, self.vad, self.llm, self.tts = stt or None, vad or None, llm or None, tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
@@ -107,6 +136,8 @@ class AgentSession:
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
         self.user_away_timeout = user_away_timeout
         self.aec_warmup_duration = aec_warmup_duration
+        self.session_close_transcript_timeout = session_close_transcript_timeout
+        self.audio_write_timeout = audio_write_timeout
         self._aec_warmup_ends: float | None = None  # set when the agent first speaks
         self._away_slot: LatestSlot | None = None
         self.input = SessionInput()
@@ -187,6 +218,7 @@ class AgentSession:
 
     @property
     def turn_detection(self) -> str | None:
+        """The turn detection mode in force (None before the session runs with audio)."""
         return self._recognition.turn_detection if self._recognition else None
 
     # -- events -------------------------------------------------------------------------------
@@ -278,14 +310,16 @@ class AgentSession:
                 async with trio.open_nursery() as nursery:
                     if self.output.audio is not None:
                         self.output.audio.on("playback_started", self._on_playback_started)
+                        self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
                     self._commit_history(AgentHandoff(new_agent_id=agent.id))
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
                             _RecognitionRouter(self), vad=self.vad, stt=self.stt,
-                            turn_detection=self.turn_handling_overrides.get("turn_detection"),
-                            stt_node=_overridden_stt_node(agent))
+                            stt_node=_overridden_stt_node(agent),
+                            restart_policy=RestartPolicy(
+                                max_failures=self.max_unrecoverable_errors))
                         if is_realtime_model(self.llm):
                             self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
@@ -389,7 +423,9 @@ class AgentSession:
         """Close the session: cancel everything from the leaves up, then emit ``close``.
 
         Cancellation: idempotent; when called from inside the session (a tool), the caller is
-        cancelled with the rest of the tree.
+        cancelled with the rest of the tree. Cancelling it while it waits for the trailing
+        transcript still closes the session (what was transcribed is committed); a later
+        ``aclose()`` waits for the end of that close.
         """
         if self._state in (SessionState.CREATED, SessionState.ENTERED):
             if self._state is SessionState.ENTERED:
@@ -402,10 +438,17 @@ class AgentSession:
             # before the cancellation completes the watched speeches, so the run can't pass
             if self._run is not None and not self._run.done():
                 self._run._fail(self._close_error or SessionClosedError("session closed"))
-            with trio.move_on_after(self.close_grace):
-                await self.inline_tasks.unwind()
-            self._commit_trailing_user_turn()
-            self._work_scope.cancel()
+            try:
+                with trio.move_on_after(self.close_grace):
+                    await self.inline_tasks.unwind()
+                if self._recognition is not None and self._close_reason != "error":
+                    await self._recognition.finish_user_turn(
+                        self.session_close_transcript_timeout)
+            finally:
+                # even when the caller gives up on aclose(): a close half done would leave
+                # every later aclose() (leaving `async with`) waiting forever
+                self._commit_trailing_user_turn()
+                self._work_scope.cancel()
             with trio.move_on_after(self.close_grace):
                 await self._closed.wait()
             if not self._closed.is_set():
@@ -577,17 +620,29 @@ class AgentSession:
         self._emit("error", ErrorEvent(error=error, source=source))
         if isinstance(error, APIError) and error.recoverable:
             return
-        kind = ("llm" if source is self.llm else "tts" if source is self.tts
-                else "stt" if source is self.stt else "other")
+        if source is not None and source is self.output.audio:
+            # a stalled output: the next stall with no speech played to its end closes
+            kind, limit = "audio_output", 1
+        else:
+            kind = ("llm" if source is self.llm else "tts" if source is self.tts
+                    else "stt" if source is self.stt else "other")
+            limit = self.max_unrecoverable_errors
         self._error_counts[kind] = self._error_counts.get(kind, 0) + 1
-        if self._error_counts[kind] > self.max_unrecoverable_errors:
-            self._close_error = error
-            self.shutdown(drain=False, reason="error")
+        if self._error_counts[kind] > limit:
+            self._close_for_error(error)
+
+    def _close_for_error(self, error: BaseException) -> None:
+        self._close_error = error
+        self.shutdown(drain=False, reason="error")
 
     # -- output -------------------------------------------------------------------------------
     def _on_playback_started(self, _ev: Any) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
+
+    def _on_playback_finished(self, ev: Any) -> None:
+        if not ev.interrupted:
+            self._error_counts.pop("audio_output", None)  # the output plays again
 
     def _push_realtime_audio(self, frame: Any) -> None:
         if self._activity is not None:
@@ -671,49 +726,68 @@ class _EventIterator:
 
 
 class _RecognitionRouter:
-    """Delivers recognition decisions to the session and its current activity."""
+    """Delivers recognition decisions to the session and its current activity.
+
+    While the session closes, transcripts still become events but no longer reach the
+    activity (no interruption, no preemptive reply): close commits the trailing turn itself.
+    """
 
     def __init__(self, session: AgentSession) -> None:
         self._session = session
 
+    @property
+    def _activity(self) -> Activity | None:
+        session = self._session
+        return None if session._closing else session._activity
+
     def turn_options(self) -> TurnHandling:
         activity = self._session._activity
-        assert activity is not None
+        if activity is None:
+            return resolve_turn_handling(self._session.turn_handling_overrides)
         return activity.options
+
+    def turn_context(self, transcript: str) -> ChatContext:
+        activity = self._session._activity
+        ctx = activity.agent.chat_ctx.copy() if activity is not None else ChatContext()
+        ctx.add_message(role="user", content=transcript)
+        return ctx
+
+    def server_detects_turns(self) -> bool:
+        activity = self._session._activity
+        return activity is not None and activity.server_turn_detection
 
     def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None:
         self._session._update_user_state("speaking", started_at)
-        if self._session._activity is not None:
-            self._session._activity.interruption.on_start_of_speech()
+        if self._activity is not None:
+            self._activity.interruption.on_start_of_speech()
 
     def on_vad_inference(self, ev: VADEvent) -> None:
-        if self._session._activity is not None:
-            self._session._activity.interruption.on_vad_inference(ev.speech_duration)
+        if self._activity is not None:
+            self._activity.interruption.on_vad_inference(ev.speech_duration)
 
     def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
         self._session._update_user_state("listening", stopped_at)
-        if self._session._activity is not None:
-            self._session._activity.interruption.on_end_of_speech()
+        if self._activity is not None:
+            self._activity.interruption.on_end_of_speech()
 
     def on_interim_transcript(self, ev: SpeechEvent) -> None:
         text = ev.alternatives[0].text if ev.alternatives else ""
         self._session._emit("user_input_transcribed",
                             UserInputTranscribedEvent(transcript=text, is_final=False))
-        if self._session.vad is None and text and self._session._activity is not None:
+        if self._session.vad is None and text and self._activity is not None:
             # without a VAD, interim transcripts are the first sign of the user's voice
-            self._session._activity.interruption.interrupt_by_audio_activity()
+            self._activity.interruption.interrupt_by_audio_activity()
 
     def on_final_transcript(self, ev: SpeechEvent) -> None:
         alt = ev.alternatives[0]
-        self._session._error_counts.pop("stt", None)
         if self._session.user_state == "away":
             self._session._update_user_state("listening", trio.current_time())
         else:
             self._session._refresh_away()
         self._session._emit("user_input_transcribed", UserInputTranscribedEvent(
             transcript=alt.text, is_final=True, language=alt.language or None))
-        if self._session._activity is not None:
-            self._session._activity.on_final_transcript(alt.text)
+        if self._activity is not None:
+            self._activity.on_final_transcript(alt.text)
 
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         activity = self._session._activity
@@ -722,4 +796,9 @@ class _RecognitionRouter:
         return activity.on_end_of_turn(info)
 
     def on_recognition_error(self, error: BaseException, source: Any) -> None:
-        self._session._report_error(error, source)
+        # not counted here: the recognition's restart policy decides when to give up
+        self._session._emit("error", ErrorEvent(
+            error=error, source=source if source is not None else self._session.llm))
+
+    def on_recognition_given_up(self, error: BaseException, source: Any) -> None:
+        self._session._close_for_error(error)

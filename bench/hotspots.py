@@ -252,7 +252,7 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 
 
 # -- worker: decision chains in virtual time (our side) ----------------------------------------
-PER_FRAME_TASKS = ("Network.run", "AudioRecognition.run", "AudioRecognition._consume_vad")
+PER_FRAME_TASKS = ("Network.run", "AudioRecognition.run", "AudioRecognition.vad")
 
 
 def chains_trio() -> dict[str, Any]:
@@ -500,7 +500,7 @@ def profile_markdown(results: dict[str, Any], n_cprof: int,
                   "- end of turn (endpointing timer fires) → LLM request: "
                   + _chain(t, stop="Generation._llm"),
                   "- interruption threshold frame → `clear_buffer()`: "
-                  + _chain(i, start="recognition.AudioRecognition._consume_vad",
+                  + _chain(i, start="recognition.AudioRecognition.vad",
                            stop="Activity._speech_task"), ""]
     lines += ["## CPU per input frame (no profiler)", "",
               ("50 sessions listening to silence for 10 s, process CPU per 20 ms input frame "

@@ -1,19 +1,23 @@
 """Audio input and output ends of a session.
 
-An ``AudioOutput`` is where the agent's voice goes. The session writes frames with
-``capture_frame``, marks the end of a segment with ``flush``, waits for it with
+An ``AudioOutput`` is where the agent's voice goes. The session waits for ``wait_ready``,
+writes frames with ``capture_frame`` (each write has a deadline, the session's
+``audio_write_timeout``), marks the end of a segment with ``flush``, waits for it with
 ``wait_for_playout``, and stops it with ``clear_buffer``. Outputs report playback with the
 ``playback_started`` and ``playback_finished`` events.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import math
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import numpy as np
+import trio
 from livekit import rtc
 
+from .._errors import AgentsTrioError
 from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
 from ..nurseries import EventFanout
 
@@ -24,6 +28,52 @@ def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: in
     samples = int(round(duration * sample_rate))
     data = np.zeros(samples * num_channels, dtype=np.int16)
     return rtc.AudioFrame(data.tobytes(), sample_rate, num_channels, samples)
+
+
+class AudioOutputStalled(AgentsTrioError):
+    """An audio output's ``capture_frame`` did not return within the write deadline
+    (``AgentSession(audio_write_timeout=...)``).
+
+    Args:
+        timeout: The deadline that was missed, in seconds.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"the audio output did not accept a frame within {timeout:g} s")
+        self.timeout = timeout
+
+
+async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
+                         timeout: float | None) -> None:
+    """Write ``frames`` to ``output`` once it is ready (``wait_ready``, unbounded); each
+    ``capture_frame`` must then return within ``timeout`` seconds (None: no deadline).
+
+    Raises:
+        AudioOutputStalled: a write missed its deadline (it was cancelled; the frames after it
+            were not written).
+
+    Cancellation: cancelling the caller cancels the write in progress.
+    """
+    await output.wait_ready()
+    if timeout is None:
+        for frame in frames:
+            await output.capture_frame(frame)
+        return
+    # One scope for the burst. Its deadline is moved to each write's start + timeout, but only
+    # when the clock moved by more than 1 % of the timeout since the last move: rescheduling a
+    # deadline costs more than a write that does not block, so a burst of instant writes sets
+    # it once, and a stalled write is cancelled at most 1 % of the timeout early.
+    slack = timeout / 100
+    with trio.CancelScope() as scope:
+        set_at = -math.inf
+        for frame in frames:
+            now = trio.current_time()
+            if now - set_at > slack:
+                scope.deadline = now + timeout
+                set_at = now
+            await output.capture_frame(frame)
+    if scope.cancelled_caught:
+        raise AudioOutputStalled(timeout)
 
 
 class AudioInput:
@@ -66,6 +116,14 @@ class AudioOutput:
                                    synchronized_transcript=synchronized_transcript)
         self._events.emit("playback_finished", ev)
         return ev
+
+    async def wait_ready(self) -> None:
+        """Wait until the output takes frames (the room output: until someone subscribed to
+        the agent's track). This wait is not bounded by the session's write deadline.
+
+        Cancellation: the default returns at once and is not a checkpoint (it is awaited
+        before every burst of frames, next to writes that are).
+        """
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         raise NotImplementedError

@@ -214,6 +214,13 @@ class RoomAudioOutput(AudioOutput):
             self._segment = _Segment()
         return self._segment
 
+    async def wait_ready(self) -> None:
+        """Wait until someone subscribed to the agent's track (see ``RoomIO``).
+
+        Cancellation: a checkpoint.
+        """
+        await self._ready.wait()
+
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         """Queue ``frame`` for playout; waits while the send buffer is full.
 

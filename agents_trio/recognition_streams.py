@@ -1,0 +1,224 @@
+"""A recognition stream (VAD or STT) kept open by one task, reopened after failures.
+
+A model's stream can fail in four places: opening it, ``push_frame`` (called by the audio
+pump, in another task), ``end_input``, and iterating its events. Every failure ends the
+stream's current incarnation — a push failure cancels that incarnation's scope, so the error
+reaches the task that owns the stream — and is reported. The stream is then reopened after a
+backoff (0.5 s, doubling up to 5 s). A stream that delivered an event before failing counts as
+working: the count of consecutive failures restarts. When that count exceeds the policy's
+bound the stream is given up and the failure is reported as final.
+
+Frames pushed while no incarnation is open (between a failure and the reopening) are dropped:
+a recognizer cannot use audio from before it was connected.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import msgspec
+import trio
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+logger = logging.getLogger("agents_trio")
+
+
+class RestartPolicy(msgspec.Struct, kw_only=True, frozen=True):
+    """How a failed stream is reopened.
+
+    Args:
+        max_failures: Consecutive failures that are followed by a restart; one more gives
+            the stream up.
+        first_delay: Wait before the first restart (LiveKit reopens its STT after 0.5 s).
+        max_delay: The backoff doubles up to this.
+    """
+
+    max_failures: int = 3
+    first_delay: float = 0.5
+    max_delay: float = 5.0
+
+    def delay(self, failures: int) -> float:
+        """The wait before the restart that follows the ``failures``-th consecutive failure."""
+        return min(self.first_delay * 2 ** max(failures - 1, 0), self.max_delay)
+
+
+class StreamState(enum.Enum):
+    OPENING = "opening"
+    OPEN = "open"
+    RESTARTING = "restarting"   # waiting out the backoff after a failure
+    ENDED = "ended"             # the input ended, the stream finished, or it was given up
+
+
+class StreamHooks(msgspec.Struct, kw_only=True, frozen=True):
+    """What a supervised stream reports, all called in its owner task.
+
+    ``on_event(ev)`` for each event (an exception it raises counts as the stream's failure);
+    ``on_error(error)`` for each failure, then ``on_lost()`` (what the lost incarnation was
+    doing is settled there); ``on_given_up(error)`` once the bound is exceeded.
+    """
+
+    on_event: Callable[[Any], None]
+    on_lost: Callable[[], None]
+    on_error: Callable[[BaseException], None]
+    on_given_up: Callable[[BaseException], None]
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The error itself, unwrapped from exception groups that hold only it (a model stream
+    that runs a nursery wraps what it raises)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+class SupervisedStream:
+    """Keeps one stream of ``open_stream()`` open while ``run`` runs (see the module doc).
+
+    Args:
+        open_stream: Returns an async context manager yielding a stream with ``push_frame``,
+            ``end_input`` and async iteration (a VAD's or STT's ``stream``).
+        hooks: Where events and failures go.
+        policy: Backoff and bound.
+        name: For logs (``"VAD"``, ``"STT"``).
+    """
+
+    def __init__(self, open_stream: Callable[[], AbstractAsyncContextManager[Any]], *,
+                 hooks: StreamHooks, policy: RestartPolicy, name: str) -> None:
+        self._open_stream = open_stream
+        self._hooks = hooks
+        self._policy = policy
+        self._name = name
+        self._state = StreamState.OPENING
+        self._stream: Any = None              # the open incarnation, None between them
+        self._incarnation: trio.CancelScope | None = None
+        self._backoff_scope: trio.CancelScope | None = None
+        self._push_error: BaseException | None = None
+        self._input_ended = False
+
+    @property
+    def state(self) -> StreamState:
+        return self._state
+
+    # -- called by the audio pump -------------------------------------------------------------
+    def push_frame(self, frame: Any) -> None:
+        stream = self._stream
+        if stream is None:
+            return
+        try:
+            stream.push_frame(frame)
+        except Exception as e:
+            self._fail_from_outside(e)
+
+    def end_input(self) -> None:
+        """No more frames: the stream finishes what it has and is not reopened."""
+        self._input_ended = True
+        stream = self._stream
+        if stream is not None:
+            try:
+                stream.end_input()
+            except Exception as e:
+                self._fail_from_outside(e)
+        elif self._backoff_scope is not None:
+            self._backoff_scope.cancel()   # no restart for an ended input
+
+    def _fail_from_outside(self, error: BaseException) -> None:
+        """A push or end of input raised: end the incarnation with that error."""
+        if self._push_error is None:
+            self._push_error = error
+        self._stream = None
+        if self._incarnation is not None:
+            self._incarnation.cancel()
+
+    # -- the owner task -----------------------------------------------------------------------
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Open the stream and keep it open until the input ends or the stream is given up;
+        ``started`` once the first opening succeeded or failed.
+
+        Cancellation: cancelling the caller closes the current incarnation; nothing is
+        reported.
+        """
+        ready = _Once(task_status.started)
+        try:
+            await self._supervise(ready)
+        finally:
+            self._state = StreamState.ENDED
+        ready()
+
+    async def _supervise(self, ready: Callable[[], None]) -> None:
+        failures = 0
+        while not self._input_ended:
+            error, delivered = await self._incarnation_run(ready)
+            ready()
+            if error is None:
+                return
+            failures = 1 if delivered else failures + 1
+            logger.warning("the %s stream failed (%d in a row): %r", self._name, failures,
+                           error, exc_info=error)
+            self._hooks.on_error(error)
+            self._hooks.on_lost()
+            if failures > self._policy.max_failures:
+                logger.error("the %s stream failed %d times in a row; giving it up",
+                             self._name, failures)
+                self._hooks.on_given_up(error)
+                return
+            await self._backoff(self._policy.delay(failures))
+
+    async def _backoff(self, delay: float) -> None:
+        self._state = StreamState.RESTARTING
+        with trio.CancelScope() as self._backoff_scope:
+            try:
+                await trio.sleep(delay)
+            finally:
+                self._backoff_scope = None
+
+    async def _incarnation_run(self, ready: Callable[[], None]
+                               ) -> tuple[BaseException | None, bool]:
+        """One opened stream, until it ends. Returns (its failure or None, whether an event
+        was handled)."""
+        self._state = StreamState.OPENING
+        self._push_error = None
+        error: BaseException | None = None
+        delivered = False
+        with trio.CancelScope() as self._incarnation:
+            try:
+                async with self._open_stream() as stream:
+                    self._stream = stream
+                    self._state = StreamState.OPEN
+                    ready()
+                    if self._input_ended:
+                        stream.end_input()
+                    async for ev in stream:
+                        self._hooks.on_event(ev)
+                        delivered = True
+            except Exception as e:
+                error = e
+            except BaseExceptionGroup as group:   # model errors mixed with a cancellation
+                error, rest = group.split(Exception)
+                if rest is not None:
+                    raise rest from None
+            finally:
+                self._stream = None
+                self._incarnation = None
+        if self._push_error is not None:
+            error = self._push_error
+        return (None if error is None else _leaf(error)), delivered
+
+
+class _Once:
+    """Calls ``fn`` the first time it is called, then does nothing."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn: Callable[[], Any] | None = fn
+
+    def __call__(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()

@@ -1,0 +1,166 @@
+"""Options are checked when the session or agent is built (issue 15, item 11).
+
+``turn_detection="typo"`` used to be accepted and the agent never answered; an unknown
+``turn_handling`` key failed only when the session started. Now every value that would
+silently break is a clear error at construction, and a turn detector object (LiveKit's
+end-of-turn protocol: ``predict_end_of_turn``) is accepted and used.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from agents_trio import Agent, AgentSession, AgentTask
+from agents_trio.testing import FakeActions, create_session, run_session
+from timeline import Recorder, near
+
+
+@pytest.mark.parametrize("value", ["typo", "VAD", ""])
+def test_an_unknown_turn_detection_mode_is_rejected(value):
+    with pytest.raises(ValueError, match="turn_detection") as info:
+        AgentSession(turn_handling={"turn_detection": value})
+    assert "'stt', 'vad', 'realtime_llm', 'manual'" in str(info.value)
+    with pytest.raises(ValueError, match="turn_detection"):
+        Agent(instructions="x", turn_handling={"turn_detection": value})
+
+
+@pytest.mark.parametrize("value", [object(), 3, ["vad"]])
+def test_an_object_that_is_not_a_turn_detector_is_rejected(value):
+    with pytest.raises(TypeError, match="predict_end_of_turn"):
+        AgentSession(turn_handling={"turn_detection": value})
+    with pytest.raises(TypeError, match="predict_end_of_turn"):
+        Agent(instructions="x", turn_handling={"turn_detection": value})
+
+
+@pytest.mark.parametrize("value", [None, "stt", "vad", "realtime_llm", "manual"])
+def test_the_known_modes_are_accepted(value):
+    AgentSession(turn_handling={"turn_detection": value})
+    Agent(instructions="x", turn_handling={"turn_detection": value})
+
+
+@pytest.mark.parametrize("turn_handling, message", [
+    ({"endpointng": {}}, r"unknown turn_handling key\(s\): \['endpointng'\]"),
+    ({"endpointing": {"mode": "dynamic"}}, r"not supported by agents_trio: \['endpointing.mode'\]"),
+    ({"user_turn_limit": {"max_words": 5}}, "not supported by agents_trio"),
+    ({"endpointing": {"min_dleay": 1}}, "min_dleay"),
+    ({"endpointing": {"min_delay": -0.5}}, "min_delay"),
+    ({"endpointing": {"max_delay": -1}}, "max_delay"),
+    ({"endpointing": {"min_delay": 2.0, "max_delay": 1.0}}, "max_delay"),
+    ({"endpointing": 0.5}, "endpointing"),
+    ({"interruption": {"min_duration": -1}}, "min_duration"),
+    ({"interruption": {"min_words": -2}}, "min_words"),
+    ({"interruption": {"enabled": "yes"}}, "enabled"),
+    ({"interruption": {"false_interruption_timeout": -1.0}}, "false_interruption_timeout"),
+    ({"preemptive_generation": {"max_retries": -1}}, "max_retries"),
+    ({"preemptive_generation": {"max_speech_duration": "long"}}, "max_speech_duration"),
+])
+def test_bad_turn_handling_fails_at_construction(turn_handling, message):
+    with pytest.raises(ValueError, match=message):
+        AgentSession(turn_handling=turn_handling)
+    with pytest.raises(ValueError, match=message):
+        Agent(instructions="x", turn_handling=turn_handling)
+
+
+def test_turn_handling_must_be_a_mapping():
+    with pytest.raises(TypeError, match="turn_handling"):
+        AgentSession(turn_handling=["vad"])
+
+
+def test_an_agent_task_checks_its_turn_handling_too():
+    with pytest.raises(ValueError, match="turn_detection"):
+        AgentTask(instructions="x", turn_handling={"turn_detection": "typo"})
+
+
+def test_an_agent_override_is_checked_on_its_own_keys():
+    # only the session knows the merged values: an agent may lower max_delay alone
+    Agent(instructions="x", turn_handling={"endpointing": {"max_delay": 0.3}})
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"min_consecutive_speech_delay": -1.0},
+    {"user_away_timeout": -5.0},
+    {"aec_warmup_duration": -1.0},
+    {"close_grace": -1.0},
+    {"max_tool_steps": -1},
+    {"max_unrecoverable_errors": -1},
+    {"session_close_transcript_timeout": -1.0},
+    {"audio_write_timeout": 0.0},
+])
+def test_bad_session_options_fail_at_construction(kwargs):
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=name):
+        AgentSession(**kwargs)
+
+
+def test_a_negative_agent_speech_delay_fails_at_construction():
+    with pytest.raises(ValueError, match="min_consecutive_speech_delay"):
+        Agent(instructions="x", min_consecutive_speech_delay=-0.1)
+
+
+class FixedDetector:
+    """A turn detector (LiveKit's end-of-turn protocol) with a fixed prediction."""
+
+    def __init__(self, probability: float) -> None:
+        self.probability = probability
+        self.contexts: list = []
+
+    async def unlikely_threshold(self, language):
+        return 0.5
+
+    async def supports_language(self, language):
+        return True
+
+    async def predict_end_of_turn(self, chat_ctx, *, timeout=None):
+        self.contexts.append(chat_ctx)
+        return self.probability
+
+
+async def _answered_at(detector: FixedDetector) -> float:
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "I was thinking")
+    a.add_llm("Go on.")
+    a.add_tts(0.5)
+    session = create_session(a, turn_handling={"turn_detection": detector})
+    rec = Recorder(session)
+    with trio.fail_after(60):
+        rec.t0 = await run_session(session, Agent(instructions="x"), drain_delay=8.0)
+    (committed,) = [ev for ev in rec.of("conversation_item_added")
+                    if getattr(ev.item, "role", "") == "user"]
+    return rec.t(committed)
+
+
+async def test_a_turn_detector_is_accepted_and_consulted(autojump_clock):
+    likely = FixedDetector(0.9)
+    # VAD end of speech at 2.0 (speech end 1.5 + 0.5 silence): the turn ends at once
+    assert near(await _answered_at(likely), 2.0)
+    (ctx,) = likely.contexts
+    assert ctx.items[-1].text_content == "I was thinking"
+
+
+async def test_an_unlikely_end_of_turn_waits_for_max_delay(autojump_clock):
+    # the harness's max_delay is 6.0, counted from the end of speech
+    assert near(await _answered_at(FixedDetector(0.1)), 7.5)
+
+
+class BrokenDetector(FixedDetector):
+    async def predict_end_of_turn(self, chat_ctx, *, timeout=None):
+        raise RuntimeError("detector crashed")
+
+
+async def test_a_failing_turn_detector_is_reported_and_the_turn_still_ends(autojump_clock):
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "I was thinking")
+    a.add_llm("Go on.")
+    a.add_tts(0.5)
+    detector = BrokenDetector(0.0)
+    session = create_session(a, turn_handling={"turn_detection": detector})
+    rec = Recorder(session)
+    with trio.fail_after(60):
+        rec.t0 = await run_session(session, Agent(instructions="x"), drain_delay=3.0)
+    (error,) = rec.of("error")
+    assert str(error.error) == "detector crashed" and error.source is detector
+    (committed,) = [ev for ev in rec.of("conversation_item_added")
+                    if getattr(ev.item, "role", "") == "user"]
+    assert near(rec.t(committed), 2.0)
+    assert [c.reason for c in rec.of("close")] == ["user_initiated"]
