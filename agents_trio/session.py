@@ -663,9 +663,14 @@ class AgentSession:
                     agent = self._agent
                     if output is None or agent is None:
                         continue
-                    async for chunk in agent.transcription_node(_once(text), ModelSettings()):
-                        await output.capture_text(chunk)
-                    output.flush()
+                    try:
+                        async for chunk in agent.transcription_node(_once(text),
+                                                                    ModelSettings()):
+                            await output.capture_text(chunk)
+                        output.flush()
+                    except Exception as e:  # a failing node or output loses this text only
+                        logger.exception("forwarding the agent's transcription failed")
+                        self._emit("error", ErrorEvent(error=e, source=output))
         finally:
             done.set()
 

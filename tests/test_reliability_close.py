@@ -235,3 +235,36 @@ async def test_a_reply_cut_short_by_a_fatal_error_is_saved_as_interrupted(autoju
     said = [ev.item for ev in added if ev.item.type == "message" and ev.item.role == "assistant"]
     assert len(said) == 1 and said[0].interrupted is True, said
     assert 0 < len(said[0].text_content) < len("A long story that goes on and on.")
+
+
+class _BrokenTranscription(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="x")
+
+    async def transcription_node(self, text, model_settings):
+        async for chunk in text:
+            if "boom" in chunk:
+                raise RuntimeError("transcription node failed")
+            yield chunk
+
+
+async def test_a_failing_transcription_node_is_an_error_event_not_a_crash(autojump_clock):
+    a = FakeActions()
+    a.add_llm("boom goes the node.", input="one")
+    a.add_tts(1.0)
+    a.add_llm("All fine.", input="two")
+    a.add_tts(1.0)
+    session = create_session(a)
+    errors, closes = [], []
+    session.on("error", errors.append)
+    session.on("close", closes.append)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(_BrokenTranscription())
+            session.input.audio.push(0.1)
+            await session.generate_reply(user_input="one")
+            await session.generate_reply(user_input="two")
+            await trio.sleep(1.0)
+    assert [str(e.error) for e in errors] == ["transcription node failed"]
+    assert session.output.transcription.messages == ["All fine."]
+    assert len(closes) == 1 and closes[0].reason == "user_initiated"
