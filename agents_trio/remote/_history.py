@@ -48,7 +48,7 @@ def history_page(items: Sequence[Any], request: GetChatHistory, max_frame_size: 
         indices = range(total - 1, max(total - limit, 0) - 1, -1)
     else:
         indices = range(start, min(start + limit, total))
-    page = _Page(budget, request.id)
+    page = _Page(budget)
     for index in indices:
         if not page.take(items[index]):
             break
@@ -63,9 +63,8 @@ def history_page(items: Sequence[Any], request: GetChatHistory, max_frame_size: 
 class _Page:
     """The items of one page, within ``budget`` bytes."""
 
-    def __init__(self, budget: int, request_id: int) -> None:
+    def __init__(self, budget: int) -> None:
         self.budget = budget
-        self.request_id = request_id
         self.wire_items: list[WireItem] = []
         self.truncated: list[str] = []
         self.covered = 0
@@ -84,7 +83,7 @@ class _Page:
             if self.covered:
                 return False
             room = self.budget - len(_encoder.encode([wired.id])) - _ARRAY_HEADER_GROWTH
-            shortened = shorten(wired, room)
+            shortened = _shorten(wired, room)
             if shortened is None:
                 logger.warning("chat item %s does not fit a reply even shortened; left out",
                                wired.id)
@@ -106,7 +105,7 @@ def _envelope_size(request_id: int, widest: int) -> int:
                                             total=widest, more=True)))
 
 
-def shorten(item: WireItem, room: int) -> WireItem | None:
+def _shorten(item: WireItem, room: int) -> WireItem | None:
     """``item`` with its longest texts cut (each cut says how much was dropped) so that it
     encodes in at most ``room`` bytes; None when even its bare fields do not fit."""
     fields = _TEXT_FIELDS.get(type(item), ())

@@ -2,8 +2,8 @@
 
 A :class:`SessionService` is the request handler of a host's connections: cheap requests are
 answered inline (history pages, agent info, state, subscriptions), ``wait_for_ready`` waits
-for the session's first agent, and ``run`` goes through one turn runner so that the turns of every
-client reach the session one at a time, in arrival order.
+for the session's first agent, and ``run`` goes through one turn runner so that the turns of
+every client reach the session one at a time, in arrival order.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import trio
 
 from .._errors import SessionClosedError
 from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
-                       GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run, RunReply,
-                       SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
+                       GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
+                       RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
                        SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
                        WireItem, to_wire_item)
 from ._connection import Connection, Refusal

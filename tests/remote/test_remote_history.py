@@ -255,3 +255,58 @@ def test_a_history_page_always_fits_and_covers_its_range(
         else:
             assert sent.content == [c for c in item.content]
     assert len(reply.truncated) <= 1
+
+
+# -- the client's walk, against a scripted host -----------------------------------------------
+
+def _message(n: int) -> wire.MessageItem:
+    return wire.MessageItem(id=f"m{n}", role="user", content=[f"text {n}"])
+
+
+async def _scripted_host(stream: trio.abc.Stream, pages: list[dict[str, Any]],
+                         asked: list[tuple[Any, Any]]) -> None:
+    """Answers each history request with the next scripted page."""
+    reader = wire.FrameReader(stream)
+    for page in pages:
+        payload = await reader.receive()
+        assert payload is not None
+        request = wire.decode_request(payload)
+        asked.append((request.start, request.limit))
+        await stream.send_all(wire.encode_frame(wire.HistoryReply(id=request.id, **page)))
+
+
+async def test_the_whole_history_walk_starts_over_when_the_history_changed(
+        autojump_clock) -> None:
+    from agents_trio import open_remote_session
+
+    m = [_message(n) for n in range(4)]
+    pages = [
+        {"items": m[0:2], "start": 0, "end": 2, "total": 3, "more": True},
+        # an item was inserted before index 2 meanwhile: the walk starts over
+        {"items": m[2:4], "start": 2, "end": 4, "total": 4, "more": False},
+        {"items": m[0:3], "start": 0, "end": 3, "total": 4, "more": True},
+        {"items": m[3:4], "start": 3, "end": 4, "total": 4, "more": False},
+    ]
+    client_stream, host_stream = trio.testing.memory_stream_pair()
+    asked: list[tuple[Any, Any]] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_scripted_host, host_stream, pages, asked)
+        async with open_remote_session(client_stream) as remote:
+            history = await remote.get_chat_history()
+            with pytest.raises(ValueError, match="start must be >= 0"):
+                await remote.get_chat_history_page(start=-1)
+    assert [i.id for i in history.items] == ["m0", "m1", "m2", "m3"]
+    assert asked == [(0, None), (2, None), (0, None), (3, None)]
+
+
+async def test_the_client_reads_a_host_of_before_paging(autojump_clock) -> None:
+    from agents_trio import open_remote_session
+
+    client_stream, host_stream = trio.testing.memory_stream_pair()
+    old_reply = {"items": [_message(0), _message(1)]}  # no start, end, total
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_scripted_host, host_stream, [old_reply, old_reply], [])
+        async with open_remote_session(client_stream) as remote:
+            assert [i.id for i in (await remote.get_chat_history()).items] == ["m0", "m1"]
+            page = await remote.get_chat_history_page(start=0)
+    assert (page.start, page.end, page.total, page.more) == (0, 2, 2, False)
