@@ -15,7 +15,7 @@ that a host can answer the offending request with a clear error and keep the con
 from __future__ import annotations
 
 import struct
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 import trio
@@ -50,7 +50,7 @@ ErrorCode = Literal[
     "malformed_message", "frame_too_large", "truncated_frame", "unknown_message_type",
     "unsupported_version", "bad_request", "duplicate_request_id", "too_many_requests",
     "too_many_connections", "not_ready", "run_failed", "session_closed", "host_closing",
-    "response_too_large", "internal_error",
+    "response_too_large", "internal_error", "read_timeout", "idle_timeout",
 ]
 
 
@@ -134,8 +134,20 @@ class Run(Request, tag="run", kw_only=True):
     text: str
 
 
+_Index = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class GetChatHistory(Request, tag="get_chat_history", kw_only=True):
-    """Answered with :class:`HistoryReply`: the session's chat history."""
+    """Answered with :class:`HistoryReply`: a page of the session's chat history.
+
+    Attributes:
+        start: Index of the first item wanted (0 is the oldest). None (the default): the most
+            recent items that fit in one reply.
+        limit: At most this many items (None: as many as fit in one reply).
+    """
+
+    start: _Index | None = None
+    limit: _Index | None = None
 
 
 class GetAgentInfo(Request, tag="get_agent_info", kw_only=True):
@@ -183,7 +195,20 @@ class RunReply(Reply, tag="run_reply", kw_only=True):
 
 
 class HistoryReply(Reply, tag="history", kw_only=True):
+    """The history items of indices ``start`` to ``end`` (exclusive) of ``total``.
+
+    A reply always fits the frame limit: it holds fewer items than asked when they do not fit,
+    and an item that alone does not fit is sent with its text shortened (its id is then in
+    ``truncated``). ``more``: items after ``end`` exist; ``start > 0``: items before it do.
+    A host of before paging sends only ``items`` (``end`` and ``total`` are then None).
+    """
+
     items: list[WireItem] = msgspec.field(default_factory=list)
+    start: int = 0
+    end: int | None = None
+    total: int | None = None
+    more: bool = False
+    truncated: list[str] = msgspec.field(default_factory=list)
 
 
 class AgentInfoReply(Reply, tag="agent_info", kw_only=True):
@@ -343,6 +368,16 @@ class FrameDecoder:
         (size,) = _HEADER.unpack_from(self._buffer, self._start)
         return HEADER_SIZE + int(size)
 
+    def end_of_stream(self) -> TruncatedFrameError | None:
+        """The error of a stream that ends now: None between frames, else a
+        :class:`TruncatedFrameError` saying how much of the frame came."""
+        if not self.buffered:
+            return None
+        total = self.expected()
+        want = f"of {total} " if total is not None else ""
+        return TruncatedFrameError(
+            f"the stream ended in the middle of a frame ({self.buffered} bytes {want}received)")
+
     def next_frame(self) -> bytes | None:
         """The next complete payload, or None until more bytes arrive.
 
@@ -388,12 +423,9 @@ class FrameReader:
         while (payload := self._decoder.next_frame()) is None:
             data = await self._stream.receive_some(65536)
             if not data:
-                if self._decoder.buffered:
-                    total = self._decoder.expected()
-                    want = f"of {total} " if total is not None else ""
-                    raise TruncatedFrameError(
-                        f"the stream ended in the middle of a frame ({self._decoder.buffered} "
-                        f"bytes {want}received)")
+                error = self._decoder.end_of_stream()
+                if error is not None:
+                    raise error
                 return None
             self._decoder.feed(data)
         return payload

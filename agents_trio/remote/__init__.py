@@ -7,6 +7,7 @@ below it imports it.
 """
 
 from .client import (
+                     ChatHistoryPage,
                      RemoteSession,
                      RemoteSessionStatistics,
                      connect_remote_session,
@@ -18,8 +19,8 @@ from .errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessi
 from .host import SessionHost, SessionHostStatistics, open_session_host, serve_session
 
 __all__ = [
-    "RemoteConnectionError", "RemoteSession", "RemoteSessionClosedError", "RemoteSessionError",
-    "RemoteSessionStatistics", "SessionHost", "SessionHostStatistics", "connect_remote_session",
-    "connect_stream", "open_remote_session", "open_session_host", "parse_address",
-    "serve_session",
+    "ChatHistoryPage", "RemoteConnectionError", "RemoteSession", "RemoteSessionClosedError",
+    "RemoteSessionError", "RemoteSessionStatistics", "SessionHost", "SessionHostStatistics",
+    "connect_remote_session", "connect_stream", "open_remote_session", "open_session_host",
+    "parse_address", "serve_session",
 ]

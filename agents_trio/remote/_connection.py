@@ -15,20 +15,30 @@ not reading), an event that does not fit is dropped and counted.
 A protocol error in a complete frame is answered and the connection stays open; a frame that
 is too large or truncated cannot be skipped, so it is answered and the connection closes.
 End of input from the client abandons its pending requests: it is gone.
+
+Deadlines bound what a client can hold without using it. The reader waits for bytes under one
+cancel scope whose deadline is the earliest of: the read deadline (``read_timeout`` after the
+first byte of a frame that is not complete yet), the idle deadline (``idle_timeout`` after the
+last request or answer) and the eviction deadline (set by the host's :class:`Slots` when
+newcomers wait for a slot). The deadline is recomputed whenever one of its inputs changes.
+A connection that is subscribed to events, or has a request in flight, has no idle or eviction
+deadline: quiet is normal for a listener, and one that waits for a turn waits for the host.
+A deadline that passes closes the connection with a goodbye (``read_timeout`` or
+``idle_timeout``) and a log line.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
 import trio
 
-from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameReader, FrameTooLargeError, Goodbye,
-                       Message, RequestMessage, TruncatedFrameError, WireError, decode_request,
-                       encode_frame)
+from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
+                       Message, RequestMessage, WireError, decode_request, encode_frame)
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -50,6 +60,14 @@ class RequestHandler(Protocol):
     async def answer(self, conn: Connection, request: RequestMessage) -> Message: ...
 
 
+class SlotKeeper(Protocol):
+    """The host's slots, as a connection sees them (see ``_slots.Slots``)."""
+
+    def quiet_changed(self) -> None: ...
+
+    def release(self, holder: Connection) -> None: ...
+
+
 @dataclass
 class Counters:
     """Mutable counters shared by a host and its connections."""
@@ -60,6 +78,8 @@ class Counters:
     errors_sent: int = 0
     events_dropped: int = 0
     connections_overflowed: int = 0
+    connections_timed_out: int = 0
+    connections_evicted: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,17 +88,25 @@ class ConnectionLimits:
     max_pending_requests: int
     max_outbox: int
     close_grace: float
+    read_timeout: float = 10.0
+    idle_timeout: float | None = 3600.0
 
 
 class Connection:
     """Serves one stream; see the module docstring."""
 
     def __init__(self, stream: trio.abc.Stream, handler: RequestHandler,
-                 limits: ConnectionLimits, counters: Counters) -> None:
+                 limits: ConnectionLimits, counters: Counters, slots: SlotKeeper) -> None:
         self._stream = stream
         self._handler = handler
         self._limits = limits
         self._counters = counters
+        self._slots = slots
+        # deadline inputs (Trio times): see the module docstring
+        self._frame_started: float | None = None
+        self._last_request = trio.current_time()
+        self._eviction_deadline = math.inf
+        self._read_scope: trio.CancelScope | None = None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[bytes](limits.max_outbox)
         # frames are bounded in number and in bytes: big replies must not pile up either
         self._outbox_bytes = 0
@@ -96,6 +124,20 @@ class Connection:
     def pending_requests(self) -> int:
         return len(self._pending)
 
+    @property
+    def quiet_since(self) -> float | None:
+        """Trio time of the last request or answer, or None while the connection is not idle
+        by definition (subscribed, or a request in flight)."""
+        if self.subscribed or self._pending:
+            return None
+        return self._last_request
+
+    def set_eviction_deadline(self, deadline: float) -> None:
+        """Close at ``deadline`` unless a request comes first (the host is full); ``inf``:
+        never."""
+        self._eviction_deadline = deadline
+        self._rearm()
+
     # -- lifecycle ----------------------------------------------------------------------------
     async def run(self) -> None:
         """Serve until the client leaves, a fatal frame, or :meth:`shutdown`.
@@ -105,11 +147,14 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
-                with self._requests_scope:
-                    async with trio.open_nursery() as handlers:
-                        self._handlers = handlers
-                        await self._read_loop()
-                        handlers.cancel_scope.cancel()
+                try:
+                    with self._requests_scope:
+                        async with trio.open_nursery() as handlers:
+                            self._handlers = handlers
+                            await self._read_loop()
+                            handlers.cancel_scope.cancel()
+                finally:
+                    self._slots.release(self)  # a goodbye on its way needs no slot
                 self._finish()
                 if not self._overflowed:
                     with trio.move_on_after(self._limits.close_grace):
@@ -136,28 +181,97 @@ class Connection:
 
     # -- reading ------------------------------------------------------------------------------
     async def _read_loop(self) -> None:
-        reader = FrameReader(self._stream, max_frame_size=self._limits.max_frame_size)
+        decoder = FrameDecoder(self._limits.max_frame_size)
         while True:
             try:
-                payload = await reader.receive()
-            except (FrameTooLargeError, TruncatedFrameError) as e:
-                logger.info("closing a connection: %s", e)
-                self.send_error(None, e.code, e.message)
-                self._farewell = self._farewell or (e.code, f"{e.message}; closing")
-                return
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                payload = decoder.next_frame()
+            except FrameTooLargeError as e:
+                self._close_for_frame(e)
                 return
             if payload is None:
-                return
+                data = await self._receive()
+                if data is None:
+                    return
+                if not data:
+                    error = decoder.end_of_stream()
+                    if error is not None:
+                        self._close_for_frame(error)
+                    return
+                if not decoder.buffered:
+                    self._frame_started = trio.current_time()
+                decoder.feed(data)
+                continue
+            # what is left of the chunk is the start of the next frame
+            self._frame_started = trio.current_time() if decoder.buffered else None
             self._counters.frames_received += 1
             try:
                 request = decode_request(payload)
             except WireError as e:
                 self.send_error(e.request_id, e.code, e.message)
             else:
+                self._last_request = trio.current_time()
                 self._dispatch(request)
+            self._quiet_changed()
             # a flood of frames in one read must still let the session run
             await trio.lowlevel.checkpoint()
+
+    async def _receive(self) -> bytes | None:
+        """The next bytes (``b""`` at the end of input), or None when a deadline passed or
+        the stream broke."""
+        with trio.CancelScope(deadline=self._deadline()) as scope:
+            self._read_scope = scope
+            try:
+                return await self._stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return None
+            finally:
+                self._read_scope = None
+        self._time_out()
+        return None
+
+    def _deadline(self) -> float:
+        deadline = math.inf
+        if self._frame_started is not None:
+            deadline = self._frame_started + self._limits.read_timeout
+        quiet_since = self.quiet_since
+        if quiet_since is not None:
+            if self._limits.idle_timeout is not None:
+                deadline = min(deadline, quiet_since + self._limits.idle_timeout)
+            deadline = min(deadline, self._eviction_deadline)
+        return deadline
+
+    def _rearm(self) -> None:
+        if self._read_scope is not None:
+            self._read_scope.deadline = self._deadline()
+
+    def _quiet_changed(self) -> None:
+        self._rearm()
+        self._slots.quiet_changed()
+
+    def _time_out(self) -> None:
+        now = trio.current_time()
+        if self._frame_started is not None and \
+                now >= self._frame_started + self._limits.read_timeout:
+            code = "read_timeout"
+            message = (f"a frame took more than {self._limits.read_timeout:g} s to arrive "
+                       f"({now - self._frame_started:.3g} s without its end)")
+            self._counters.connections_timed_out += 1
+        elif now >= self._eviction_deadline:
+            code = "idle_timeout"
+            message = (f"idle: no request for {now - self._last_request:.3g} s while other "
+                       f"clients wait for a slot (the host is full)")
+            self._counters.connections_evicted += 1
+        else:
+            code = "idle_timeout"
+            message = f"idle: no request for {self._limits.idle_timeout:g} s"
+            self._counters.connections_timed_out += 1
+        logger.info("closing a connection (%s): %s", code, message)
+        self._farewell = self._farewell or (code, message)
+
+    def _close_for_frame(self, error: WireError) -> None:
+        logger.info("closing a connection: %s", error)
+        self.send_error(None, error.code, error.message)
+        self._farewell = self._farewell or (error.code, f"{error.message}; closing")
 
     def _dispatch(self, request: RequestMessage) -> None:
         if isinstance(request, Cancel):
@@ -208,6 +322,8 @@ class Connection:
             if self._pending.get(request.id) is scope:
                 del self._pending[request.id]
                 self.send(reply)
+                self._last_request = trio.current_time()  # the idle clock starts at the answer
+                self._quiet_changed()
 
     # -- writing ------------------------------------------------------------------------------
     def send(self, message: Message) -> None:

@@ -1,9 +1,9 @@
 """What each remote-session request does to the session it serves.
 
 A :class:`SessionService` is the request handler of a host's connections: cheap requests are
-answered inline (history, agent info, state, subscriptions), ``wait_for_ready`` waits for the
-session's first agent, and ``run`` goes through one turn runner so that the turns of every
-client reach the session one at a time, in arrival order.
+answered inline (history pages, agent info, state, subscriptions), ``wait_for_ready`` waits
+for the session's first agent, and ``run`` goes through one turn runner so that the turns of
+every client reach the session one at a time, in arrival order.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Any
 import trio
 
 from .._errors import SessionClosedError
-from ..io.wire import (AgentInfo, AgentInfoReply, GetAgentInfo, GetChatHistory, GetSessionState,
-                       HistoryReply, Message, ReadyReply, RequestMessage, Run, RunReply,
-                       SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
+from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
+                       GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
+                       RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
                        SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
                        WireItem, to_wire_item)
 from ._connection import Connection, Refusal
+from ._history import history_page
 from .errors import collapse
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -43,10 +44,15 @@ class _Turn:
 
 
 class SessionService:
-    """Answers requests against ``session``; :meth:`run_turns` must run while it serves."""
+    """Answers requests against ``session``; :meth:`run_turns` must run while it serves.
 
-    def __init__(self, session: Any) -> None:
+    Args:
+        max_frame_size: The reply limit: history pages are cut to fit it.
+    """
+
+    def __init__(self, session: Any, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._session = session
+        self._max_frame_size = max_frame_size
         self._ready = trio.Event()
         if session.agent_state != "initializing":
             self._ready.set()
@@ -87,7 +93,7 @@ class SessionService:
     # -- requests (called by the connections) -------------------------------------------------
     def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
         if isinstance(request, GetChatHistory):
-            return HistoryReply(id=request.id, items=_wire_items(self._session.history.items))
+            return history_page(self._session.history.items, request, self._max_frame_size)
         if isinstance(request, GetAgentInfo):
             return AgentInfoReply(id=request.id, agent=self._agent_info())
         if isinstance(request, GetSessionState):

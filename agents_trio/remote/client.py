@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from ..chat import ChatContext
+from ..chat import ChatContext, ChatItem
 from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
                        ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
                        GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
@@ -38,6 +38,32 @@ from .errors import (RemoteConnectionError, RemoteSessionError, error_from_code,
 logger = logging.getLogger("agents_trio.remote")
 
 R = TypeVar("R", bound=Reply)
+
+
+_HISTORY_WALKS = 3
+
+
+@dataclass(frozen=True)
+class ChatHistoryPage:
+    """One page of a remote session's chat history (see
+    :meth:`RemoteSession.get_chat_history_page`).
+
+    Attributes:
+        items: The items of history indices ``start`` to ``end`` (exclusive); an item the wire
+            cannot carry is left out but counted.
+        start, end: The indices covered (``start > 0``: earlier items exist).
+        total: The length of the history when the host answered.
+        more: Items after ``end`` exist (ask again with ``start=end``).
+        truncated: Ids of the items sent with their text shortened, because one alone did not
+            fit a reply frame (its text ends with a ``[... truncated: ...]`` note).
+    """
+
+    items: list[ChatItem]
+    start: int
+    end: int
+    total: int
+    more: bool
+    truncated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -318,9 +344,62 @@ class RemoteSession:
         return result
 
     async def get_chat_history(self) -> ChatContext:
-        """The session's chat history."""
-        reply = await self._request(lambda i: GetChatHistory(id=i), HistoryReply)
-        return ChatContext([from_wire_item(item) for item in reply.items])
+        """The session's whole chat history, fetched a page at a time (each page fits a reply
+        frame, however long the history is).
+
+        When the history changes during the walk (a turn adds items), the walk starts over, up
+        to three times; the last walk is returned, without duplicate items. An item too large
+        for one reply comes with its text shortened (see :meth:`get_chat_history_page` to
+        tell which).
+
+        Cancellation: safe; the host forgets the request in flight.
+        """
+        items: list[ChatItem] = []
+        for _ in range(_HISTORY_WALKS):
+            items, steady = await self._walk_history()
+            if steady:
+                break
+        return ChatContext(items)
+
+    async def _walk_history(self) -> tuple[list[ChatItem], bool]:
+        """Every page from the first; ``steady``: the history's length did not change."""
+        items: dict[str, ChatItem] = {}
+        page = await self.get_chat_history_page(start=0)
+        first_total = page.total
+        while True:
+            for item in page.items:
+                items.setdefault(item.id, item)
+            if not page.more or page.total != first_total:
+                break
+            page = await self.get_chat_history_page(start=page.end)
+        return list(items.values()), page.total == first_total and not page.more
+
+    async def get_chat_history_page(self, start: int | None = None, limit: int | None = None
+                                    ) -> ChatHistoryPage:
+        """One page of the session's chat history.
+
+        Args:
+            start: Index of the first item (0 is the oldest). None: the most recent items
+                that fit one reply.
+            limit: At most this many items (None: as many as fit one reply).
+
+        Raises:
+            ValueError: ``start`` or ``limit`` is negative.
+
+        Cancellation: safe; the host forgets the request.
+        """
+        for name, value in (("start", start), ("limit", limit)):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        reply = await self._request(lambda i: GetChatHistory(id=i, start=start, limit=limit),
+                                    HistoryReply)
+        items = [from_wire_item(item) for item in reply.items]
+        if reply.end is None:  # a host of before paging sends the whole history
+            return ChatHistoryPage(items=items, start=0, end=len(items), total=len(items),
+                                   more=False)
+        return ChatHistoryPage(items=items, start=reply.start, end=reply.end,
+                               total=reply.total if reply.total is not None else reply.end,
+                               more=reply.more, truncated=tuple(reply.truncated))
 
     async def get_agent_info(self) -> AgentInfo:
         """The current agent: id, class name, instructions, tools."""

@@ -13,12 +13,19 @@ in arrival order), the accept loop, and one task per connection. When the sessio
 ``session_closed`` error, every client gets a ``Goodbye``, and ``serve`` returns — so a host
 owned by the session never keeps it open. There is no authentication: bind to loopback or a
 Unix socket you control.
+
+Hostile or broken clients cannot lock the host: each connection has a read deadline (a frame
+must arrive whole within ``read_timeout``) and an idle deadline (``idle_timeout`` without a
+request), and when every slot is taken a newcomer waits while the connections that went
+longest without a request make room (see ``_slots.py``). Every reply fits the frame limit:
+the chat history comes in pages (see ``_history.py``).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +39,7 @@ from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encod
 from ..io.wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
+from ._slots import Slots
 from .errors import open_unwrapping_nursery
 
 logger = logging.getLogger("agents_trio.remote")
@@ -49,6 +57,9 @@ class SessionHostStatistics:
         frames_received, replies_sent, errors_sent: Totals since the host started.
         events_dropped: Events not sent because a client's outbox was full.
         connections_overflowed: Connections closed because their client did not read.
+        connections_waiting: Newcomers waiting for a connection slot now.
+        connections_timed_out: Connections closed by their read or idle deadline.
+        connections_evicted: Idle connections closed to make room for a newcomer.
     """
 
     connections: int
@@ -60,6 +71,9 @@ class SessionHostStatistics:
     errors_sent: int
     events_dropped: int
     connections_overflowed: int
+    connections_waiting: int
+    connections_timed_out: int
+    connections_evicted: int
 
 
 class _HostState(enum.Enum):
@@ -78,12 +92,38 @@ class SessionHost:
         path: Listen on this Unix socket path instead of TCP (removed when the host stops).
         listeners: Serve these ``trio.abc.Listener``s instead (an empty list serves only the
             streams given to :meth:`serve_stream`).
-        max_frame_size: Largest request (and reply) payload, in bytes.
+        max_frame_size: Largest request (and reply) payload, in bytes (at least 512). A
+            chat history longer than one reply is sent in pages.
         max_pending_requests: Slow requests (``run``, ``wait_for_ready``) one connection may
             have in flight; more are refused with ``too_many_requests``.
-        max_connections: Connections served at once; more are refused.
+        max_connections: Connections served at once. A newcomer that finds them all taken
+            waits for a slot (see ``idle_timeout_when_full``); at most ``max_connections``
+            newcomers wait, more are refused with ``too_many_connections``.
         max_outbox: Frames queued for one client before it counts as not reading.
         close_grace: Seconds a stopping host gives each client to receive its goodbye.
+        read_timeout: Seconds a client may take to send one frame, from its first byte to
+            its last (a deadline for the whole frame, not between bytes: a client dripping a
+            byte a second is cut too). A slower frame closes the connection with a
+            ``read_timeout`` goodbye.
+        idle_timeout: Seconds a connection may go without a request (counted from its last
+            request, or the answer to it); then it is closed with an ``idle_timeout``
+            goodbye. None: never. Subscribed connections and those with a request in flight
+            are never idle: a listener is quiet by nature, and a client waiting for a turn
+            waits for the host.
+        idle_timeout_when_full: While newcomers wait for a slot, the connections that went
+            longest without a request give theirs up — one per newcomer, each once it has
+            been idle this many seconds (closed with an ``idle_timeout`` goodbye that says the
+            host is full). Subscribed and busy connections keep their slots.
+        admission_timeout: Seconds a newcomer waits for a slot before it is refused with
+            ``too_many_connections``.
+
+    Raises:
+        ValueError: an option out of range.
+
+    Note:
+        There are no per-peer limits: the host is meant for loopback and Unix sockets, where
+        every client is the same peer, so such a limit would only restate ``max_connections``.
+        Making room for newcomers is what defends against slow clients there.
     """
 
     def __init__(self, session: Any, *, host: str = "127.0.0.1", port: int = 0,
@@ -91,7 +131,13 @@ class SessionHost:
                  listeners: list[trio.abc.Listener[Any]] | None = None,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_pending_requests: int = 32,
                  max_connections: int = 32, max_outbox: int = 256,
-                 close_grace: float = 1.0) -> None:
+                 close_grace: float = 1.0, read_timeout: float = 10.0,
+                 idle_timeout: float | None = 3600.0, idle_timeout_when_full: float = 1.0,
+                 admission_timeout: float = 5.0) -> None:
+        _check_options(max_frame_size=max_frame_size, max_connections=max_connections,
+                       read_timeout=read_timeout, idle_timeout=idle_timeout,
+                       idle_timeout_when_full=idle_timeout_when_full,
+                       admission_timeout=admission_timeout)
         self._session = session
         self._bind = (host, port)
         self._path = os.fspath(path) if path is not None else None
@@ -99,8 +145,11 @@ class SessionHost:
         self._listeners: list[trio.abc.Listener[Any]] = []
         self._limits = ConnectionLimits(max_frame_size=max_frame_size,
                                         max_pending_requests=max_pending_requests,
-                                        max_outbox=max_outbox, close_grace=close_grace)
+                                        max_outbox=max_outbox, close_grace=close_grace,
+                                        read_timeout=read_timeout, idle_timeout=idle_timeout)
         self._max_connections = max_connections
+        self._slots = Slots(max_connections, idle_when_full=idle_timeout_when_full,
+                            wait_timeout=admission_timeout)
         self._close_grace = close_grace
         self._counters = Counters()
         self._state = _HostState.CREATED
@@ -109,7 +158,7 @@ class SessionHost:
         self._stop_requested = trio.Event()
         self._stop_reason = ("host_closing", "the host is closing")
         self._stopped = trio.Event()
-        self._service = SessionService(session)
+        self._service = SessionService(session, max_frame_size=max_frame_size)
         self._address: str | None = None
         self._port: int | None = None
 
@@ -133,7 +182,10 @@ class SessionHost:
             pending_requests=sum(conn.pending_requests for conn in self._connections),
             queued_turns=self._service.queued_turns, frames_received=c.frames_received,
             replies_sent=c.replies_sent, errors_sent=c.errors_sent,
-            events_dropped=c.events_dropped, connections_overflowed=c.connections_overflowed)
+            events_dropped=c.events_dropped, connections_overflowed=c.connections_overflowed,
+            connections_waiting=self._slots.waiting,
+            connections_timed_out=c.connections_timed_out,
+            connections_evicted=c.connections_evicted)
 
     async def start(self, nursery: trio.Nursery | None = None) -> SessionHost:
         """Start serving in ``nursery``, or by default in the session's own nursery (the host
@@ -173,6 +225,7 @@ class SessionHost:
                 await self._stop_requested.wait()
                 self._state = _HostState.STOPPING
                 accept_scope.cancel()
+                self._slots.close()
                 await self._stop_connections()
                 nursery.cancel_scope.cancel()
         finally:
@@ -203,15 +256,26 @@ class SessionHost:
         """Serve one connected stream until it ends (the accept loop calls this for each
         connection; use it directly for other transports, e.g. ``memory_stream_pair``).
 
+        When every slot is taken, the stream first waits for one (see ``max_connections``).
+
         Cancellation: cancelling it closes the stream at once.
         """
-        if self._state is not _HostState.SERVING or len(self._connections) >= self._max_connections:
+        try:
+            admitted = self._state is _HostState.SERVING and await self._slots.acquire()
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        if admitted and self._state is not _HostState.SERVING:
+            self._slots.give_back()  # the host began stopping while it waited
+            admitted = False
+        if not admitted:
             code, message = (("too_many_connections",
                               f"too many connections (limit {self._max_connections})")
                              if self._state is _HostState.SERVING else self._stop_reason)
             await _refuse(stream, code, message, self._close_grace)
             return
-        conn = Connection(stream, self._service, self._limits, self._counters)
+        conn = Connection(stream, self._service, self._limits, self._counters, self._slots)
+        self._slots.hold(conn)
         self._counters.connections_total += 1
         self._connections.add(conn)
         try:
@@ -284,6 +348,23 @@ class SessionHost:
             return
         for conn in subscribers:
             conn.send_event(name, frame)
+
+
+def _check_options(*, max_frame_size: int, max_connections: int, read_timeout: float,
+                   idle_timeout: float | None, idle_timeout_when_full: float,
+                   admission_timeout: float) -> None:
+    if max_frame_size < 512:
+        raise ValueError(f"max_frame_size must be at least 512 bytes, got {max_frame_size}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    seconds = {"read_timeout": read_timeout, "idle_timeout": idle_timeout,
+               "idle_timeout_when_full": idle_timeout_when_full,
+               "admission_timeout": admission_timeout}
+    for name, value in seconds.items():
+        if value is None and name == "idle_timeout":
+            continue
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 async def _refuse(stream: trio.abc.Stream, code: str, message: str, grace: float) -> None:

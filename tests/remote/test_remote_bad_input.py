@@ -11,8 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from agents_trio import RemoteConnectionError, RemoteSessionError, SessionHost
+from agents_trio import AgentSession, RemoteConnectionError, RemoteSessionError, SessionHost
 from agents_trio.io import wire
+from agents_trio.testing import FakeActions, FakeLLM
 from remote_helpers import RawClient, attach, client_of, frame_of, hosted
 
 async def _still_serves(host: SessionHost) -> None:
@@ -163,8 +164,11 @@ async def test_a_client_that_does_not_read_is_disconnected(autojump_clock) -> No
 
 
 async def test_connections_over_the_limit_are_refused(autojump_clock) -> None:
+    """A subscriber keeps its slot, so the newcomer is refused once it waited its
+    ``admission_timeout`` (see test_remote_deadlines.py for the slots that are given up)."""
     async with hosted(max_connections=1) as host, client_of(host) as first, \
             trio.open_nursery() as nursery:
+        await first.subscribe()
         raw = RawClient(attach(host, nursery))
         error, goodbye = await raw.receive_all()
         assert error.code == goodbye.code == "too_many_connections"
@@ -172,13 +176,18 @@ async def test_connections_over_the_limit_are_refused(autojump_clock) -> None:
 
 
 async def test_a_reply_over_the_limit_becomes_an_error(autojump_clock) -> None:
-    async with hosted(max_frame_size=600) as host, client_of(host) as remote:
-        for _ in range(6):
-            await remote.run("hello")
+    """A turn's reply is not paged: over the limit, it is an error for that request only."""
+    actions = FakeActions().add_llm("z" * 1000, input="long", ttft=0.0, duration=0.0)
+    session = AgentSession(llm=FakeLLM(actions.llm_responses))
+    async with hosted(session, max_frame_size=600) as host, client_of(host) as remote:
         with pytest.raises(RemoteSessionError, match="exceeds the limit of 600") as info:
-            await remote.get_chat_history()
+            await remote.run("long")
         assert info.value.code == "response_too_large"
         assert (await remote.get_session_state()).ready
+        # the history has it, shortened to fit (see test_remote_history.py)
+        history = (await remote.get_chat_history()).items
+        last = [i.text_content for i in history if i.type == "message"][-1]
+        assert last.startswith("z" * 100) and "truncated: 1000 characters" in last
 
 
 async def test_a_host_speaking_garbage_ends_the_client_with_a_clear_error(autojump_clock) -> None:
