@@ -258,12 +258,16 @@ class AgentSession:
         await self._nursery.start(self._main, agent)
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
+        # the forwarder outlives the work scope: a speech cut by the close still sends the
+        # text the user heard (drained within close_grace when the session nursery exits)
+        transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
+        forward_scope = trio.CancelScope()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._forward_transcripts, transcripts_recv, forward_scope)
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
-                    transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
                     self._transcripts_send = transcripts_send
-                    nursery.start_soon(self._forward_transcripts, transcripts_recv)
                     if self.output.audio is not None:
                         self.output.audio.on("playback_started", self._on_playback_started)
                     self._agent = agent
@@ -285,6 +289,8 @@ class AgentSession:
                     task_status.started()
                     await trio.sleep_forever()
         finally:
+            transcripts_send.close()
+            forward_scope.deadline = trio.current_time() + self.close_grace
             self._finish_close()
 
     def _finish_close(self) -> None:
@@ -450,7 +456,13 @@ class AgentSession:
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
                        tool_choice: Any = None, allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle:
-        """Generate a reply with the LLM; ``user_input`` becomes a user message."""
+        """Generate a reply with the LLM; ``user_input`` becomes a user message.
+
+        Raises:
+            ValueError: ``user_input`` is empty or blank (omit it for a reply without one).
+            RuntimeError: the session is not running.
+        """
+        _check_user_input(user_input)
         message = ChatMessage(role="user", content=[user_input]) if user_input else None
         return self._activity_for_speech().generate_reply(
             user_message=message, instructions=instructions, tool_choice=tool_choice,
@@ -474,9 +486,11 @@ class AgentSession:
             The run's events (assistant messages, tool calls and outputs, handoffs).
 
         Raises:
+            ValueError: ``user_input`` is empty or blank.
             RuntimeError: a previous run is still active, or the session closed.
             Exception: the error of a failed model call of the turn.
         """
+        _check_user_input(user_input)
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
         if self._state is not SessionState.RUNNING:
@@ -558,15 +572,17 @@ class AgentSession:
         if self._transcripts_send is not None and text and self.output.transcription is not None:
             self._transcripts_send.send_nowait(text)
 
-    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str]) -> None:
-        async for text in recv:
-            output = self.output.transcription
-            agent = self._agent
-            if output is None or agent is None:
-                continue
-            async for chunk in agent.transcription_node(_once(text), ModelSettings()):
-                await output.capture_text(chunk)
-            output.flush()
+    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str],
+                                   scope: trio.CancelScope) -> None:
+        with scope:
+            async for text in recv:
+                output = self.output.transcription
+                agent = self._agent
+                if output is None or agent is None:
+                    continue
+                async for chunk in agent.transcription_node(_once(text), ModelSettings()):
+                    await output.capture_text(chunk)
+                output.flush()
 
 
 def _overridden_stt_node(agent: Agent) -> Any:
@@ -579,6 +595,12 @@ def _overridden_stt_node(agent: Agent) -> Any:
 
 async def _once(text: str) -> Any:
     yield text
+
+
+def _check_user_input(user_input: str | None) -> None:
+    if user_input is not None and not user_input.strip():
+        raise ValueError("user_input is empty: give the user's text, or leave user_input out "
+                         "for a reply without user input")
 
 
 class _SwitchRequest:
