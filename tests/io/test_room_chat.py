@@ -206,7 +206,7 @@ async def test_a_message_over_the_size_bound_is_refused_and_logged(
                for r in caplog.records)
 
 
-# -- empty input (item 22) --------------------------------------------------------------------------
+# -- empty input (item 22) -----------------------------------------------------------------------
 async def test_empty_chat_messages_are_ignored(autojump_clock: trio.testing.MockClock) -> None:
     llm = FakeLLM()
     session = AgentSession(llm=llm)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 import trio
-from livekit import rtc
 
 from agents_trio import Agent, AgentSession, open_bridge
 from agents_trio.io.room import RoomDisconnectedError, RoomOptions, open_room_io
