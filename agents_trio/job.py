@@ -34,7 +34,7 @@ from typing import Any
 import trio
 from livekit import rtc
 
-from .io.bridge import AsyncioBridge, open_bridge
+from .io.bridge import AsyncioBridge, _open_nursery, open_bridge
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
@@ -109,14 +109,14 @@ class JobContext:
         Raises:
             RoomDisconnectedError: The room disconnected before anyone joined.
 
-        Cancellation: a checkpoint; nothing else happens.
+        Cancellation: cancelling the wait leaves nothing behind.
         """
         push, joined = self.bridge.callback_channel()
         self.room.on("participant_connected", push)
         try:
-            for participant in self.room.remote_participants.values():
-                return participant
             if not self._room_gone.is_set() and self.room.isconnected():
+                for participant in self.room.remote_participants.values():
+                    return participant
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_cancel_when_set, self._room_gone, nursery.cancel_scope)
                     participant = await joined.receive()
@@ -161,14 +161,20 @@ async def _watch_connection(ctx: JobContext, *,
         task_status.started()
         # checked after the handler is registered: a disconnect shows here or as an event
         if ctx.room.isconnected():
-            args = await disconnected.receive()
-            reason = rtc.DisconnectReason.Name(args[0]) if args else None
+            reason = _reason_name(await disconnected.receive())
         else:
             reason = "disconnected before the job started"
         ctx._on_room_disconnected(reason)
     finally:
         ctx.room.off("disconnected", push)
         disconnected.close()
+
+
+def _reason_name(args: tuple[Any, ...]) -> str:
+    try:
+        return rtc.DisconnectReason.Name(args[0])
+    except (IndexError, ValueError, TypeError):
+        return repr(args[0]) if args else "no reason given"
 
 
 async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> None:
@@ -226,7 +232,7 @@ async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
         ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
         logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                     room.local_participant.identity)
-        async with trio.open_nursery() as nursery:
+        async with _open_nursery() as nursery:   # the entrypoint's error comes out unwrapped
             await nursery.start(_watch_connection, ctx)
             helpers_done = trio.CancelScope()
             nursery.start_soon(_shutdown_when_cancelled, ctx, helpers_done)

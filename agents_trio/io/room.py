@@ -319,7 +319,10 @@ class RoomIO:
         self._states_send.send_nowait(ev.new_state)
 
     def _on_user_transcribed(self, ev: Any) -> None:
-        self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
+        try:
+            self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
+        except trio.ClosedResourceError:
+            pass  # the room I/O is closing: its last transcriptions are being sent
 
     def _on_session_close(self, ev: Any) -> None:
         self.close_reason = getattr(ev, "reason", None)
@@ -606,7 +609,7 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
                 except ValueError:
                     logger.warning("a %r text stream handler is already registered; text "
                                    "input is off", TOPIC_CHAT)
-            if session.agent_state not in ("initializing", None):
+            if getattr(session, "agent_state", "initializing") != "initializing":
                 rio._session_running.set()   # linked to a session that already runs
             nursery.start_soon(rio._serve_room_events, events)
             nursery.start_soon(rio._close_session_when_room_gone)

@@ -26,8 +26,7 @@ from typing import Any
 
 import trio
 
-__all__ = ["ChatInbox", "TextInputCallback", "TextInputEvent", "TextInputStatistics",
-           "default_text_input"]
+__all__ = ["TextInputCallback", "TextInputEvent", "TextInputStatistics", "default_text_input"]
 
 logger = logging.getLogger("agents_trio.room")
 
