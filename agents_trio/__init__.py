@@ -63,12 +63,14 @@ __all__ += ["AudioOutputStalled", "TurnDetector"]
 # Plugin adapters live in agents_trio.plugins, worker mode in agents_trio.worker (both need
 # livekit-agents).
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge  # noqa: E402
-from .io.room import (RoomConnectError, RoomIO, RoomOptions, RoomTranscriptionOutput,  # noqa: E402
-                      TextInputEvent, mint_token, open_room, open_room_io)
+from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions,  # noqa: E402
+                      RoomTranscriptionOutput, TextInputEvent, TextInputStatistics, mint_token,
+                      open_room, open_room_io)
 from .io.room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output  # noqa: E402
 from .job import JobContext, run_job  # noqa: E402
 
 __all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "JobContext", "RoomAudioInput",
-            "RoomAudioOutput", "RoomConnectError", "RoomIO", "RoomOptions",
-            "RoomTranscriptionOutput", "TextInputEvent", "mint_token", "open_bridge",
+            "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO",
+            "RoomOptions", "RoomTranscriptionOutput", "TextInputEvent", "TextInputStatistics",
+            "mint_token", "open_bridge",
             "open_room", "open_room_audio_output", "open_room_io", "run_job"]

@@ -9,6 +9,14 @@ An entrypoint is a Trio async function taking a :class:`JobContext`::
 :func:`run_job` opens the asyncio bridge, connects to the room, calls the entrypoint and
 disconnects when it returns. ``python -m agents_trio connect`` runs it from the command line;
 ``agents_trio.worker`` runs it for every job LiveKit dispatches.
+
+The job owns the room, so it owns the room's end: the connection is watched from the moment
+it opens, and a disconnect shuts the job down (:meth:`JobContext.shutdown` with reason
+``job_shutdown``): a running session closes, :meth:`JobContext.wait_for_participant` raises
+:class:`~agents_trio.io.room.RoomDisconnectedError`, a later :meth:`JobContext.run_session`
+returns at once, and an entrypoint that goes on is cancelled after the grace. Cancelling the
+job (LiveKit ending it) is a shutdown too: sessions close with ``job_shutdown``, not as if
+the user closed them.
 """
 
 from __future__ import annotations
@@ -20,14 +28,15 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import trio
 from livekit import rtc
 
-from .io.bridge import AsyncioBridge, open_bridge
-from .io.room import RoomConnectError, RoomIO, RoomOptions, mint_token, open_room, open_room_io
+from .io.bridge import AsyncioBridge, _open_nursery, open_bridge
+from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
+                      open_room, open_room_io)
 
 __all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
 
@@ -54,7 +63,10 @@ class JobContext:
         self.shutdown_grace = shutdown_grace
         self.shutdown_reason: str | None = None
         self._sessions: list[Any] = []
-        self._scope = trio.CancelScope()
+        # the entrypoint's scope: shielded from the job's caller, whose cancellation becomes
+        # a shutdown; its own deadline (set by shutdown) still ends it
+        self._scope = trio.CancelScope(shield=True)
+        self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
 
     async def run_session(self, session: Any, agent: Any, *,
@@ -64,16 +76,25 @@ class JobContext:
         down, or :meth:`shutdown`).
 
         Returns:
-            The session's close reason.
+            The session's close reason; the shutdown's reason, without starting the
+            session, when the job is already shutting down (e.g. the room is gone).
 
         Cancellation:
             Cancelling the caller closes the session (its ``on_exit`` hooks run) and unlinks
             the room.
         """
+        if self.shutdown_reason is not None:
+            return self.shutdown_reason
         self._sessions.append(session)
         try:
-            async with open_room_io(self.room, session, options=room_options,
-                                    bridge=self.bridge) as room_io, session:
+            async with AsyncExitStack() as stack:
+                try:
+                    room_io = await stack.enter_async_context(open_room_io(
+                        self.room, session, options=room_options, bridge=self.bridge))
+                except RoomDisconnectedError:
+                    self._on_room_disconnected("seen when linking the session")
+                    return self.shutdown_reason
+                await stack.enter_async_context(session)
                 self._room_ios.append(room_io)
                 if self.shutdown_reason is not None:
                     return self.shutdown_reason
@@ -83,13 +104,25 @@ class JobContext:
             self._sessions.remove(session)
 
     async def wait_for_participant(self) -> rtc.RemoteParticipant:
-        """The first remote participant in the room (waiting for one to join)."""
+        """The first remote participant in the room (waiting for one to join).
+
+        Raises:
+            RoomDisconnectedError: The room disconnected before anyone joined.
+
+        Cancellation: cancelling the wait leaves nothing behind.
+        """
         push, joined = self.bridge.callback_channel()
         self.room.on("participant_connected", push)
         try:
-            for participant in self.room.remote_participants.values():
-                return participant
-            return await joined.receive()  # type: ignore[no-any-return]
+            if not self._room_gone.is_set() and self.room.isconnected():
+                for participant in self.room.remote_participants.values():
+                    return participant
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_cancel_when_set, self._room_gone, nursery.cancel_scope)
+                    participant = await joined.receive()
+                    nursery.cancel_scope.cancel()
+                    return participant  # type: ignore[no-any-return]
+            raise RoomDisconnectedError("the room disconnected before a participant joined")
         finally:
             self.room.off("participant_connected", push)
             joined.close()
@@ -105,12 +138,61 @@ class JobContext:
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
+    def _on_room_disconnected(self, reason: Any) -> None:
+        if self._room_gone.is_set():
+            return
+        logger.warning("the room disconnected (%s); shutting the job down", reason)
+        self._room_gone.set()
+        self.shutdown("job_shutdown")
+
+
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _watch_connection(ctx: JobContext, *,
+                            task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                            ) -> None:
+    """The room's end shuts the job down; watched from before the entrypoint runs."""
+    push, disconnected = ctx.bridge.callback_channel(convert=lambda *args: args)
+    ctx.room.on("disconnected", push)
+    try:
+        task_status.started()
+        # checked after the handler is registered: a disconnect shows here or as an event
+        if ctx.room.isconnected():
+            reason = _reason_name(await disconnected.receive())
+        else:
+            reason = "disconnected before the job started"
+        ctx._on_room_disconnected(reason)
+    finally:
+        ctx.room.off("disconnected", push)
+        disconnected.close()
+
+
+def _reason_name(args: tuple[Any, ...]) -> str:
+    try:
+        return rtc.DisconnectReason.Name(args[0])
+    except (IndexError, ValueError, TypeError):
+        return repr(args[0]) if args else "no reason given"
+
+
+async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> None:
+    """The job's caller cancelled (LiveKit ending the job): shut down, so sessions close with
+    ``job_shutdown`` and the entrypoint gets its grace, instead of being torn down."""
+    with done:
+        try:
+            await trio.sleep_forever()
+        finally:
+            if not done.cancel_called:
+                ctx.shutdown("job_shutdown")
+
 
 async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
                   api_key: str | None = None, api_secret: str | None = None,
                   room_name: str | None = None, identity: str | None = None,
                   job_id: str | None = None, connect_timeout: float = 10.0,
-                  open_room_fn: RoomOpener = open_room,
+                  shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
                   on_ready: Callable[[JobContext], Any] | None = None) -> Any:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
@@ -121,15 +203,24 @@ async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
             ``room_name`` and ``identity``.
         job_id: The dispatched job's id, if any.
         connect_timeout: Seconds before giving up connecting.
+        shutdown_grace: Seconds the entrypoint gets to return once the job shuts down.
         open_room_fn: How to connect (tests pass a fake room).
         on_ready: Called with the context before the entrypoint runs (the worker uses it to
             deliver LiveKit's shutdown requests).
 
     Returns:
-        What the entrypoint returned.
+        What the entrypoint returned (None if it was cancelled after the grace).
 
     Raises:
         RoomConnectError: Bad URL or credentials, unreachable server, timeout.
+        Whatever the entrypoint raised (e.g. ``RoomDisconnectedError`` from
+        :meth:`JobContext.wait_for_participant`).
+
+    Cancellation:
+        Cancelling the caller shuts the job down (:meth:`JobContext.shutdown`, reason
+        ``job_shutdown``): running sessions close and the entrypoint has ``shutdown_grace``
+        seconds to return before it is cancelled; then the room disconnects and the call
+        raises the cancellation.
     """
     if not token:
         if not room_name:
@@ -138,16 +229,29 @@ async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
                            identity=identity or f"agent-{uuid.uuid4().hex[:8]}")
     async with open_bridge() as bridge, open_plugin_http_context(bridge), open_room_fn(
             url, token, bridge=bridge, connect_timeout=connect_timeout) as room:
-        ctx = JobContext(bridge, room, job_id=job_id)
+        ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
         logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                     room.local_participant.identity)
-        if on_ready is not None:
-            on_ready(ctx)
-        with ctx._scope:
-            return await entrypoint(ctx)
-        logger.warning("the entrypoint did not return within %.0f s of the shutdown; cancelled",
-                       ctx.shutdown_grace)
-        return None
+        async with _open_nursery() as nursery:   # the entrypoint's error comes out unwrapped
+            await nursery.start(_watch_connection, ctx)
+            helpers_done = trio.CancelScope()
+            nursery.start_soon(_shutdown_when_cancelled, ctx, helpers_done)
+            try:
+                if on_ready is not None:
+                    on_ready(ctx)
+                result = await _run_entrypoint(entrypoint, ctx)
+            finally:
+                helpers_done.cancel()
+                nursery.cancel_scope.cancel()
+    return result
+
+
+async def _run_entrypoint(entrypoint: Entrypoint, ctx: JobContext) -> Any:
+    with ctx._scope:
+        return await entrypoint(ctx)
+    logger.warning("the entrypoint did not return within %.0f s of the shutdown; cancelled",
+                   ctx.shutdown_grace)
+    return None
 
 
 @asynccontextmanager

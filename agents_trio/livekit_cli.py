@@ -64,7 +64,7 @@ def _fail(message: str) -> int:
 def _connect(args: argparse.Namespace) -> int:
     import trio
 
-    from .io.room import RoomConnectError
+    from .io.room import RoomConnectError, RoomDisconnectedError
     from .job import load_entrypoint, run_job
 
     if not args.url:
@@ -80,7 +80,7 @@ def _connect(args: argparse.Namespace) -> int:
                                  api_key=args.api_key, api_secret=args.api_secret,
                                  room_name=args.room, identity=args.identity,
                                  connect_timeout=args.connect_timeout))
-    except (ValueError, RoomConnectError) as e:
+    except (ValueError, RoomConnectError, RoomDisconnectedError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130

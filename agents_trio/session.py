@@ -520,7 +520,13 @@ class AgentSession:
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
                        tool_choice: Any = None, allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle:
-        """Generate a reply with the LLM; ``user_input`` becomes a user message."""
+        """Generate a reply with the LLM; ``user_input`` becomes a user message.
+
+        Raises:
+            ValueError: ``user_input`` is empty or blank (omit it for a reply without one).
+            RuntimeError: the session is not running.
+        """
+        _check_user_input(user_input)
         message = ChatMessage(role="user", content=[user_input]) if user_input else None
         return self._activity_for_speech().generate_reply(
             user_message=message, instructions=instructions, tool_choice=tool_choice,
@@ -549,6 +555,7 @@ class AgentSession:
             The run's events (assistant messages, tool calls and outputs, handoffs).
 
         Raises:
+            ValueError: ``user_input`` is empty or blank.
             RuntimeError: a previous run is still active, or the session closed.
             Exception: the error of a failed model call of the turn.
 
@@ -556,6 +563,7 @@ class AgentSession:
         turn goes on and the run is left to finish on its own (the next ``run()`` raises
         until it has).
         """
+        _check_user_input(user_input)
         if self._run is not None and not self._run.done():
             raise RuntimeError("nested runs are not supported")
         if self._state is not SessionState.RUNNING:
@@ -685,6 +693,12 @@ def _overridden_stt_node(agent: Agent) -> Any:
 
 async def _once(text: str) -> Any:
     yield text
+
+
+def _check_user_input(user_input: str | None) -> None:
+    if user_input is not None and not user_input.strip():
+        raise ValueError("user_input is empty: give the user's text, or leave user_input out "
+                         "for a reply without user input")
 
 
 class _SwitchRequest:

@@ -15,10 +15,11 @@ connects its own room.
 
 Lifecycle: when the Trio entrypoint returns (its session closed), the adapter asks LiveKit to
 shut the job down. When LiveKit ends the job first (the worker drains, the job is terminated),
-it cancels the entrypoint task — after waiting up to 15 s for it — and the cancellation reaches
-the Trio run, which closes the session (``on_exit`` runs) before the thread ends. A room
-deleted on the server disconnects the Trio side's room, which closes the session with reason
-``job_shutdown`` and ends the job the first way.
+it cancels the entrypoint task, and the cancellation reaches the Trio run as a job shutdown:
+the session closes with reason ``job_shutdown`` (``on_exit`` runs) and the entrypoint gets
+``shutdown_grace`` seconds to return before it is cancelled; the asyncio side waits that long
+(plus a margin) for the thread. A room deleted on the server, or any drop of the Trio side's
+connection, shuts the job down the same way and ends it the first way.
 
 Needs ``livekit-agents`` (the ``livekit-plugins`` extra).
 """
@@ -39,6 +40,9 @@ __all__ = ["TrioJobEntrypoint", "create_agent_server"]
 
 logger = logging.getLogger("agents_trio.worker")
 
+# beyond the entrypoint's grace: the room's disconnect and the bridge's close
+_CLOSE_MARGIN = 5.0
+
 
 class TrioJobEntrypoint:
     """A LiveKit job entrypoint (an asyncio callable) that runs a Trio entrypoint.
@@ -48,8 +52,8 @@ class TrioJobEntrypoint:
 
     Args:
         entrypoint: ``"module:function"``, ``"path/file.py:function"`` or the function.
-        shutdown_grace: Seconds the Trio side gets to close its session once LiveKit
-            cancels the job.
+        shutdown_grace: Seconds the Trio entrypoint gets to return once LiveKit cancels the
+            job (its session closes with ``job_shutdown`` at once).
         open_room_fn: How to connect (tests pass a fake room).
     """
 
@@ -75,6 +79,7 @@ class TrioJobEntrypoint:
         contexts: list[JobContext] = []
         kwargs: dict[str, Any] = {"url": info.url, "token": info.token,
                                   "job_id": getattr(info.job, "id", None),
+                                  "shutdown_grace": self.shutdown_grace,
                                   "on_ready": contexts.append}
         if self.open_room_fn is not None:
             kwargs["open_room_fn"] = self.open_room_fn
@@ -82,7 +87,7 @@ class TrioJobEntrypoint:
         try:
             await run_trio_in_thread(functools.partial(run_job, entrypoint, **kwargs),
                                      name=f"agents_trio job {kwargs['job_id']}",
-                                     cancel_grace=self.shutdown_grace)
+                                     cancel_grace=self.shutdown_grace + _CLOSE_MARGIN)
         except BaseException as e:
             reason = ("agents_trio entrypoint cancelled" if is_asyncio_cancellation(e)
                       else f"agents_trio entrypoint failed: {e!r}")

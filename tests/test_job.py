@@ -16,7 +16,7 @@ from livekit import rtc
 
 from agents_trio import Agent, AgentSession
 from agents_trio.__main__ import main
-from agents_trio.io.room import RoomConnectError
+from agents_trio.io.room import RoomConnectError, RoomDisconnectedError
 from agents_trio.job import JobContext, load_entrypoint, run_job
 from agents_trio.testing import FakeLLM, FakeRemoteParticipant, FakeTTS, open_fake_room
 from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
@@ -163,6 +163,27 @@ def test_connect_command_reports_an_unreachable_server(capsys: pytest.CaptureFix
     assert "could not connect" in err and "unreachable" in err
 
 
+def test_connect_command_explains_a_room_that_dropped(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    import functools
+
+    import agents_trio.job
+
+    app = tmp_path / "dropping_app.py"
+    app.write_text(textwrap.dedent("""
+        async def entrypoint(ctx):
+            ctx.bridge.call_soon(ctx.room.drop)
+            await ctx.wait_for_participant()
+    """))
+    monkeypatch.setattr(agents_trio.job, "run_job", functools.partial(
+        agents_trio.job.run_job, open_room_fn=open_fake_room))
+    code, err = _cli(capsys, monkeypatch, "connect", str(app), "--url", "wss://x", "--token",
+                     "t", "--log-level", "ERROR")
+    assert code == 1
+    assert "disconnected before a participant joined" in err
+
+
 # -- the example agent ------------------------------------------------------------------------
 def _example() -> Any:
     return load_entrypoint(str(ROOT / "examples" / "livekit_agent.py"))
@@ -211,3 +232,76 @@ async def _until(predicate: Any, timeout: float = 5.0) -> None:
     with trio.fail_after(timeout):
         while not predicate():
             await trio.sleep(0.01)
+
+
+# -- a room that drops early (issue 15, item 16) ---------------------------------------------
+async def test_waiting_for_a_participant_fails_clearly_when_the_room_drops(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        async def drop_later() -> None:
+            await trio.sleep(1)
+            ctx.bridge.call_soon(ctx.room.drop)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drop_later)
+            await ctx.wait_for_participant()
+
+    with trio.fail_after(5), pytest.raises(RoomDisconnectedError, match="disconnected"):
+        await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
+
+
+async def test_a_room_dropped_before_run_session_ends_the_job_with_job_shutdown(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def entrypoint(ctx: JobContext) -> str | None:
+        ctx.bridge.call_soon(ctx.room.drop)
+        await trio.sleep(1)
+        return await ctx.run_session(quick_session(), Quiet())
+
+    with trio.fail_after(5):
+        assert await run_job(entrypoint, url="wss://fake", token="t",
+                             open_room_fn=open_fake_room) == "job_shutdown"
+
+
+async def test_a_room_dropping_just_before_run_session_ends_the_job_with_job_shutdown(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def entrypoint(ctx: JobContext) -> str | None:
+        ctx.room.drop()   # seen by run_session before the job's watcher had a turn
+        return await ctx.run_session(quick_session(), Quiet())
+
+    with trio.fail_after(5):
+        assert await run_job(entrypoint, url="wss://fake", token="t",
+                             open_room_fn=open_fake_room) == "job_shutdown"
+
+
+async def test_a_room_drop_ends_a_job_whose_entrypoint_runs_no_session(
+        autojump_clock: trio.testing.MockClock) -> None:
+    ended = []
+
+    async def entrypoint(ctx: JobContext) -> None:
+        ctx.shutdown_grace = 3.0
+        ctx.bridge.call_soon(ctx.room.drop)
+        try:
+            await trio.sleep_forever()
+        finally:
+            ended.append((trio.current_time(), ctx.shutdown_reason))
+
+    started = trio.current_time()
+    with trio.fail_after(10):
+        await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    [(at, reason)] = ended
+    assert reason == "job_shutdown" and at - started == pytest.approx(3.0)
+
+
+async def test_cancelling_the_job_closes_its_session_with_job_shutdown(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """What LiveKit cancelling a job becomes (issue 15, item 21)."""
+    reasons: list[str] = []
+
+    async def entrypoint(ctx: JobContext) -> str | None:
+        session = quick_session()
+        session.on("close", lambda ev: reasons.append(ev.reason))
+        return await ctx.run_session(session, Quiet())
+
+    with trio.move_on_after(2):
+        await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    assert reasons == ["job_shutdown"]

@@ -100,6 +100,42 @@ def test_livekit_cancelling_the_job_closes_the_trio_session() -> None:
     assert job.shutdowns == ["agents_trio entrypoint cancelled"]
 
 
+announce: dict[str, Any] = {}
+
+
+async def session_announced(ctx: JobContext) -> None:
+    """Tells the asyncio side (thread-safely) once the session listens; records its close."""
+    session = AgentSession()
+    session.on("close", lambda ev: results.__setitem__("close_reason", ev.reason))
+
+    def on_state(ev: Any) -> None:
+        if ev.new_state == "listening":
+            announce["loop"].call_soon_threadsafe(announce["listening"].set)
+
+    session.on("agent_state_changed", on_state)
+    await ctx.run_session(session, Recorder())
+
+
+def test_livekit_cancelling_the_job_closes_the_session_with_job_shutdown() -> None:
+    """Issue 15, item 21: it closed with ``user_initiated``."""
+    results.pop("close_reason", None)
+    job = FakeLiveKitJobContext()
+
+    async def main() -> None:
+        announce["loop"] = asyncio.get_running_loop()
+        announce["listening"] = asyncio.Event()
+        task = asyncio.ensure_future(
+            TrioJobEntrypoint(session_announced, open_room_fn=open_fake_room)(job))
+        await announce["listening"].wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run_asyncio(main())
+    assert results["close_reason"] == "job_shutdown"
+    assert job.shutdowns == ["agents_trio entrypoint cancelled"]
+
+
 def test_a_job_that_cannot_connect_fails_with_a_clear_error() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

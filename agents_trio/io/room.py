@@ -16,6 +16,17 @@ participant leaves (closing their client, the room deleted, rejected), the sessi
 reason ``participant_disconnected``; when the agent's own connection drops, with
 ``job_shutdown`` (what LiveKit Agents does when the room disconnects its job).
 
+Who speaks for the user: the linked participant only (or the identity
+``RoomOptions.participant_identity`` names). Chat from anyone else is ignored, also before
+anyone is linked. A linked participant who drops in a way they may come back from (a network
+failure, not leaving or being rejected) keeps the link: nobody else is linked meanwhile, and
+they are linked again when they rejoin. Chat is read in order by one reader and a burst becomes
+one input, with a bound (see :mod:`agents_trio.io.room_chat`).
+
+The room's end: linking a room that is not connected raises :class:`RoomDisconnectedError`;
+when the room disconnects later, :meth:`RoomIO.wait_for_participant` raises it and the session
+closes with ``job_shutdown`` (at once, or as soon as it starts).
+
 This module uses the session through its public API only (``on``/``off``, ``input``,
 ``output``, ``shutdown``, ``interrupt``, ``generate_reply``), so ``io`` does not import the
 session.
@@ -28,7 +39,7 @@ import datetime
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlparse
@@ -41,9 +52,12 @@ from ..nurseries import LatestSlot
 from .audio import TextOutput
 from .bridge import AsyncioBridge, _open_nursery, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
+from .room_chat import (ChatInbox, TextInputCallback, TextInputEvent, TextInputStatistics,
+                        default_text_input)
 
-__all__ = ["RoomConnectError", "RoomIO", "RoomOptions", "RoomTranscriptionOutput",
-           "TextInputEvent", "mint_token", "open_room", "open_room_io"]
+__all__ = ["RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
+           "RoomTranscriptionOutput", "TextInputEvent", "TextInputStatistics", "mint_token",
+           "open_room", "open_room_io"]
 
 logger = logging.getLogger("agents_trio.room")
 
@@ -72,6 +86,10 @@ _GRACE = 2.0
 
 class RoomConnectError(AgentsTrioError):
     """Connecting to a room failed: bad URL, rejected token, unreachable server, timeout."""
+
+
+class RoomDisconnectedError(AgentsTrioError):
+    """The agent's room connection is gone (dropped, or closed before it was used)."""
 
 
 # -- connecting -------------------------------------------------------------------------------
@@ -170,26 +188,6 @@ async def _disconnect(bridge: AsyncioBridge, room: rtc.Room) -> None:
 
 # -- room I/O ----------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class TextInputEvent:
-    """Text the linked participant sent on ``lk.chat``."""
-
-    text: str
-    participant_identity: str
-
-
-TextInputCallback = Callable[[Any, TextInputEvent], Awaitable[None]]
-
-
-async def default_text_input(session: Any, ev: TextInputEvent) -> None:
-    """Interrupt the agent and reply to the text (LiveKit's default)."""
-    try:
-        await session.interrupt()
-    except RuntimeError:
-        pass  # nothing interruptible is playing
-    session.generate_reply(user_input=ev.text)
-
-
-@dataclasses.dataclass(frozen=True)
 class RoomOptions:
     """What :func:`open_room_io` connects, and how.
 
@@ -202,7 +200,10 @@ class RoomOptions:
         output_queue_ms: The SDK's playout queue (how fast an interruption is heard).
         track_name: Name of the published audio track.
         close_on_disconnect: Close the session when the linked participant leaves.
-        text_input_cb: Called with ``(session, TextInputEvent)`` for ``lk.chat`` text.
+        text_input_cb: Awaited with ``(session, TextInputEvent)`` for ``lk.chat`` text;
+            chat arriving meanwhile is delivered as one input when it returns.
+        text_input_max_messages, text_input_max_chars: Bound of the chat waiting for the
+            agent; messages beyond it are refused (logged, counted).
     """
 
     participant_identity: str | None = None
@@ -221,6 +222,8 @@ class RoomOptions:
     track_name: str = "roomio_audio"
     close_on_disconnect: bool = True
     text_input_cb: TextInputCallback = default_text_input
+    text_input_max_messages: int = 50
+    text_input_max_chars: int = 16_000
 
 
 class RoomTranscriptionOutput(TextOutput):
@@ -232,10 +235,16 @@ class RoomTranscriptionOutput(TextOutput):
 
     async def capture_text(self, text: str) -> None:
         if text:
-            self._send.send_nowait(("agent_text", text))
+            self._put(("agent_text", text))
 
     def flush(self) -> None:
-        self._send.send_nowait(("agent_flush",))
+        self._put(("agent_flush",))
+
+    def _put(self, op: tuple[Any, ...]) -> None:
+        try:
+            self._send.send_nowait(op)
+        except trio.ClosedResourceError:
+            logger.debug("transcription after the room I/O closed dropped: %r", op)
 
 
 class RoomIO:
@@ -257,13 +266,21 @@ class RoomIO:
         self.transcription_output: RoomTranscriptionOutput | None = None
         self._publication: Any = None
         self._linked: rtc.RemoteParticipant | None = None
-        self._linked_changed = trio.Event()
+        # the identity the link belongs to; kept while its participant may reconnect
+        self._held_identity: str | None = None
+        self._changed = trio.Event()   # a link, an unlink, or the room gone
+        self._room_gone = trio.Event()
+        self._session_running = trio.Event()
         self._session_closed = trio.Event()
         self.close_reason: str | None = None
         self._track_slot: LatestSlot | None = None
         self._input_track_sid: str | None = None
         self._texts_send, self._texts_recv = trio.open_memory_channel[tuple[Any, ...]](math.inf)
+        self._texts_published = trio.Event()
         self._states_send, self._states_recv = trio.open_memory_channel[str](math.inf)
+        self._chat = ChatInbox(max_messages=options.text_input_max_messages,
+                               max_chars=options.text_input_max_chars)
+        self._chat_send, self._chat_recv = trio.open_memory_channel[tuple[Any, str]](math.inf)
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -271,30 +288,58 @@ class RoomIO:
         return self._linked
 
     async def wait_for_participant(self) -> rtc.RemoteParticipant:
-        """Wait until a participant is linked and return it."""
-        while self._linked is None:
-            await self._linked_changed.wait()
-        return self._linked
+        """Wait until a participant is linked and return it.
+
+        Raises:
+            RoomDisconnectedError: The room disconnected (before or while waiting).
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
+        while True:
+            if self._room_gone.is_set():
+                raise RoomDisconnectedError("the room disconnected while waiting for a "
+                                            "participant")
+            if self._linked is not None:
+                await trio.lowlevel.checkpoint()
+                return self._linked
+            await self._changed.wait()
 
     async def wait_session_closed(self) -> str | None:
         """Wait until the session emitted ``close``; returns its reason."""
         await self._session_closed.wait()
         return self.close_reason
 
+    def text_input_statistics(self) -> TextInputStatistics:
+        """Counters of the chat input (received, refused, delivered, ignored)."""
+        return self._chat.statistics()
+
     # -- session hooks (called by the session's event fan-out) ----------------------------------
     def _on_agent_state(self, ev: Any) -> None:
+        self._session_running.set()
         self._states_send.send_nowait(ev.new_state)
 
     def _on_user_transcribed(self, ev: Any) -> None:
-        self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
+        try:
+            self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
+        except trio.ClosedResourceError:
+            pass  # the room I/O is closing: its last transcriptions are being sent
 
     def _on_session_close(self, ev: Any) -> None:
         self.close_reason = getattr(ev, "reason", None)
         self._session_closed.set()
 
     # -- participants -------------------------------------------------------------------------
+    @property
+    def _speaker_identity(self) -> str | None:
+        """Who speaks for the user: the named identity, or the one the link belongs to."""
+        return self._options.participant_identity or self._held_identity
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
     def _acceptable(self, participant: rtc.RemoteParticipant) -> bool:
-        identity = self._options.participant_identity
+        identity = self._speaker_identity
         if identity is not None:
             return participant.identity == identity
         on_behalf = participant.attributes.get(ATTRIBUTE_PUBLISH_ON_BEHALF)
@@ -306,8 +351,8 @@ class RoomIO:
         if self._linked is not None or not self._acceptable(participant):
             return
         self._linked = participant
-        self._linked_changed.set()
-        self._linked_changed = trio.Event()
+        self._held_identity = participant.identity
+        self._wake()
         logger.info("room I/O linked to participant %s", participant.identity)
         for publication in list(participant.track_publications.values()):
             if publication.track is not None and publication.subscribed:
@@ -332,10 +377,16 @@ class RoomIO:
         if self._linked is None or participant.identity != self._linked.identity:
             return
         self._linked = None
+        self._wake()
         if self._track_slot is not None:
             self._track_slot.cancel()
         reason = participant.disconnect_reason
-        if self._options.close_on_disconnect and reason in CLOSE_ON_DISCONNECT_REASONS:
+        if reason not in CLOSE_ON_DISCONNECT_REASONS:
+            logger.info("participant %s dropped (%s); the link waits for them to rejoin",
+                        participant.identity, rtc.DisconnectReason.Name(reason))
+            return
+        self._held_identity = None   # gone for good: the next participant may be linked
+        if self._options.close_on_disconnect:
             logger.info("closing the session: participant %s left (%s)", participant.identity,
                         rtc.DisconnectReason.Name(reason))
             self.session.shutdown(drain=False, reason="participant_disconnected")
@@ -345,38 +396,73 @@ class RoomIO:
         self.session.shutdown(drain=False, reason="error")
 
     def _on_room_disconnected(self, reason: Any = None) -> None:
+        if self._room_gone.is_set():
+            return
         logger.warning("the agent's room connection dropped (%s); closing the session", reason)
-        self.session.shutdown(drain=False, reason="job_shutdown")
+        self._room_gone.set()
+        self._wake()
+
+    def _on_chat(self, reader: Any, identity: str) -> None:
+        speaker = self._speaker_identity
+        if speaker is None or identity != speaker:
+            self._chat.ignore(identity, "not the participant linked as the user"
+                              if speaker else "no participant is linked yet")
+        elif self._chat.reserve(identity):
+            self._chat_send.send_nowait((reader, identity))
 
     # -- tasks ----------------------------------------------------------------------------------
-    async def _serve_room_events(self, events: Any, nursery: trio.Nursery) -> None:
+    async def _close_session_when_room_gone(self) -> None:
+        """The room's end closes the session: at once, or as soon as it runs."""
+        await self._room_gone.wait()
+        await self._session_running.wait()
+        self.session.shutdown(drain=False, reason="job_shutdown")
+
+    async def _serve_room_events(self, events: Any) -> None:
         handlers: dict[str, Callable[..., None]] = {
             "participant_connected": self._link,
             "participant_disconnected": self._on_participant_disconnected,
             "track_subscribed": self._on_track_subscribed,
             "track_unsubscribed": self._on_track_unsubscribed,
             "disconnected": self._on_room_disconnected,
+            "chat": self._on_chat,
         }
-        async for name, args in events:
-            if name == "chat":
-                nursery.start_soon(self._read_chat, *args)
-                continue
+        while True:
             try:
-                handlers[name](*args)
-            except Exception:
-                logger.exception("room I/O failed to handle %r", name)
+                batch = await events.receive_batch()
+            except trio.EndOfChannel:
+                return
+            # a whole batch without a checkpoint: a burst of chat is judged against one state
+            for name, args in batch:
+                try:
+                    handlers[name](*args)
+                except Exception:
+                    logger.exception("room I/O failed to handle %r", name)
 
-    async def _read_chat(self, reader: Any, identity: str) -> None:
-        linked = self._linked
-        expected = linked.identity if linked else self._options.participant_identity
-        if expected is not None and identity != expected:
-            return
-        try:
-            text = await self._bridge.run(reader.read_all)
-            await self._options.text_input_cb(self.session, TextInputEvent(
-                text=text, participant_identity=identity))
-        except Exception:
-            logger.warning("failed to handle text input from %s", identity, exc_info=True)
+    async def _read_chat(self) -> None:
+        """The one chat reader: reads what arrived, in order, into the inbox."""
+        while True:
+            try:
+                batch = [await self._chat_recv.receive()]
+            except trio.EndOfChannel:
+                return
+            while True:
+                try:
+                    batch.append(self._chat_recv.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            texts = await self._bridge.run(_read_texts, [reader for reader, _ in batch])
+            for (_, identity), text in zip(batch, texts):
+                self._chat.fill(identity, text)
+
+    async def _deliver_chat(self) -> None:
+        """The one chat deliverer: the inbox to ``text_input_cb``, one input at a time."""
+        while True:
+            ev = await self._chat.take()
+            try:
+                await self._options.text_input_cb(self.session, ev)
+            except Exception:
+                logger.warning("failed to handle text input from %s", ev.participant_identity,
+                               exc_info=True)
 
     async def _publish_states(self) -> None:
         async for state in self._states_recv:
@@ -394,6 +480,20 @@ class RoomIO:
                 logger.warning("failed to publish the agent state: %s", e)
 
     async def _publish_texts(self) -> None:
+        """Transcriptions to the room, in order, until the channel closes (on exit: what is
+        queued, such as the final text of a speech cut by the close, is still sent)."""
+        try:
+            await self._publish_text_ops()
+        finally:
+            self._texts_published.set()
+
+    async def _drain_texts(self) -> None:
+        """Let the queued transcriptions go out (shielded, bounded)."""
+        self._texts_send.close()
+        with trio.move_on_after(_GRACE, shield=True):
+            await self._texts_published.wait()
+
+    async def _publish_text_ops(self) -> None:
         writer: Any = None
         segment_id = _segment_id()
         user_segment_id = _segment_id()
@@ -472,12 +572,15 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
     session closed, e.g. ``async with open_room_io(room, session) as rio, session:``.
 
     Raises:
+        RoomDisconnectedError: The room is not connected (checked once its events are
+            watched, so a disconnect is either seen here or closes the session later).
         Whatever the body raises (unwrapped; the RoomIO's own tasks log their errors).
 
     Cancellation:
-        Owns the tasks serving the room (events, the input track, text and state
-        publishing). Leaving the block cancels them, unpublishes the agent's track and
-        unregisters every handler (shielded, bounded).
+        Owns the tasks serving the room (events, the input track, chat, text and state
+        publishing). Leaving the block sends the transcriptions still queued, then cancels
+        them, unpublishes the agent's track and unregisters every handler (shielded,
+        bounded).
     """
     options = options or RoomOptions()
     bridge = bridge or current_bridge()
@@ -493,6 +596,11 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
             rio._track_slot = LatestSlot(nursery)
             for name, handler in handlers.items():
                 room.on(name, handler)
+            # watched from here on: a disconnect before this line shows here, one after it
+            # arrives as an event
+            if not room.isconnected():
+                raise RoomDisconnectedError("the room is not connected (it disconnected "
+                                            "before the session was linked to it)")
             if options.text_input:
                 try:
                     room.register_text_stream_handler(
@@ -501,7 +609,13 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
                 except ValueError:
                     logger.warning("a %r text stream handler is already registered; text "
                                    "input is off", TOPIC_CHAT)
-            nursery.start_soon(rio._serve_room_events, events, nursery)
+            if getattr(session, "agent_state", "initializing") != "initializing":
+                rio._session_running.set()   # linked to a session that already runs
+            nursery.start_soon(rio._serve_room_events, events)
+            nursery.start_soon(rio._close_session_when_room_gone)
+            if chat_registered:
+                nursery.start_soon(rio._read_chat)
+                nursery.start_soon(rio._deliver_chat)
             if options.audio_input:
                 rio.audio_input = RoomAudioInput(
                     bridge, sample_rate=options.input_sample_rate,
@@ -521,6 +635,8 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
                 rio.transcription_output = RoomTranscriptionOutput(rio._texts_send)
                 session.output.transcription = rio.transcription_output
                 nursery.start_soon(rio._publish_texts)
+            else:
+                rio._texts_published.set()
             if options.agent_state:
                 nursery.start_soon(rio._publish_states)
             for name, hook in session_hooks:
@@ -530,6 +646,7 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
             try:
                 yield rio
             finally:
+                await rio._drain_texts()
                 nursery.cancel_scope.cancel()
                 if rio.audio_input is not None:
                     rio.audio_input.close()
@@ -542,6 +659,18 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
         if chat_registered:
             room.unregister_text_stream_handler(TOPIC_CHAT)
         events.close()
+
+
+async def _read_texts(readers: list[Any]) -> list[str | None]:
+    """asyncio-flavoured: the text of each chat stream, in order (None where reading failed)."""
+    texts: list[str | None] = []
+    for reader in readers:
+        try:
+            texts.append(await reader.read_all())
+        except Exception as e:
+            logger.warning("failed to read a chat message: %r", e)
+            texts.append(None)
+    return texts
 
 
 @asynccontextmanager

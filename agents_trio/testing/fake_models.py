@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import trio
 from livekit import rtc
 
-from ..chat import ChatContext, ChatMessage, FunctionCallOutput
+from ..chat import ChatContext, ChatItem, ChatMessage, FunctionCallOutput
 from ..models import (ChatChunk, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                       VADEventType)
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
@@ -128,15 +129,77 @@ def _last_item_text(chat_ctx: ChatContext) -> str:
     return ""
 
 
+class RecordedChatContext:
+    """The items one recorded request had, sharing storage with the request before it.
+
+    A conversation's requests mostly repeat the previous request plus a few new items, so
+    each record keeps how many leading items it shares with its predecessor and its own
+    tail; :attr:`items` is rebuilt on access. Recording costs memory for the new items only
+    (a full copy per request grows quadratically with the conversation).
+    """
+
+    __slots__ = ("_base", "_shared", "_tail")
+
+    def __init__(self, base: RecordedChatContext | None, shared: int,
+                 tail: tuple[ChatItem, ...]) -> None:
+        self._base = base
+        self._shared = shared
+        self._tail = tail
+
+    @property
+    def items(self) -> list[ChatItem]:
+        """A new list of the request's items (changing it changes nothing recorded)."""
+        chain: list[RecordedChatContext] = []
+        record: RecordedChatContext | None = self
+        while record is not None:
+            chain.append(record)
+            record = record._base if record._shared else None
+        items: list[ChatItem] = []
+        for record in reversed(chain):
+            del items[record._shared:]
+            items.extend(record._tail)
+        return items
+
+
+class _RequestRecorder:
+    """Builds :class:`RecordedChatContext` records; keeps the last request's item list (one
+    list, not one per request) to find what the next request shares with it."""
+
+    def __init__(self) -> None:
+        self._last: RecordedChatContext | None = None
+        self._last_items: list[ChatItem] = []
+
+    def record(self, chat_ctx: ChatContext) -> RecordedChatContext:
+        items = list(chat_ctx.items)
+        shared = _shared_prefix(self._last_items, items)
+        record = RecordedChatContext(self._last, shared, tuple(items[shared:]))
+        self._last, self._last_items = record, items
+        return record
+
+
+def _shared_prefix(old: list[Any], new: list[Any]) -> int:
+    """How many leading items ``new`` shares (by identity) with ``old``."""
+    n = min(len(old), len(new))
+    if n and old[n - 1] is new[n - 1] and all(map(operator.is_, old[:n], new[:n])):
+        return n   # the usual case: the old request is a prefix of the new one
+    for i in range(n):
+        if old[i] is not new[i]:
+            return i
+    return n
+
+
 class FakeLLM:
     """Answers by the text of the last chat item; unknown input gives an empty stream.
 
-    ``calls`` records every request (chat context, tools, tool choice) for assertions.
+    ``calls`` records every request for assertions: ``{"chat_ctx": RecordedChatContext,
+    "tools": [...], "tool_choice": ...}``; ``call["chat_ctx"].items`` are the items the
+    request had (recorded cheaply, see :class:`RecordedChatContext`).
     """
 
     def __init__(self, responses: list[FakeLLMResponse] | None = None) -> None:
         self.responses = list(responses or [])
         self.calls: list[dict[str, Any]] = []
+        self._recorder = _RequestRecorder()
 
     def _find(self, key: str) -> FakeLLMResponse | None:
         for r in self.responses:
@@ -147,7 +210,8 @@ class FakeLLM:
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
                    tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
-        self.calls.append({"chat_ctx": chat_ctx.copy(), "tools": list(tools or []),
+        self.calls.append({"chat_ctx": self._recorder.record(chat_ctx),
+                           "tools": list(tools or []),
                            "tool_choice": tool_choice})
         yield self._stream(self._find(_last_item_text(chat_ctx)), tool_choice)
 

@@ -110,10 +110,10 @@ class FakeRemoteParticipant:
 
 
 class FakeTextReader:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str | None) -> None:
         self._text = text
 
-    async def read_all(self) -> str:
+    async def read_all(self) -> str | None:
         return self._text
 
 
@@ -154,7 +154,7 @@ class FakeRoom(rtc.EventEmitter):
                   ) -> None:
         self.emit("track_subscribed", publication.track, publication, participant)
 
-    def send_chat(self, identity: str, text: str) -> None:
+    def send_chat(self, identity: str, text: str | None) -> None:
         self.text_handlers["lk.chat"](FakeTextReader(text), identity)
 
     def drop(self) -> None:
