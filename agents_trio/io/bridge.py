@@ -312,7 +312,9 @@ class AsyncioBridge:
         # once the grace is spent.
         while (left := self._pending_tasks()) and (
                 trio.current_effective_deadline() > trio.current_time()):
-            logger.debug("closing the bridge cancels %d asyncio task(s): %s", len(left), left)
+            if logger.isEnabledFor(logging.DEBUG):  # names only: a record keeps its arguments
+                logger.debug("closing the bridge cancels %d asyncio task(s): %s", len(left),
+                             ", ".join(_describe(t) for t in left))
             for task in left:
                 task.cancel()
             for task in left:
