@@ -22,7 +22,8 @@ from .io.audio import AudioOutputStalled
 from .io.wire import WireError
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
-                       RealtimeError, RealtimeErrorEvent, RealtimeModel, RealtimeSession,
+                       RealtimeError, RealtimeErrorEvent, RealtimeModel,
+                       RealtimeResponseStalledError, RealtimeSession,
                        RealtimeSessionClosedError, SessionReconnectedEvent)
 from .remote import (RemoteConnectionError, RemoteSession, RemoteSessionClosedError,
                      RemoteSessionError, SessionHost, SessionHostStatistics,
@@ -44,7 +45,8 @@ __all__ = [
     "FunctionToolCall", "FunctionToolsExecutedEvent", "LLM", "LLMMetrics",
     "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",
     "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent", "RealtimeModel",
-    "RealtimeSession", "RealtimeSessionClosedError", "GenerationCreatedEvent",
+    "RealtimeResponseStalledError", "RealtimeSession", "RealtimeSessionClosedError",
+    "GenerationCreatedEvent",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
     "MessageGeneration", "SessionReconnectedEvent", "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
     "SpeechData", "SpeechEvent", "SpeechEventType", "SpeechHandle", "StopResponse", "TTS",

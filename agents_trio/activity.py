@@ -204,9 +204,12 @@ class Activity:
         """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
         no speech is queued or generating, and no tool of this agent runs (a tool that awaits
         an AgentTask has handed the floor to the task's activity, which is then current)."""
+        # with a realtime model the server owns the turn: a new input ends the response in
+        # progress (see RealtimeLink), so only tools and on_enter hold an input back
         return (self.enter_settled.is_set() and not self._tool_calls_in_flight
-                and not any(h.scheduled and not h._generation_done.is_set()
-                            for h in self._speeches))
+                and (self.realtime is not None
+                     or not any(h.scheduled and not h._generation_done.is_set()
+                                for h in self._speeches)))
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()

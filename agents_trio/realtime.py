@@ -20,8 +20,25 @@ import msgspec
 import trio
 from livekit import rtc
 
-from ._errors import AgentsTrioError
+from ._errors import AgentsTrioError, APIError
 from .chat import ChatContext, FunctionCall
+
+
+DEFAULT_RESPONSE_STALL_TIMEOUT = 15.0
+"""Seconds a realtime response may go without receiving anything (a message, a text delta,
+an audio frame, a function call) before it is failed; see ``response_stall_timeout``."""
+
+
+def check_response_stall_timeout(value: float | None) -> float | None:
+    """Validate a model's ``response_stall_timeout`` option (None disables the deadline).
+
+    Raises:
+        ValueError: it is not a positive number or None.
+    """
+    if value is not None and not value > 0:
+        raise ValueError(f"response_stall_timeout must be a positive number of seconds or "
+                         f"None, got {value!r}")
+    return value
 
 
 class RealtimeError(AgentsTrioError):
@@ -30,6 +47,17 @@ class RealtimeError(AgentsTrioError):
 
 class RealtimeSessionClosedError(RealtimeError):
     """A call reached a realtime session after it was closed."""
+
+
+class RealtimeResponseStalledError(RealtimeError, APIError):
+    """A realtime response received nothing for its model's ``response_stall_timeout``.
+
+    Recoverable: the response is failed (reported as an ``error`` event), the session goes on
+    with the next turn.
+    """
+
+    def __init__(self, message: str) -> None:
+        APIError.__init__(self, message, recoverable=True)
 
 
 class RealtimeUnavailable(RealtimeError):
@@ -121,6 +149,14 @@ class RealtimeSession(Protocol):
 
 @runtime_checkable
 class RealtimeModel(Protocol):
+    """A realtime model: ``capabilities`` and ``session()``.
+
+    A model may also carry ``response_stall_timeout`` (seconds, or None for no bound): a
+    response that receives nothing for that long is failed with an ``error`` event
+    (:class:`RealtimeResponseStalledError`). Without it, ``DEFAULT_RESPONSE_STALL_TIMEOUT``
+    applies.
+    """
+
     capabilities: RealtimeCapabilities
 
     def session(self) -> AbstractAsyncContextManager[RealtimeSession]: ...

@@ -5,6 +5,12 @@ started), plays its messages through the same audio path as the pipeline, and on
 interruption tells the session to stop and truncates the message at the played position.
 The session is read from the activity when needed and never kept past the step: once the
 activity closed its session, nothing in the step can reach it.
+
+The response's streams are received in the scope of a ``RealtimeResponse`` (see
+``realtime_response``), separately from playing them, so a response whose streams never end
+cannot hold the speech: a reconnect or a newer turn ends the receiving, and so does the stall
+deadline, which fails the step with an ``error`` event. Scheduling a step ends the responses
+still received for earlier speeches: that is what a newer turn does.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
     from .realtime import GenerationCreatedEvent, MessageGeneration
+    from .realtime_response import RealtimeResponse
 
 logger = logging.getLogger("agents_trio")
 
@@ -31,6 +38,9 @@ class RealtimeGeneration(Generation):
     async def run(self, tool_nursery: trio.Nursery) -> None:
         activity, handle = self.activity, self.handle
         await handle._wait_scheduled()
+        link = activity.realtime
+        assert link is not None
+        link.end_responses("a newer turn was scheduled")
         await handle._wait_authorized()
         self.step.authorized_at = trio.current_time()
         try:
@@ -43,9 +53,7 @@ class RealtimeGeneration(Generation):
             return
         played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._dispatch_functions, generation.function_stream,
-                               tool_nursery)
-            nursery.start_soon(self._messages, generation.message_stream, played_send)
+            nursery.start_soon(self._receive, generation, played_send, tool_nursery)
             try:
                 if activity.session.output.audio is not None:
                     await self._play_audio(played_recv)
@@ -86,28 +94,53 @@ class RealtimeGeneration(Generation):
                         audio_end_ms=int(self.step.heard_seconds * 1000),
                         audio_transcript=self.step.played_text)
 
-    async def _messages(self, messages: Any, played_send: trio.MemorySendChannel[Segment]
-                        ) -> None:
-        async with played_send, trio.open_nursery() as nursery:
+    async def _receive(self, generation: GenerationCreatedEvent,
+                       played_send: trio.MemorySendChannel[Segment],
+                       tool_nursery: trio.Nursery) -> None:
+        """Receive the response's streams until they end, or its scope ends (then the player
+        gets the end of every channel and plays what arrived)."""
+        link = self.activity.realtime
+        assert link is not None
+        async with played_send:
+            with link.receiving() as response:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._dispatch_functions, generation.function_stream,
+                                       tool_nursery, response)
+                    nursery.start_soon(self._messages, generation.message_stream, played_send,
+                                       response)
+        if response.stall_error is not None:
+            self.step.error = response.stall_error
+            self.activity.report_model_error(self.handle, response.stall_error,
+                                             source=self.activity.llm)
+
+    async def _messages(self, messages: Any, played_send: trio.MemorySendChannel[Segment],
+                        response: RealtimeResponse) -> None:
+        async with trio.open_nursery() as nursery:
             async for message in messages:
+                response.progress()
                 segment = Segment()
                 segment.message_id = message.message_id
                 frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
                 played_send.send_nowait(segment)
-                nursery.start_soon(self._collect, message, segment, frames_send)
+                nursery.start_soon(self._collect, message, segment, frames_send, response)
 
     @staticmethod
     async def _collect(message: MessageGeneration, segment: Segment,
-                       frames_send: trio.MemorySendChannel[rtc.AudioFrame]) -> None:
+                       frames_send: trio.MemorySendChannel[rtc.AudioFrame],
+                       response: RealtimeResponse) -> None:
         async def text() -> None:
-            async for delta in message.text_stream:
-                segment.text += delta
-            segment.text_ended_at = trio.current_time()
-            segment.text_complete.set()
+            try:
+                async for delta in message.text_stream:
+                    response.progress()
+                    segment.text += delta
+            finally:  # also when the response's scope ended: the text is what arrived
+                segment.text_ended_at = trio.current_time()
+                segment.text_complete.set()
 
         async def audio() -> None:
             async with frames_send:
                 async for frame in message.audio_stream:
+                    response.progress()
                     segment.audio_duration += frame.duration
                     frames_send.send_nowait(frame)
 
@@ -127,7 +160,9 @@ class RealtimeGeneration(Generation):
             self.step.played_text += segment.text
             self.activity.forward_transcription_nowait(segment.text)
 
-    async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery) -> None:
+    async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery,
+                                  response: RealtimeResponse) -> None:
         async for call in calls:
+            response.progress()
             self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
                                         tool_nursery)

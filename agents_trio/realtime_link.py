@@ -5,12 +5,18 @@ audio, turns its server events into user states, transcripts and speeches, and i
 the activity's speeches reach it. ``session`` is None whenever no session is live — paused,
 handed over or closing — and every call in flight is cancelled when its session stops being
 live, so nothing can reach a closed session.
+
+The link also knows the responses being received (each in the scope of a
+:class:`~agents_trio.realtime_response.RealtimeResponse`): a reconnect ends them (the new
+connection will not finish them), and so does a newer turn (``end_responses``), since the
+server answers one response at a time. Whatever they received still plays.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -18,7 +24,9 @@ import trio
 from .chat import ChatContext, ChatMessage
 from .events import ErrorEvent, UserInputTranscribedEvent
 from .generation import ReplyRequest
-from .realtime import RealtimeCapabilities, RealtimeError, RealtimeUnavailable
+from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
+                       RealtimeUnavailable)
+from .realtime_response import RealtimeResponse
 from .speech_handle import SpeechHandle
 
 if TYPE_CHECKING:
@@ -44,10 +52,17 @@ class RealtimeLink:
         self._ended = trio.Event()  # another agent took over: no new session
         self._closed = trio.Event()  # set while no session is open
         self._closed.set()
+        self._responses: set[RealtimeResponse] = set()  # being received
 
     @property
     def capabilities(self) -> RealtimeCapabilities:
         return self.model.capabilities
+
+    @property
+    def response_stall_timeout(self) -> float | None:
+        """The model's ``response_stall_timeout`` option (a model without it gets the
+        default): seconds a response may receive nothing before it is failed."""
+        return getattr(self.model, "response_stall_timeout", DEFAULT_RESPONSE_STALL_TIMEOUT)
 
     @property
     def server_turn_detection(self) -> bool:
@@ -148,6 +163,23 @@ class RealtimeLink:
         except RealtimeError:
             logger.warning("could not resynchronize the realtime session after a reconnect")
 
+    # -- responses -----------------------------------------------------------------------------
+    @contextmanager
+    def receiving(self) -> Iterator[RealtimeResponse]:
+        """The scope of one response being received; a reconnect or a newer turn ends it."""
+        response = RealtimeResponse(stall_timeout=self.response_stall_timeout)
+        self._responses.add(response)
+        try:
+            with response:
+                yield response
+        finally:
+            self._responses.discard(response)
+
+    def end_responses(self, reason: str) -> None:
+        """End every response still being received (what they received still plays)."""
+        for response in list(self._responses):
+            response.end(reason)
+
     # -- server events -------------------------------------------------------------------------
     async def _consume_events(self, rt: Any) -> None:
         async for ev in rt.events():
@@ -180,8 +212,10 @@ class RealtimeLink:
                 chat_ctx=ChatContext(), tools=activity._tools(), generation=ev),
                 user_initiated=False)
             activity._schedule(handle)
-        elif ev.type == "session_reconnected" and activity._nursery is not None:
-            activity._nursery.start_soon(self._resync)
+        elif ev.type == "session_reconnected":
+            self.end_responses("the realtime session reconnected")
+            if activity._nursery is not None:
+                activity._nursery.start_soon(self._resync)
         elif ev.type == "error":
             if ev.recoverable:
                 session._emit("error", ErrorEvent(error=ev.error, source=self.model))

@@ -1,8 +1,8 @@
-"""Hypothesis over realtime interleavings: server events, tool calls, barge-ins, handoffs and
-AgentTasks, then close. After each run: no call reached a closed session, every function call
-in the history has exactly one output, never more than one live session (each activity has at
-most one, and a paused or replaced activity's session is closed before the next one opens),
-and close leaves no session open."""
+"""Hypothesis over realtime interleavings: server events, tool calls, barge-ins, handoffs,
+AgentTasks, responses whose streams never end and reconnects, then close. After each run: no
+call reached a closed session, every function call in the history has exactly one output,
+never more than one live session (each activity has at most one, and a paused or replaced
+activity's session is closed before the next one opens), and close leaves no session open."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class Sales(Agent):
 
 
 def _model() -> FakeRealtimeModel:
-    m = FakeRealtimeModel()
+    m = FakeRealtimeModel(response_stall_timeout=2.0)  # stalled replies fail within scripts
     m.add_response("weather", "Checking.", audio_duration=0.4, function_calls=[
         _call("get_weather")])
     m.add_response("sunny", "It is sunny.", audio_duration=0.6)
@@ -86,7 +86,7 @@ def _model() -> FakeRealtimeModel:
 
 
 OPS = ["weather", "transfer", "back", "number", "seven", "barge_in", "server_reply",
-       "update_agent", "error"]
+       "stalled_reply", "reconnect", "update_agent", "error"]
 
 
 @st.composite
@@ -116,6 +116,10 @@ async def _scenario(ops, tool_delay: float, close_after: float, model: FakeRealt
                         live[-1].emit_speech_started()
                     elif op == "server_reply" and live:
                         live[-1].emit_generation("Anything else?", audio_duration=0.5)
+                    elif op == "stalled_reply" and live:  # its streams never end
+                        live[-1].emit_generation("Hm.", audio_duration=0.3, stall=True)
+                    elif op == "reconnect" and live:
+                        live[-1].emit_reconnected()
                     elif op == "update_agent":
                         agent = session.current_agent
                         session.update_agent(Sales(tool_delay) if isinstance(agent, Front)

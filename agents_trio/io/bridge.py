@@ -31,8 +31,9 @@ Cancellation, and where the two worlds differ:
 - **Trio cancels asyncio, and waits.** Cancelling the Trio caller of :meth:`~AsyncioBridge.run`
   cancels the asyncio task (``task.cancel()``) and then waits for it to finish its cleanup,
   shielded, for at most ``cancel_grace`` seconds. A task that ignores cancellation longer is
-  abandoned (counted in :attr:`BridgeStatistics.abandoned_tasks`, cancelled again when the
-  bridge closes) rather than hanging the Trio side.
+  abandoned (logged with its name and coroutine, counted in
+  :attr:`BridgeStatistics.abandoned_tasks`, cancelled again when the bridge closes) rather
+  than hanging the Trio side.
 - **asyncio cancellation is edge-triggered, Trio's is level-triggered.** asyncio throws one
   ``CancelledError`` that the coroutine may catch and swallow, even returning a value. The
   bridge does not let that undo a Trio cancellation: if the caller's scope was cancelled, the
@@ -52,9 +53,19 @@ Cancellation, and where the two worlds differ:
   checkpoint raises).
 - **Callbacks cannot wait.** An event emitter calls its handlers synchronously, so a callback
   channel is unbounded: backpressure exists for iterators and send channels only.
-- **Closing the loop cancels what is left.** Leaving :func:`open_bridge` cancels every asyncio
-  task still running on its loop and waits for it; tasks started while those unwind may be
-  abandoned (as with ``asyncio.run``). Close SDK objects (``aclose``) before leaving.
+- **Closing the loop cancels what is left, within the grace.** Leaving :func:`open_bridge`
+  cancels every asyncio task still running on its loop (and, round after round, the tasks
+  they start while unwinding), then finalizes the async generators they left suspended (as
+  ``asyncio.run`` does), waiting shielded for all of it at most ``cancel_grace`` seconds in
+  all. Whatever still runs then refuses to stop (asyncio lets a coroutine catch
+  ``CancelledError`` and await again) and is *abandoned*: logged as a warning naming the task
+  and its coroutine, counted, and its coroutine closed (``GeneratorExit`` at its ``await``, so
+  its ``finally`` blocks run at once, as the garbage collector would run them later). The task
+  is also taken out of the loop's registry of tasks, because trio-asyncio's own shutdown waits,
+  shielded and without a bound, for every task it knows. So the block is left within
+  ``cancel_grace`` plus a few loop turns, even under ``trio.fail_after``, whatever asyncio code
+  does. Close SDK objects (``aclose``) before leaving: abandoned work releases nothing it
+  needed to ``await`` for.
 - **Time is Trio's.** The loop's ``time()`` is ``trio.current_time()``, so ``asyncio.sleep``
   and ``call_later`` follow a ``trio.testing.MockClock``. The SDK's native threads do not:
   tests that move real audio through the SDK must run on the real clock.
@@ -79,6 +90,7 @@ import logging
 import math
 import sys
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
@@ -129,7 +141,8 @@ class BridgeStatistics:
         batches_to_asyncio: Consumer calls of send channels (each gets a list of items).
         callback_errors: Exceptions raised by ``call_soon`` callbacks and feeders (logged).
         loop_errors: Errors reported to the loop's exception handler (logged).
-        abandoned_tasks: asyncio tasks that ignored cancellation beyond ``cancel_grace``.
+        abandoned_tasks: asyncio tasks that ignored cancellation beyond ``cancel_grace`` (each
+            counted once, whether a ``run`` or the bridge's closing gave up on it).
         asyncio_tasks: asyncio tasks currently alive on the loop.
     """
 
@@ -184,7 +197,10 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
 
     Cancellation:
         Owns the loop. Leaving the block cancels every asyncio task still running on it and
-        waits for them (see the module docstring).
+        waits for them, shielded, at most ``cancel_grace`` seconds in all; tasks still running
+        then are abandoned: logged, counted, and their coroutines closed (see the module
+        docstring). So the block is left within ``cancel_grace`` (plus the loop's own
+        shutdown, a few loop turns) even when asyncio code swallows its cancellation.
     """
     import trio_asyncio
 
@@ -197,7 +213,7 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
                 yield bridge
             finally:
                 _current.reset(token)
-                bridge._closing()
+                await bridge._aclose()
     except BaseExceptionGroup as group:
         exc = _collapse(group)
         raise exc from exc.__cause__
@@ -238,6 +254,7 @@ class AsyncioBridge:
         self.cancel_grace = cancel_grace
         self._counters = _Counters()
         self._closed = False
+        self._abandoned: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -259,11 +276,99 @@ class AsyncioBridge:
         if self._closed:
             raise BridgeError("the asyncio bridge is closed")
 
-    def _closing(self) -> None:
+    def _pending_tasks(self) -> list[asyncio.Task[Any]]:
+        return [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+
+    async def _aclose(self) -> None:
+        """Cancel the tasks left on the loop and finalize its async generators, within
+        ``cancel_grace`` in all; abandon whatever still runs then.
+
+        Shielded and bounded: this runs while the ``open_bridge`` block is left, possibly
+        because its caller was cancelled, and must neither be cut short nor hang.
+        """
         self._closed = True
-        left = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
-        if left:
-            logger.debug("closing the bridge cancels %d asyncio task(s): %s", len(left), left)
+        deadline = trio.current_time() + self.cancel_grace
+        with trio.CancelScope(shield=True, deadline=deadline):
+            await self._cancel_tasks()
+        # As asyncio.run does, after the tasks: the async generators they left suspended get
+        # their aclose(). Started even when the grace is spent (its first step runs in the
+        # next loop turn) so that trio-asyncio's own finalization, which waits without a
+        # bound, finds no generator left.
+        finalizer = self._loop.create_task(self._loop.shutdown_asyncgens(),
+                                           name="bridge: finalize async generators")
+        with trio.CancelScope(shield=True):
+            await self._loop_turn()
+        with trio.CancelScope(shield=True, deadline=deadline):
+            await _wait_done(finalizer)
+            await self._cancel_tasks()
+        with trio.CancelScope(shield=True):
+            while stubborn := self._pending_tasks():
+                # Closing a coroutine runs its finally blocks, which may start new tasks: they
+                # get no grace, the grace is spent.
+                await self._in_loop(self._abandon, stubborn)
+
+    async def _cancel_tasks(self) -> None:
+        # Tasks started by tasks unwinding are cancelled in the next round; no round starts
+        # once the grace is spent.
+        while (left := self._pending_tasks()) and (
+                trio.current_effective_deadline() > trio.current_time()):
+            if logger.isEnabledFor(logging.DEBUG):  # names only: a record keeps its arguments
+                logger.debug("closing the bridge cancels %d asyncio task(s): %s", len(left),
+                             ", ".join(_describe(t) for t in left))
+            for task in left:
+                task.cancel()
+            for task in left:
+                await _wait_done(task)
+
+    async def _in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` as a loop callback and wait for it, even on a closed bridge."""
+        done = trio.Event()
+
+        def invoke() -> None:
+            try:
+                fn(*args)
+            finally:
+                done.set()
+
+        self._loop.call_soon(invoke)
+        await done.wait()
+
+    async def _loop_turn(self) -> None:
+        """Wait until the callbacks scheduled so far ran."""
+        await self._in_loop(lambda: None)
+
+    def _count_abandoned(self, task: asyncio.Future[Any], reason: str) -> None:
+        if task not in self._abandoned:
+            self._abandoned.add(task)
+            self._counters.abandoned_tasks += 1
+        logger.warning("abandoned asyncio work %s: %s", _describe(task), reason)
+
+    def _abandon(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """A loop callback: stop running ``tasks`` for good, whatever their coroutines want."""
+        for task in tasks:
+            self._count_abandoned(task, f"still running after the bridge's "
+                                        f"{self.cancel_grace:.1f} s of closing grace; its "
+                                        "coroutine is closed")
+            coro = task.get_coro()
+            try:
+                # GeneratorExit at its await point: its finally blocks and context managers run
+                # now, as when the garbage collector finalizes it after the loop closed.
+                coro.close()  # type: ignore[union-attr]
+            except Exception as error:
+                # Note: neither the error nor its traceback in the record: they would keep the
+                # abandoned frames alive as long as the record.
+                logger.warning("the abandoned %s %s while being closed: %s", _describe(task),
+                               "awaited again" if _suspended(coro) else "failed", repr(error))
+            # Note: the task itself cannot be finished: it waits on what its coroutine awaited,
+            # which may never complete (a gather of other stubborn tasks). The loop's shutdown
+            # waits for every task it knows, so the task is taken out of the loop's registry
+            # (a private asyncio function, present in every supported Python). It is cancelled
+            # too, which usually completes it in the next turn (with an error, retrieved here:
+            # it was reported above).
+            asyncio.tasks._unregister_task(task)  # type: ignore[attr-defined]
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
+            task.add_done_callback(_retrieve)
+            task.cancel()
 
     def _on_loop_error(self, loop: Any, context: dict[str, Any]) -> None:
         self._counters.loop_errors += 1
@@ -293,7 +398,8 @@ class AsyncioBridge:
         async def invoke() -> Any:
             return await async_fn(*args, **kwargs)
 
-        return await self._wait(self._loop.create_task(invoke()))
+        name = f"bridge.run({getattr(async_fn, '__qualname__', repr(async_fn))})"
+        return await self._wait(self._loop.create_task(invoke(), name=name))
 
     async def _wait(self, task: asyncio.Future[Any]) -> Any:
         done = trio.Event()
@@ -305,9 +411,9 @@ class AsyncioBridge:
             with trio.move_on_after(self.cancel_grace, shield=True):
                 await done.wait()
             if not task.done():
-                self._counters.abandoned_tasks += 1
-                logger.warning("asyncio task %r ignored cancellation for %.1f s; abandoned",
-                               task, self.cancel_grace)
+                self._count_abandoned(task, f"it ignored cancellation for "
+                                            f"{self.cancel_grace:.1f} s; left running until "
+                                            "the bridge closes")
             elif not task.cancelled() and task.exception() is not None:
                 error = task.exception()
                 raise error from error.__cause__  # type: ignore[union-attr]
@@ -436,6 +542,30 @@ class AsyncioBridge:
             finally:
                 channel.close()
                 nursery.cancel_scope.cancel()
+
+
+async def _wait_done(task: asyncio.Future[Any]) -> None:
+    if not task.done():
+        done = trio.Event()
+        task.add_done_callback(lambda _: done.set())
+        await done.wait()
+
+
+def _describe(task: asyncio.Future[Any]) -> str:
+    """The task's name and the function its coroutine runs, for logs."""
+    coro = task.get_coro() if isinstance(task, asyncio.Task) else None
+    work = getattr(coro, "__qualname__", None) or repr(coro)
+    name = task.get_name() if isinstance(task, asyncio.Task) else repr(task)
+    return f"{name!r} (coroutine {work})"
+
+
+def _suspended(coro: Any) -> bool:
+    return getattr(coro, "cr_frame", getattr(coro, "gi_frame", None)) is not None
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _result(task: asyncio.Future[Any]) -> Any:

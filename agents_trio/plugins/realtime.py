@@ -21,6 +21,7 @@ from livekit.agents import llm as lk_llm
 from ..chat import ChatContext
 from ..io.bridge import AsyncioBridge, BridgeFeeder
 from ..realtime import (
+    DEFAULT_RESPONSE_STALL_TIMEOUT,
     GenerationCreatedEvent,
     InputSpeechStartedEvent,
     InputSpeechStoppedEvent,
@@ -31,6 +32,7 @@ from ..realtime import (
     RealtimeErrorEvent,
     RealtimeSessionClosedError,
     SessionReconnectedEvent,
+    check_response_stall_timeout,
     open_generation_channels,
 )
 from ._common import (
@@ -58,13 +60,22 @@ class RealtimeModelAdapter:
     Args:
         model: The LiveKit Agents realtime model.
         bridge: The bridge to run it on (default: the current bridge when a session opens).
+        response_stall_timeout: Seconds a response may receive nothing (no message, text,
+            audio or function call) before it is failed with an ``error`` event; None waits
+            for the provider without a bound.
+
+    Raises:
+        TypeError: ``model`` is not a LiveKit realtime model.
+        ValueError: ``response_stall_timeout`` is not positive.
     """
 
-    def __init__(self, model: lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None
+    def __init__(self, model: lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None,
+                 response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT
                  ) -> None:
         if not isinstance(model, lk_llm.RealtimeModel):
             raise TypeError(f"RealtimeModelAdapter wraps a livekit.agents.llm.RealtimeModel, "
                             f"got {model!r}")
+        self.response_stall_timeout = check_response_stall_timeout(response_stall_timeout)
         self.model = model
         self._bridge = bridge
         caps = model.capabilities

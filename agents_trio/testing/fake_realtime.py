@@ -21,10 +21,11 @@ from livekit import rtc
 from .._ids import short_id
 from ..chat import ChatContext, ChatMessage, FunctionCall, FunctionCallOutput
 from ..models import FunctionToolCall
-from ..realtime import (GenerationCreatedEvent, InputSpeechStartedEvent,
-                        InputSpeechStoppedEvent, InputTranscriptionCompleted, MessageGeneration,
-                        RealtimeCapabilities, RealtimeErrorEvent, RealtimeSessionClosedError,
-                        SessionReconnectedEvent, open_generation_channels)
+from ..realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, GenerationCreatedEvent,
+                        InputSpeechStartedEvent, InputSpeechStoppedEvent,
+                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
+                        RealtimeErrorEvent, RealtimeSessionClosedError, SessionReconnectedEvent,
+                        check_response_stall_timeout, open_generation_channels)
 
 SAMPLE_RATE = 24000
 
@@ -35,13 +36,22 @@ class FakeRealtimeResponse(msgspec.Struct, kw_only=True):
     audio_duration: float = 0.0
     function_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
     ttft: float = 0.1
+    stall: bool = False  # send everything, then never close the streams (a lost response end)
 
 
 class FakeRealtimeModel:
-    """A realtime model whose sessions follow scripted responses (see the module docstring)."""
+    """A realtime model whose sessions follow scripted responses (see the module docstring).
+
+    Args:
+        responses: Scripted responses (see ``add_response``).
+        capabilities: What the fake server supports (default: everything but ``say``).
+        response_stall_timeout: The model option of that name (see ``RealtimeModel``).
+    """
 
     def __init__(self, responses: list[FakeRealtimeResponse] | None = None, *,
-                 capabilities: RealtimeCapabilities | None = None) -> None:
+                 capabilities: RealtimeCapabilities | None = None,
+                 response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT) -> None:
+        self.response_stall_timeout = check_response_stall_timeout(response_stall_timeout)
         self.capabilities = capabilities or RealtimeCapabilities(
             message_truncation=True, turn_detection=True, user_transcription=True,
             audio_output=True, manual_function_calls=True, mutable_chat_context=True,
@@ -53,10 +63,12 @@ class FakeRealtimeModel:
 
     def add_response(self, input: str, text: str = "", *, audio_duration: float = 0.0,
                      function_calls: list[FunctionToolCall] | None = None,
-                     ttft: float = 0.1) -> FakeRealtimeModel:
+                     ttft: float = 0.1, stall: bool = False) -> FakeRealtimeModel:
+        """Script the answer to ``input``; ``stall`` keeps its streams open after the last
+        item, as a server whose end of response got lost."""
         self.responses.append(FakeRealtimeResponse(
             input=input, text=text, audio_duration=audio_duration,
-            function_calls=list(function_calls or []), ttft=ttft))
+            function_calls=list(function_calls or []), ttft=ttft, stall=stall))
         return self
 
     @property
@@ -178,11 +190,13 @@ class FakeRealtimeSession:
         return item_id
 
     def emit_generation(self, text: str = "", *, audio_duration: float = 0.0,
-                        function_calls: list[FunctionToolCall] | None = None) -> None:
-        """A server-initiated response (server turn detection answered the user)."""
+                        function_calls: list[FunctionToolCall] | None = None,
+                        stall: bool = False) -> None:
+        """A server-initiated response (server turn detection answered the user); ``stall``
+        keeps its streams open after the last item."""
         ev = self._start_generation(FakeRealtimeResponse(
             input="", text=text, audio_duration=audio_duration,
-            function_calls=list(function_calls or [])), user_initiated=False)
+            function_calls=list(function_calls or []), stall=stall), user_initiated=False)
         self._events_send.send_nowait(ev)
 
     def emit_error(self, error: Exception, *, recoverable: bool = True) -> None:
@@ -211,20 +225,24 @@ class FakeRealtimeSession:
 
     async def _produce(self, response: FakeRealtimeResponse, msg_send: Any, fn_send: Any) -> None:
         async with msg_send, fn_send:
-            if response.text or response.audio_duration:
-                text_send, text_recv = trio.open_memory_channel[str](math.inf)
-                audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
-                msg_send.send_nowait(MessageGeneration(message_id=short_id("item"),
-                                                       text_stream=text_recv,
-                                                       audio_stream=audio_recv))
-                with text_send:
+            text_send, text_recv = trio.open_memory_channel[str](math.inf)
+            audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+            with text_send, audio_send:
+                if response.text or response.audio_duration:
+                    msg_send.send_nowait(MessageGeneration(message_id=short_id("item"),
+                                                           text_stream=text_recv,
+                                                           audio_stream=audio_recv))
                     for i in range(0, len(response.text), 3):
                         text_send.send_nowait(response.text[i:i + 3])
-                with audio_send:
                     samples = SAMPLE_RATE // 100
                     for _ in range(int(round(response.audio_duration * 100))):
                         audio_send.send_nowait(rtc.AudioFrame(self._silence, SAMPLE_RATE, 1,
                                                               samples))
-            for call in response.function_calls:
-                fn_send.send_nowait(FunctionCall(call_id=call.call_id or short_id("call"),
-                                                 name=call.name, arguments=call.arguments))
+                    if not response.stall:
+                        text_send.close()
+                        audio_send.close()
+                for call in response.function_calls:
+                    fn_send.send_nowait(FunctionCall(call_id=call.call_id or short_id("call"),
+                                                     name=call.name, arguments=call.arguments))
+                if response.stall:
+                    await trio.sleep_forever()  # until the session closes

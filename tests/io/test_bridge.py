@@ -7,6 +7,7 @@ asyncio out of everything but ``agents_trio/io/bridge.py``.
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 import trio
@@ -371,3 +372,106 @@ def test_run_trio_in_thread_returns_and_is_cancelled_from_asyncio() -> None:
     finally:
         loop.close()
     assert cancelled == [True]
+
+
+async def _swallows_every_cancellation(log: list[str]) -> None:
+    """asyncio work that refuses to stop: it catches each ``CancelledError`` and awaits again.
+
+    It gives up after 50 rounds so that, without a bounded exit, the test fails on its timing
+    assertions instead of spinning forever on the virtual clock.
+    """
+    log.append("started")
+    for _ in range(50):
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            log.append("swallowed")
+
+
+async def test_leaving_the_bridge_is_bounded_when_a_task_swallows_its_cancellation(
+        autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 15 item 12: leaving hung forever, even under ``trio.fail_after``."""
+    log: list[str] = []
+    grace = 2.0
+    margin = 0.5
+    caplog.set_level("WARNING", logger="agents_trio.bridge")
+    with trio.fail_after(grace + margin):
+        async with open_bridge(cancel_grace=grace) as bridge:
+            bridge.call_soon(lambda: asyncio.ensure_future(_swallows_every_cancellation(log)))
+            await trio.testing.wait_all_tasks_blocked()
+            assert log == ["started"]
+            t_exit = trio.current_time()
+    assert trio.current_time() - t_exit == pytest.approx(grace)
+    assert log == ["started", "swallowed"]
+    stats = bridge.statistics()
+    assert stats.abandoned_tasks == 1 and stats.loop_errors == 0
+    abandoned = [r for r in caplog.records if "abandon" in r.getMessage()]
+    assert len(abandoned) == 1 and "_swallows_every_cancellation" in abandoned[0].getMessage()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+async def test_leaving_the_bridge_under_a_deadline_abandons_a_stubborn_call(
+        autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    """The body is cancelled by the caller's deadline while a ``run`` waits on stubborn work:
+    the call abandons it after the grace, then leaving the bridge cancels it again and waits
+    one more grace."""
+    log: list[str] = []
+    grace = 2.0
+    caplog.set_level("WARNING", logger="agents_trio.bridge")
+    t0 = trio.current_time()
+    with trio.move_on_after(1) as deadline:
+        async with open_bridge(cancel_grace=grace) as bridge:
+            await bridge.run(_swallows_every_cancellation, log)
+    assert deadline.cancelled_caught
+    assert trio.current_time() - t0 == pytest.approx(1 + 2 * grace)
+    assert log == ["started", "swallowed", "swallowed"]
+    assert bridge.statistics().abandoned_tasks == 1
+    abandoned = [r.getMessage() for r in caplog.records if "abandon" in r.getMessage()]
+    assert len(abandoned) == 2 and all("_swallows_every_cancellation" in m for m in abandoned)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_leaving_the_bridge_abandons_work_that_refuses_even_to_close(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Work that catches every exception, ``GeneratorExit`` included, and awaits again (also
+    in an async generator's ``finally``, which the loop's shutdown finalizes).
+
+    A run of its own, so that Python's report of those coroutines when they are collected
+    (they ignored ``GeneratorExit``) is made here and not in a later test.
+    """
+    log: list[str] = []
+
+    async def refuses_everything() -> None:
+        for _ in range(20):  # bounded, so that a failing bridge ends the test on its clock
+            try:
+                await asyncio.sleep(100)
+            except BaseException as e:  # noqa: BLE001 -- the misbehaviour under test
+                log.append(type(e).__name__)
+
+    async def numbers():
+        try:
+            yield 1
+        finally:
+            await refuses_everything()
+
+    async def holds_a_generator() -> None:
+        async for _ in numbers():
+            await refuses_everything()
+
+    async def main() -> float:
+        with trio.fail_after(3):
+            async with open_bridge(cancel_grace=2.0) as bridge:
+                bridge.call_soon(lambda: asyncio.ensure_future(refuses_everything()))
+                bridge.call_soon(lambda: asyncio.ensure_future(holds_a_generator()))
+                await trio.testing.wait_all_tasks_blocked()
+                t_exit = trio.current_time()
+        return trio.current_time() - t_exit
+
+    caplog.set_level("WARNING", logger="agents_trio.bridge")
+    elapsed = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert elapsed == pytest.approx(2.0)
+    assert "GeneratorExit" in log
+    named = " ".join(r.getMessage() for r in caplog.records)
+    assert "refuses_everything" in named and "holds_a_generator" in named
+    caplog.clear()
+    gc.collect()

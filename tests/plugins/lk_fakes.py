@@ -279,10 +279,13 @@ class FakePluginRealtimeModel(llm.RealtimeModel):
         return session
 
 
-async def _aiter(items: list[Any], delay: float = 0.0) -> AsyncIterator[Any]:
+async def _aiter(items: list[Any], delay: float = 0.0, *, stall: bool = False
+                 ) -> AsyncIterator[Any]:
     for item in items:
         await asyncio.sleep(delay)
         yield item
+    if stall:  # the provider's end of the stream never comes
+        await asyncio.Event().wait()
 
 
 class FakePluginRealtimeSession(llm.RealtimeSession):
@@ -291,6 +294,7 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         self.calls: list[tuple[str, Any]] = []
         self.audio_frames = 0
         self.closed = False
+        self.stall = False  # generations whose streams never end
         self._chat_ctx = llm.ChatContext.empty()
 
     @property
@@ -328,12 +332,13 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         frame = rtc.AudioFrame(bytes(480), RATE, 1, 240)
         words = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
         # the transcript streams ahead of the audio, as providers send it
+        stall = self.stall
         message = llm.MessageGeneration(message_id="msg_1",
-                                        text_stream=_aiter(words, 0.05),
-                                        audio_stream=_aiter([frame, frame], 0.1),
+                                        text_stream=_aiter(words, 0.05, stall=stall),
+                                        audio_stream=_aiter([frame, frame], 0.1, stall=stall),
                                         modalities=modalities)
-        return llm.GenerationCreatedEvent(message_stream=_aiter([message]),
-                                          function_stream=_aiter(calls or []),
+        return llm.GenerationCreatedEvent(message_stream=_aiter([message], stall=stall),
+                                          function_stream=_aiter(calls or [], stall=stall),
                                           user_initiated=user_initiated, response_id="resp_1")
 
     def generate_reply(self, *, instructions: Any = NOT_GIVEN, tool_choice: Any = NOT_GIVEN,

@@ -190,3 +190,34 @@ async def test_session_run_on_a_plugin_realtime_model(autojump_clock: trio.testi
     assert "generate_reply" in names and lk.closed
     assert any(m.role == "assistant" and m.text_content == "hello from realtime"
                for m in session.history.messages())
+
+
+async def test_a_plugin_response_whose_streams_never_end_fails_after_the_stall_timeout(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """Issue 15 item 20, through the bridge: the provider never ends the response's streams."""
+    from agents_trio import RealtimeResponseStalledError
+
+    model = FakePluginRealtimeModel()
+    errors: list[tuple[float, object]] = []
+    with pytest.raises(ValueError, match="response_stall_timeout"):
+        RealtimeModelAdapter(model, response_stall_timeout=-1)
+    async with open_bridge() as bridge:
+        session = AgentSession(llm=RealtimeModelAdapter(model, response_stall_timeout=4.0))
+        session.on("error", lambda ev: errors.append((trio.current_time(), ev.error)))
+        async with session:
+            await session.start(Weather())
+            [lk] = model.sessions
+            lk.stall = True
+            t0 = trio.current_time()
+            handle = session.generate_reply(instructions="greet")
+            with trio.fail_after(10):
+                await handle.wait_for_playout()
+            assert session.agent_state == "listening"
+        assert bridge.statistics().asyncio_tasks == 0
+    [(at, error)] = errors
+    assert isinstance(error, RealtimeResponseStalledError)
+    # the response came 0.2 s after the request, its last item (the second audio frame)
+    # 0.2 s later; then nothing for the stall timeout
+    assert at - t0 == pytest.approx(0.4 + 4.0, abs=0.05)
+    assert any(m.role == "assistant" and m.text_content == "hello from realtime"
+               for m in session.history.messages())
