@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
 from hypothesis import strategies as st
 
-from agents_trio import Agent, AgentTask, RunContext, function_tool
+from agents_trio import Agent, AgentTask, RunContext, ToolError, function_tool
 
 
 class Desk(Agent):
-    def __init__(self) -> None:
+    """The front desk. With ``consent``, sales asks for consent in its ``on_enter`` (an
+    AgentTask awaited from a hook) and writes how that await ended to ``journal``."""
+
+    def __init__(self, *, consent: bool = False, journal: list[str] | None = None) -> None:
         super().__init__(instructions="You are the front desk.", id="desk")
+        self.consent = consent
+        self.journal = journal if journal is not None else []
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the user")
@@ -38,7 +44,7 @@ class Desk(Agent):
     @function_tool
     async def transfer(self, ctx: RunContext) -> Any:
         """Transfer to sales."""
-        return Sales(), "transferring you to sales"
+        return Sales(consent=self.consent, journal=self.journal), "transferring you to sales"
 
     @function_tool
     async def ask_details(self, ctx: RunContext) -> str:
@@ -47,11 +53,22 @@ class Desk(Agent):
 
 
 class Sales(Agent):
-    def __init__(self) -> None:
+    def __init__(self, *, consent: bool = False, journal: list[str] | None = None) -> None:
         super().__init__(instructions="You are sales.", id="sales")
+        self.consent = consent
+        self.journal = journal if journal is not None else []
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the customer")
+        if not self.consent:
+            return
+        try:
+            self.journal.append(f"consent: {await Consent()}")
+        except ToolError as e:
+            self.journal.append(f"consent: ToolError {e}")
+        except trio.Cancelled:
+            self.journal.append("consent: cancelled")
+            raise
 
     @function_tool
     async def lookup(self, ctx: RunContext, topic: str) -> str:
@@ -65,7 +82,7 @@ class Sales(Agent):
     @function_tool
     async def back(self, ctx: RunContext) -> Any:
         """Back to the front desk."""
-        return Desk()
+        return Desk(consent=self.consent, journal=self.journal)
 
 
 class Details(AgentTask[str]):
@@ -107,6 +124,19 @@ class Deeper(AgentTask[str]):
         self.complete(value)
 
 
+class Consent(AgentTask[bool]):
+    def __init__(self) -> None:
+        super().__init__(instructions="Ask for consent.", id="consent")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="ask for consent")
+
+    @function_tool
+    async def agree(self, ctx: RunContext) -> None:
+        """The user agrees."""
+        self.complete(True)
+
+
 TOOLS: dict[str, Any] = {
     "lookup": st.fixed_dictionaries({"topic": st.sampled_from(["weather", "price"])}),
     "note": {"text": "call back"},
@@ -115,6 +145,7 @@ TOOLS: dict[str, Any] = {
     "ask_details": {},
     "deeper": {},
     "finish": {"value": "42"},
+    "agree": {},
 }
 """What the LLM may call (the current agent may lack a tool: the runtime answers with an
 error output, which is part of the exploration)."""

@@ -103,6 +103,7 @@ class ConversationRecord:
     faults_fired: dict[InputFault, float] = field(default_factory=dict)
     output_overlaps: list[tuple[float, float]] = field(default_factory=list)
     speech_handles: list[SpeechHandle] = field(default_factory=list)
+    speech_done_at: dict[str, float] = field(default_factory=dict)
     actions: list[ActionOutcome] = field(default_factory=list)
     close_requested_at: float | None = None
     close_returned_at: float | None = None
@@ -347,7 +348,12 @@ async def run_conversation(agent_factory: Callable[[], Agent], schedule: Schedul
     for name in SESSION_EVENTS:
         session.on(name, lambda ev, name=name: record.events.append(
             (name, ev, trio.current_time())))
-    session.on("speech_created", lambda ev: record.speech_handles.append(ev.speech_handle))
+    def on_speech(ev: Any) -> None:
+        record.speech_handles.append(ev.speech_handle)
+        ev.speech_handle.add_done_callback(
+            lambda h: record.speech_done_at.setdefault(h.id, trio.current_time()))
+
+    session.on("speech_created", on_speech)
     instrument = _Instrument(record, llm)
 
     def on_item(ev: Any) -> None:

@@ -8,6 +8,7 @@ message too). Each built-in invariant below states exactly what it checks.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 import traceback
@@ -110,6 +111,19 @@ def _agent_timeline(record: ConversationRecord) -> list[tuple[float, str]]:
     """(time, id of the agent that became current), from the handoff events."""
     return [(at, ev.item.new_agent_id) for ev, at in record.events_named("conversation_item_added")
             if ev.item.type == "agent_handoff"]
+
+
+def _switch_spans(record: ConversationRecord) -> list[tuple[float, float]]:
+    """(from, to) in schedule seconds while the agent was being switched: from a tool step
+    that hands off to the handoff (a draining agent drops turns and refuses replies; it
+    waits for its running tools, forever if one hangs), and each instant of a handoff."""
+    handoffs = [record.t(at) for at, _ in _agent_timeline(record)[1:]]
+    spans = [(t, t) for t in handoffs]
+    for ev, at in record.events_named("function_tools_executed"):
+        if ev.has_agent_handoff:
+            start = record.t(at)
+            spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
+    return spans
 
 
 def _agent_at(timeline: list[tuple[float, str]], at: float) -> str | None:
@@ -284,6 +298,46 @@ def assistant_messages_in_order(record: ConversationRecord) -> Iterable[str]:
                f"{[(m.text_content, record.t(m.created_at)) for m in messages]}")
 
 
+def conversation_settles(record: ConversationRecord) -> Iterable[str]:
+    """Left alone, the agent finishes what it says: when nothing happened (no action, no
+    fault) for a *settle window* before the close and no tool is running, every speech
+    created before that quiet span is done by the close. A hanging audio output does not
+    excuse a stuck speech (the agent must not stall on it); a hanging LLM or TTS stream does
+    (the provider never answers; timeouts are the provider's)."""
+    start = record.close_requested_at
+    if start is None:
+        return
+    if any(ex.ended_at is None or ex.ended_at >= start for ex in record.tool_executions):
+        return
+    if any(not h.what.startswith("capture_frame") and (h.ended is None or h.ended >= start)
+           for h in record.hangs):
+        return
+    schedule = record.schedule
+    quiet_from = max([record.t0, *(record.t0 + a.at + getattr(a, "duration", 0.0)
+                                   for a in schedule.actions),
+                      *record.faults_fired.values()])
+    window = _settle_window(schedule)
+    if start - quiet_from < window:
+        return
+    created = {ev.speech_handle.id: at for ev, at in record.events_named("speech_created")}
+    for handle in record.speech_handles:
+        at = created.get(handle.id)
+        if at is not None and at <= quiet_from and not _done_by(record, handle, start):
+            yield (f"the speech {handle.id} ({handle.source}) created at {record.t(at):.2f} "
+                   f"was still not done when the close came at {record.t(start):.2f}, after "
+                   f"{start - quiet_from:.2f} s with nothing happening")
+
+
+def _done_by(record: ConversationRecord, handle: Any, at: float) -> bool:
+    done_at = record.speech_done_at.get(handle.id)
+    return done_at is not None and done_at < at  # the close itself ends every speech
+
+
+def _settle_window(schedule: Schedule) -> float:
+    return _answer_window(schedule) + max(
+        (_chain_time(r) for r in _replies(schedule)), default=0.0) + 2.0
+
+
 def one_speech_at_a_time(record: ConversationRecord) -> Iterable[str]:
     """The audio output plays one speech at a time: no speech captures audio while another
     speech's segment is still playing (the scheduler's rule, across agents and tasks)."""
@@ -360,7 +414,7 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
         return []
     closes = [at for _, at in record.events_named("close")]
     close_at = record.t(min(closes)) if closes else schedule.close_at
-    handoffs = [record.t(at) for at, _ in _agent_timeline(record)[1:]]
+    switches = _switch_spans(record)
     window = _answer_window(schedule)
     outcomes = {id(o.action): o for o in record.actions}
     out: list[QuietInput] = []
@@ -376,7 +430,7 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
             end += _chain_time(action.reply) + 5.0
         others = [a.at for a in schedule.actions if a is not action]
         if (any(start - 1.0 <= t <= end for t in others) or end >= close_at
-                or any(start - 1.0 <= t <= committed_by for t in handoffs)
+                or any(a <= committed_by and b >= start - 1.0 for a, b in switches)
                 or any(record.t(h.started) <= end and (h.ended is None or record.t(h.ended)
                                                        >= start - 1.0) for h in record.hangs)
                 or (isinstance(action, RunInput) and _hangs_tools(action.reply))
@@ -391,8 +445,9 @@ def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
     settle returns.
 
     An input has time when nothing else happens around it: no other action from 1 s before
-    it to the end of its *answer window*, no handoff from 1 s before it until its turn is
-    committed (a draining agent drops turns), no fault that stops a model
+    it to the end of its *answer window*, no agent switch (from a tool step handing off to
+    the handoff) from 1 s before it until its turn is committed (a draining agent drops
+    turns), no fault that stops a model
     from hearing or speaking (hangs anywhere, a failing LLM/TTS reply to it, an STT/VAD fault
     in the preceding second or any non-provider error before it), and no close before the
     window ends. The window starts when the turn is committed (text: at once; speech: 1.5 s
@@ -474,6 +529,7 @@ DEFAULT_INVARIANTS: tuple[Invariant, ...] = (
     hooks_paired, tool_calls_executed_at_most_once, tool_calls_answered_once,
     executed_calls_recorded, llm_never_sees_unanswered_calls, assistant_messages_in_order,
     one_generation_per_input, every_quiet_input_answered, one_speech_at_a_time,
+    conversation_settles,
 )
 """The invariants ``check_conversation`` applies unless told otherwise."""
 
@@ -527,7 +583,7 @@ def check_conversation(agent_factory: Callable[[], Agent], schedule: Schedule, *
 
 
 __all__ = ["DEFAULT_INVARIANTS", "ConversationViolation", "Invariant", "assistant_messages_in_order",
-           "check_conversation", "close_is_last_event", "close_within_grace",
+           "check_conversation", "close_is_last_event", "conversation_settles", "close_within_grace",
            "every_quiet_input_answered", "executed_calls_recorded", "hooks_paired", "llm_never_sees_unanswered_calls",
            "no_exception_escapes", "nothing_left_running", "one_generation_per_input",
            "one_speech_at_a_time", "QuietInput",

@@ -422,6 +422,10 @@ class ScriptedAudioOutput(FakeAudioOutput):
                     script.fired[fault] = trio.current_time()
                     if fault.kind == "hang":
                         await hang(self._hangs, f"capture_frame at {now:.2f}")
+                    # Note: the runtime does not clear an output whose capture_frame raised;
+                    # the next speech appends to this segment, which is not counted as an
+                    # overlap (it is a stale segment, not two speeches at once)
+                    self._segment_owner = None
                     raise fault_error(fault.kind, f"capture_frame at {now:.2f}")
         await super().capture_frame(frame)
 

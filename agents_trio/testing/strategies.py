@@ -114,6 +114,7 @@ def conversations(
         stream_faults: Sequence[FaultKind] = ("error", "api_error", "recoverable_api_error"),
         push_faults: Sequence[FaultKind] = ("error", "api_error"),
         output_faults: Sequence[FaultKind] = ("hang", "error"),
+        fault_models: Sequence[str] = ("stt", "vad"),
         greeting_faults: bool = True, max_close_delay: float = 8.0,
         audio_output: bool | None = True, can_pause_audio: bool | None = None,
         preemptive: bool | None = None) -> Schedule:
@@ -138,6 +139,7 @@ def conversations(
         llm_faults, tts_faults: Fault kinds of LLM and TTS streams (empty: none).
         stream_faults: Fault kinds of STT and VAD streams while read (empty: none).
         push_faults: Fault kinds of STT and VAD ``push_frame`` (empty: none).
+        fault_models: Which recognition models stream and push faults hit.
         output_faults: Fault kinds of the audio output's ``capture_frame`` (empty: none).
         greeting_faults: Whether the reply to instructions (``on_enter``) may fail too.
         max_close_delay: The longest time from the last action to the close.
@@ -178,7 +180,8 @@ def conversations(
         **reply_kwargs, "llm_faults": (), "tts_faults": ()}
     return Schedule(
         actions=tuple(actions),
-        faults=tuple(draw(_input_faults(close_at, stream_faults, push_faults, output_faults))),
+        faults=tuple(draw(_input_faults(close_at, stream_faults, push_faults, output_faults,
+                                        fault_models))),
         close_at=close_at,
         greeting=draw(replies(tools, depth=tool_depth, **greeting_kwargs)),
         audio_output=draw(st.booleans()) if audio_output is None else audio_output,
@@ -187,14 +190,15 @@ def conversations(
 
 
 def _input_faults(close_at: float, stream: Sequence[FaultKind], push: Sequence[FaultKind],
-                  output: Sequence[FaultKind]) -> st.SearchStrategy[list[Any]]:
+                  output: Sequence[FaultKind], fault_models: Sequence[str]
+                  ) -> st.SearchStrategy[list[Any]]:
     options: list[st.SearchStrategy[Any]] = []
     at = seconds(0.0, max(close_at, 0.05))
-    models = st.sampled_from(["stt", "vad"])
-    if stream:
+    models = st.sampled_from(list(fault_models))
+    if stream and fault_models:
         options.append(st.builds(StreamFault, model=models, at=at,
                                  kind=st.sampled_from(list(stream))))
-    if push:
+    if push and fault_models:
         options.append(st.builds(PushFault, model=models, at=at,
                                  kind=st.sampled_from(list(push))))
     if output:
