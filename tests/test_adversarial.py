@@ -16,7 +16,7 @@ naming its item) so CI stays green; the deterministic reproducers at the end of 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from adversary_agents import TOOLS, Desk
@@ -27,6 +27,7 @@ from agents_trio.testing.invariants import executed_calls_recorded, quiet_inputs
 from agents_trio.testing.strategies import conversations
 
 PROPERTY = settings(derandomize=True, database=None, deadline=None, print_blob=False,
+                    phases=[Phase.explicit, Phase.generate, Phase.shrink],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 # TODO(issue 15, item 4): close loses the results of running tools (calls and outputs are

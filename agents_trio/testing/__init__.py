@@ -30,7 +30,7 @@ __all__ += ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]
 
 # Adversarial conversations: schedules as data, the runner and the invariants
 from .conversation import (ActionOutcome, ConversationRecord, HookCall,  # noqa: E402
-                           ToolExecution, run_conversation)
+                           ToolExecution, live_tasks, run_conversation, watch_session)
 from .invariants import (DEFAULT_INVARIANTS, ConversationViolation, Invariant,  # noqa: E402
                          check_conversation, violations)
 from .schedules import (Fault, Interrupt, OutputFault, PushFault, Reply,  # noqa: E402
@@ -40,5 +40,5 @@ from .scripted_models import LLMRequest  # noqa: E402
 __all__ += ["ActionOutcome", "ConversationRecord", "ConversationViolation", "DEFAULT_INVARIANTS",
             "Fault", "HookCall", "Interrupt", "Invariant", "LLMRequest", "OutputFault",
             "PushFault", "Reply", "RunInput", "Schedule", "StreamFault", "TextInput",
-            "ToolCall", "ToolExecution", "UserSpeech", "check_conversation",
-            "run_conversation", "violations"]
+            "ToolCall", "ToolExecution", "UserSpeech", "check_conversation", "live_tasks",
+            "run_conversation", "violations", "watch_session"]

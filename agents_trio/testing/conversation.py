@@ -262,6 +262,27 @@ def _run_now(coro: Any) -> None:
     raise RuntimeError("expected a coroutine that completes without suspending")
 
 
+def watch_session(session: AgentSession, record: ConversationRecord) -> None:
+    """Record ``session``'s events and speech handles into ``record`` (register before the
+    session starts). ``run_conversation`` does this; use it to check the invariants of a
+    session you drive yourself (a realtime model, say)."""
+    for name in SESSION_EVENTS:
+        session.on(name, lambda ev, name=name: record.events.append(
+            (name, ev, trio.current_time())))
+
+    def on_speech(ev: Any) -> None:
+        record.speech_handles.append(ev.speech_handle)
+        ev.speech_handle.add_done_callback(
+            lambda h: record.speech_done_at.setdefault(h.id, trio.current_time()))
+
+    session.on("speech_created", on_speech)
+
+
+def live_tasks() -> set[trio.lowlevel.Task]:
+    """Every task of the current Trio run (compare before and after a session)."""
+    return _all_tasks()
+
+
 def _all_tasks() -> set[trio.lowlevel.Task]:
     tasks: set[trio.lowlevel.Task] = set()
     stack = [trio.lowlevel.current_root_task()]
@@ -345,15 +366,7 @@ async def run_conversation(agent_factory: Callable[[], Agent], schedule: Schedul
         record.output_overlaps = audio_out.overlaps
         session.output.audio = audio_out
     session.output.transcription = FakeTextOutput()
-    for name in SESSION_EVENTS:
-        session.on(name, lambda ev, name=name: record.events.append(
-            (name, ev, trio.current_time())))
-    def on_speech(ev: Any) -> None:
-        record.speech_handles.append(ev.speech_handle)
-        ev.speech_handle.add_done_callback(
-            lambda h: record.speech_done_at.setdefault(h.id, trio.current_time()))
-
-    session.on("speech_created", on_speech)
+    watch_session(session, record)
     instrument = _Instrument(record, llm)
 
     def on_item(ev: Any) -> None:
@@ -440,5 +453,5 @@ def _merge(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, A
     return out
 
 
-__all__ = ["ActionOutcome", "ConversationRecord", "HookCall", "ToolExecution",
-           "run_conversation", "run_deadline"]
+__all__ = ["ActionOutcome", "ConversationRecord", "HookCall", "ToolExecution", "live_tasks",
+           "run_conversation", "run_deadline", "watch_session"]

@@ -357,8 +357,15 @@ def one_generation_per_input(record: ConversationRecord) -> Iterable[str]:
       committed to the same agent (the reply would answer that input too; messages of an
       AgentTask the tool awaited are merged legitimately);
     - at most one generation that shows in the history (an assistant message, a tool call)
-      answers each user message (preemptive attempts that were dropped do not show).
+      answers each user message (preemptive attempts that were dropped do not show);
+    - the words of each input are committed in at most one user message.
     """
+    for action in record.schedule.inputs():
+        words = action.transcript if isinstance(action, UserSpeech) else action.text
+        holding = [m for m in _user_messages(record) if words in (m.text_content or "")]
+        if len(holding) > 1:
+            yield (f"the input {words!r} at {action.at:.2f} was committed {len(holding)} times: "
+                   f"{[_describe_message(record, m) for m in holding]}")
     users = {m.id: m for m in _user_messages(record)}
     commits = _commit_times(record)
     agents = _agent_timeline(record)

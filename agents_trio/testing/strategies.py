@@ -117,7 +117,7 @@ def conversations(
         fault_models: Sequence[str] = ("stt", "vad"),
         greeting_faults: bool = True, max_close_delay: float = 8.0,
         audio_output: bool | None = True, can_pause_audio: bool | None = None,
-        preemptive: bool | None = None) -> Schedule:
+        preemptive: bool | None = None, faults: bool = True) -> Schedule:
     """A random conversation schedule.
 
     Args:
@@ -144,37 +144,41 @@ def conversations(
         greeting_faults: Whether the reply to instructions (``on_enter``) may fail too.
         max_close_delay: The longest time from the last action to the close.
         audio_output, can_pause_audio, preemptive: Fixed values, or None to draw them.
+        faults: False turns every fault off at once (model faults and tool failures; tool
+            latencies stay): a good first run for a new agent.
     """
+    if not faults:
+        tool_outcomes, llm_faults, tts_faults = ("ok",), (), ()
+        stream_faults, push_faults, output_faults = (), (), ()
     kinds = [k for k, on in (("speech", speech), ("text", text), ("run", runs),
                              ("interrupt", interruptions)) if on]
     if not kinds:
         raise ValueError("conversations() needs at least one kind of action")
     reply_kwargs = dict(outcomes=tool_outcomes, max_latency=max_tool_latency,
                         max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults)
-    n = draw(st.integers(1, max_actions))
     # a busy conversation piles actions on each other; a calm one leaves each input time to
     # be answered (so the liveness invariants get something to check)
     calm = max_calm_gap > 0 and draw(st.booleans())
     lo, hi = (3.0, max_calm_gap) if calm else (0.0, max_gap)
+    # a list of steps, so that shrinking deletes any step (not only the last ones)
+    steps = draw(st.lists(_step(kinds, phrases, lo, hi, replies(tools, depth=tool_depth,
+                                                                **reply_kwargs)),
+                          min_size=1, max_size=max_actions))
     actions: list[Action] = []
     t = 0.0
-    for i in range(n):
-        t = round(t + draw(seconds(lo if i else 0.5, hi)), 3)
-        kind = draw(st.sampled_from(kinds))
-        words = f"{draw(st.sampled_from(list(phrases)))} ({i})"
-        reply = draw(replies(tools, depth=tool_depth, **reply_kwargs))
+    for i, (gap, kind, phrase, reply, noise, duration, stt_delay, force) in enumerate(steps):
+        t = round(t + max(gap, 0.5 if i == 0 else 0.0), 3)
+        words = f"{phrase} ({i})"
         if kind == "speech":
-            noise = draw(st.integers(0, 4)) == 0
-            duration = draw(seconds(0.1, 3.0))
             actions.append(UserSpeech(at=t, duration=duration, transcript="" if noise else words,
-                                      stt_delay=draw(seconds(0.0, 0.5)), reply=reply))
+                                      stt_delay=stt_delay, reply=reply))
             t = round(t + duration, 3)
         elif kind == "text":
             actions.append(TextInput(at=t, text=words, reply=reply))
         elif kind == "run":
             actions.append(RunInput(at=t, text=words, reply=reply))
         else:
-            actions.append(Interrupt(at=t, force=draw(st.booleans())))
+            actions.append(Interrupt(at=t, force=force))
     close_at = round(t + draw(seconds(0.0, max_close_delay + (hi if calm else 0.0))), 3)
     greeting_kwargs = reply_kwargs if greeting_faults else {
         **reply_kwargs, "llm_faults": (), "tts_faults": ()}
@@ -187,6 +191,14 @@ def conversations(
         audio_output=draw(st.booleans()) if audio_output is None else audio_output,
         can_pause_audio=draw(st.booleans()) if can_pause_audio is None else can_pause_audio,
         preemptive=draw(st.booleans()) if preemptive is None else preemptive)
+
+
+def _step(kinds: list[str], phrases: Sequence[str], lo: float, hi: float,
+          reply: st.SearchStrategy[Reply]) -> st.SearchStrategy[tuple[Any, ...]]:
+    """The raw draw of one action: gap before it, kind, words, reply, speech details."""
+    return st.tuples(seconds(lo, hi), st.sampled_from(kinds), st.sampled_from(list(phrases)),
+                     reply, st.integers(0, 4).map(lambda k: k == 4), seconds(0.1, 3.0),
+                     seconds(0.0, 0.5), st.booleans())
 
 
 def _input_faults(close_at: float, stream: Sequence[FaultKind], push: Sequence[FaultKind],
