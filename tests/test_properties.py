@@ -101,7 +101,7 @@ _STALE_PAUSE = Schedule(
     close_at=25.0, can_pause_audio=True, preemptive=True)
 
 
-@settings(PROPERTY, max_examples=100)
+@settings(PROPERTY, max_examples=200)
 @given(conversations(tools=TOOLS, runs=False,  # TODO(issue 15, item 1)
                      push_faults=(), fault_models=("stt",),  # TODO(issue 15, items 8, 9)
                      output_faults=("error",),  # TODO(issue 15, item 10)
@@ -149,7 +149,7 @@ def tool_race_schedules(draw: st.DrawFn) -> Schedule:
                     preemptive=True)
 
 
-@settings(PROPERTY, max_examples=60)
+@settings(PROPERTY, max_examples=100)
 @given(tool_race_schedules())
 def test_preemptive_generation_never_commits_a_reply_while_a_tool_runs(
         schedule: Schedule) -> None:

@@ -28,6 +28,9 @@ from agents_trio.testing import invariants as inv
 from agents_trio.testing.conversation import ToolExecution
 from agents_trio.testing.strategies import conversations
 
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import ExceptionGroup
+
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from booking_race import (BookingAgent, RacyBookingAgent, Restaurant,  # noqa: E402
                           at_most_one_table)

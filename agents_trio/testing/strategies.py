@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .schedules import (Action, Fault, FaultKind, Interrupt, OutputFault, PushFault, Reply,
+from .schedules import (DEFAULT_REPLY, Action, Fault, FaultKind, Interrupt, OutputFault, PushFault, Reply,
                         RunInput, Schedule, StreamFault, TextInput, ToolCall, ToolOutcomeKind,
                         UserSpeech)
 
@@ -42,10 +42,10 @@ def seconds(lo: float, hi: float, step: float = 0.05) -> st.SearchStrategy[float
     return st.integers(round(lo / step), round(hi / step)).map(lambda k: round(k * step, 3))
 
 
-def _sometimes(strategy: st.SearchStrategy[Any], weight: int = 4) -> st.SearchStrategy[Any]:
+@st.composite
+def _sometimes(draw: st.DrawFn, strategy: st.SearchStrategy[Any], weight: int = 4) -> Any:
     """``strategy`` about once in ``weight`` draws, else None (shrinks to None)."""
-    return st.integers(0, weight - 1).flatmap(lambda k: strategy if k == weight - 1
-                                              else st.none())
+    return draw(strategy) if draw(st.integers(0, weight - 1)) == weight - 1 else None
 
 
 def faults(kinds: Sequence[FaultKind], *, max_index: int = 6) -> st.SearchStrategy[Fault | None]:
@@ -56,25 +56,24 @@ def faults(kinds: Sequence[FaultKind], *, max_index: int = 6) -> st.SearchStrate
                                 at=st.integers(0, max_index)), weight=6)
 
 
-def _arguments(spec: Any) -> st.SearchStrategy[str]:
-    if isinstance(spec, st.SearchStrategy):
-        return spec.map(json.dumps)
-    return st.just(json.dumps(spec or {}))
-
-
-def tool_calls(tools: Mapping[str, Any], *, depth: int, outcomes: Sequence[ToolOutcomeKind],
-               max_latency: float, max_shield: float, llm_faults: Sequence[FaultKind],
-               tts_faults: Sequence[FaultKind]) -> st.SearchStrategy[ToolCall]:
-    """One call of one of ``tools`` (name -> arguments: a dict, or a strategy of dicts)."""
-    names = sorted(tools)
-    return st.sampled_from(names).flatmap(lambda name: st.builds(
-        ToolCall, name=st.just(name), arguments=_arguments(tools[name]),
-        latency=seconds(0.0, max_latency),
-        outcome=st.sampled_from(list(outcomes)) if outcomes else st.just("ok"),
-        shield=seconds(0.0, max_shield) if max_shield > 0 else st.just(0.0),
-        reply=_sometimes(replies(tools, depth=depth - 1, outcomes=outcomes,
-                                 max_latency=max_latency, max_shield=max_shield,
-                                 llm_faults=llm_faults, tts_faults=tts_faults), weight=2)))
+@st.composite
+def tool_calls(draw: st.DrawFn, tools: Mapping[str, Any], *, depth: int,
+               outcomes: Sequence[ToolOutcomeKind], max_latency: float, max_shield: float,
+               llm_faults: Sequence[FaultKind], tts_faults: Sequence[FaultKind],
+               min_calls: int = 0) -> ToolCall:
+    """One call of one of ``tools`` (name -> arguments: a dict, or a strategy of dicts), with
+    its injected behaviour and (sometimes) the reply to its output."""
+    name = draw(st.sampled_from(sorted(tools)))
+    spec = tools[name]
+    arguments = draw(spec) if isinstance(spec, st.SearchStrategy) else (spec or {})
+    return ToolCall(
+        name=name, arguments=json.dumps(arguments), latency=draw(seconds(0.0, max_latency)),
+        outcome=draw(st.sampled_from(list(outcomes))) if outcomes else "ok",
+        shield=draw(seconds(0.0, max_shield)) if max_shield > 0 else 0.0,
+        reply=draw(_sometimes(replies(tools, depth=depth - 1, outcomes=outcomes,
+                                      max_latency=max_latency, max_shield=max_shield,
+                                      llm_faults=llm_faults, tts_faults=tts_faults,
+                                      min_calls=min_calls), weight=2)))
 
 
 _WORDS = ("okay.", "sure, one moment.", "here is what I found about that.",
@@ -85,16 +84,18 @@ _WORDS = ("okay.", "sure, one moment.", "here is what I found about that.",
 def replies(draw: st.DrawFn, tools: Mapping[str, Any] | None = None, *, depth: int = 1,
             outcomes: Sequence[ToolOutcomeKind] = ALL_TOOL_OUTCOMES, max_latency: float = 5.0,
             max_shield: float = 0.0, llm_faults: Sequence[FaultKind] = ALL_FAULTS,
-            tts_faults: Sequence[FaultKind] = ALL_FAULTS, max_calls: int = 2) -> Reply:
-    """An LLM reply: words, timings, up to ``max_calls`` tool calls (while ``depth`` > 0; a
-    call's own reply may call tools again), audio, and sometimes an LLM or TTS fault."""
+            tts_faults: Sequence[FaultKind] = ALL_FAULTS, max_calls: int = 2,
+            min_calls: int = 0) -> Reply:
+    """An LLM reply: words, timings, ``min_calls`` to ``max_calls`` tool calls (while
+    ``depth`` > 0; a call's own reply may call tools again), audio, and sometimes an LLM or
+    TTS fault."""
     ttft = draw(seconds(0.0, 0.5))
     calls: tuple[ToolCall, ...] = ()
     if tools and depth > 0:
         calls = tuple(draw(st.lists(tool_calls(
             tools, depth=depth, outcomes=outcomes, max_latency=max_latency,
-            max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults),
-            max_size=max_calls)))
+            max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults,
+            min_calls=min_calls), min_size=min(min_calls, max_calls), max_size=max_calls)))
     return Reply(text=draw(st.sampled_from(_WORDS)), ttft=ttft,
                  duration=round(ttft + draw(seconds(0.0, 1.0)), 3), calls=calls,
                  audio=draw(seconds(0.2, 6.0)), tts_ttfb=draw(seconds(0.0, 0.5)),
@@ -109,6 +110,7 @@ def conversations(
         speech: bool = True, text: bool = True, runs: bool = False,
         interruptions: bool = True, tool_outcomes: Sequence[ToolOutcomeKind] = ALL_TOOL_OUTCOMES,
         max_tool_latency: float = 5.0, max_shield: float = 1.0, tool_depth: int = 2,
+        min_calls: int = 0,
         llm_faults: Sequence[FaultKind] = ALL_FAULTS,
         tts_faults: Sequence[FaultKind] = ALL_FAULTS,
         stream_faults: Sequence[FaultKind] = ("error", "api_error", "recoverable_api_error"),
@@ -136,6 +138,7 @@ def conversations(
         max_tool_latency: The longest injected latency before a tool runs.
         max_shield: The longest shielded time after a tool returns (0 disables it).
         tool_depth: How many tool rounds one reply may chain.
+        min_calls: Each reply (within ``tool_depth``) calls at least this many tools.
         llm_faults, tts_faults: Fault kinds of LLM and TTS streams (empty: none).
         stream_faults: Fault kinds of STT and VAD streams while read (empty: none).
         push_faults: Fault kinds of STT and VAD ``push_frame`` (empty: none).
@@ -155,7 +158,8 @@ def conversations(
     if not kinds:
         raise ValueError("conversations() needs at least one kind of action")
     reply_kwargs = dict(outcomes=tool_outcomes, max_latency=max_tool_latency,
-                        max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults)
+                        max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults,
+                        min_calls=min_calls if tools else 0)
     # a busy conversation piles actions on each other; a calm one leaves each input time to
     # be answered (so the liveness invariants get something to check)
     calm = max_calm_gap > 0 and draw(st.booleans())
@@ -193,12 +197,19 @@ def conversations(
         preemptive=draw(st.booleans()) if preemptive is None else preemptive)
 
 
-def _step(kinds: list[str], phrases: Sequence[str], lo: float, hi: float,
-          reply: st.SearchStrategy[Reply]) -> st.SearchStrategy[tuple[Any, ...]]:
-    """The raw draw of one action: gap before it, kind, words, reply, speech details."""
-    return st.tuples(seconds(lo, hi), st.sampled_from(kinds), st.sampled_from(list(phrases)),
-                     reply, st.integers(0, 4).map(lambda k: k == 4), seconds(0.1, 3.0),
-                     seconds(0.0, 0.5), st.booleans())
+@st.composite
+def _step(draw: st.DrawFn, kinds: list[str], phrases: Sequence[str], lo: float, hi: float,
+          reply: st.SearchStrategy[Reply]) -> tuple[Any, ...]:
+    """The raw draw of one action: gap before it, kind, words, speech details, and a reply
+    (only for actions with words: interruptions and noise get none)."""
+    gap, kind = draw(seconds(lo, hi)), draw(st.sampled_from(kinds))
+    noise = kind == "speech" and draw(st.integers(0, 4)) == 4
+    duration = draw(seconds(0.1, 3.0)) if kind == "speech" else 0.0
+    stt_delay = draw(seconds(0.0, 0.5)) if kind == "speech" else 0.0
+    force = kind == "interrupt" and draw(st.booleans())
+    words = kind != "interrupt" and not noise
+    return (gap, kind, draw(st.sampled_from(list(phrases))) if words else "",
+            draw(reply) if words else DEFAULT_REPLY, noise, duration, stt_delay, force)
 
 
 def _input_faults(close_at: float, stream: Sequence[FaultKind], push: Sequence[FaultKind],
