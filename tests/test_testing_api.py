@@ -25,7 +25,6 @@ from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Convers
                                  Reply, Schedule, TextInput, ToolCall, UserSpeech,
                                  check_conversation, violations)
 from agents_trio.testing import invariants as inv
-from agents_trio.testing.conversation import ToolExecution
 from agents_trio.testing.strategies import conversations
 
 if sys.version_info < (3, 11):  # pragma: no cover

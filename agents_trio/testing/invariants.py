@@ -2,19 +2,24 @@
 
 An invariant is a function of a :class:`ConversationRecord` returning the violations it
 found: None, a message, or an iterable of messages (raising ``AssertionError`` counts as a
-message too). Each built-in invariant below states exactly what it checks.
+message too). Each built-in invariant states exactly what it checks; those about answers
+(one generation per input, every quiet input answered, the conversation settles) are in
+``answers.py``.
+
+The record (``ConversationRecord``) holds the session's events with their times, the history
+after close, every request the scripted LLM received (what it answers: a user message, tool
+outputs or instructions; the calls it made, named ``c<request>_<k>``), every execution of an
+instrumented tool, every ``on_enter``/``on_exit`` call, the speech handles, the actions as
+performed, the hangs and faults that happened, and the close's timing.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import re
 import sys
 import traceback
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -22,17 +27,15 @@ import trio.testing
 
 from ..agent import Agent
 from ..chat import ChatMessage, FunctionCall, FunctionCallOutput
-from .conversation import ActionOutcome, ConversationRecord, run_conversation
-from .schedules import (OutputFault, PushFault, Reply, RunInput, Schedule, StreamFault,
-                        TextInput, UserSpeech)
-from .scripted_models import LLMRequest, request_number
+from .answers import (QuietInput, conversation_settles, every_quiet_input_answered,
+                      one_generation_per_input, quiet_inputs)
+from .conversation import ConversationRecord, run_conversation
+from .schedules import RunInput, Schedule
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 Invariant = Callable[[ConversationRecord], "None | str | Iterable[str]"]
-
-_CALL_ID = re.compile(r"c(\d+)_\d+\Z")
 
 
 class ConversationViolation(AssertionError):
@@ -49,93 +52,6 @@ class ConversationViolation(AssertionError):
 
 
 # -- helpers on a record ------------------------------------------------------------------------
-
-def _commit_times(record: ConversationRecord) -> dict[str, float]:
-    """Item id -> the time its ``conversation_item_added`` was emitted."""
-    return {ev.item.id: at for ev, at in record.events_named("conversation_item_added")}
-
-
-def _user_messages(record: ConversationRecord) -> list[ChatMessage]:
-    return [i for i in record.history if isinstance(i, ChatMessage) and i.role == "user"]
-
-
-def _describe_message(record: ConversationRecord, message: ChatMessage) -> str:
-    at = _commit_times(record).get(message.id)
-    return f"{message.text_content!r} (committed at {record.t(at):.2f})"
-
-
-def _emitter(record: ConversationRecord, call_id: str) -> LLMRequest | None:
-    match = _CALL_ID.match(call_id)
-    if match is None:
-        return None
-    number = int(match.group(1))
-    return record.llm_requests[number - 1] if 1 <= number <= len(record.llm_requests) else None
-
-
-def _root(record: ConversationRecord, request: LLMRequest) -> LLMRequest:
-    """The first request of the generation ``request`` continues (itself if it is one)."""
-    while request.trigger == "tool_outputs":
-        parent = _tool_reply_parent(record, request)
-        if parent is None:
-            break
-        request = parent
-    return request
-
-
-def _tool_reply_parent(record: ConversationRecord, request: LLMRequest) -> LLMRequest | None:
-    """The request whose tool calls ``request`` replies to: of the trailing outputs in its
-    context, those of the newest step (older steps' outputs may be committed later)."""
-    parents = [p for p in (_emitter(record, c) for c in request.trigger_ids) if p]
-    return max(parents, key=lambda p: p.number, default=None)
-
-
-def _visible_requests(record: ConversationRecord) -> set[int]:
-    """Requests whose reply shows in the history (an assistant message or a tool call) or
-    whose tool calls ran."""
-    seen: set[int] = set()
-    call_ids = [i.call_id for i in record.history if isinstance(i, FunctionCall)]
-    call_ids += [ex.call_id for ex in record.tool_executions]
-    for call_id in call_ids:
-        parent = _emitter(record, call_id)
-        if parent is not None:
-            seen.add(parent.number)
-    for item in record.history:
-        if isinstance(item, ChatMessage) and item.role == "assistant":
-            number = request_number(item.text_content)
-            if number is not None:
-                seen.add(number)
-    return seen
-
-
-def _agent_timeline(record: ConversationRecord) -> list[tuple[float, str]]:
-    """(time, id of the agent that became current), from the handoff events."""
-    return [(at, ev.item.new_agent_id) for ev, at in record.events_named("conversation_item_added")
-            if ev.item.type == "agent_handoff"]
-
-
-def _switch_spans(record: ConversationRecord) -> list[tuple[float, float]]:
-    """(from, to) in schedule seconds while the agent was being switched: from a tool step
-    that hands off to the handoff (a draining agent drops turns and refuses replies; it
-    waits for its running tools, forever if one hangs), and each instant of a handoff."""
-    handoffs = [record.t(at) for at, _ in _agent_timeline(record)[1:]]
-    spans = [(t, t) for t in handoffs]
-    for ev, at in record.events_named("function_tools_executed"):
-        if ev.has_agent_handoff:
-            start = record.t(at)
-            spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
-    return spans
-
-
-def _agent_at(timeline: list[tuple[float, str]], at: float) -> str | None:
-    current = None
-    for t, agent_id in timeline:
-        if t > at:
-            break
-        current = agent_id
-    return current
-
-
-# -- the invariants -----------------------------------------------------------------------------
 
 def no_exception_escapes(record: ConversationRecord) -> Iterable[str]:
     """Nothing escapes ``async with session`` (model, tool and hook failures are the
@@ -298,237 +214,12 @@ def assistant_messages_in_order(record: ConversationRecord) -> Iterable[str]:
                f"{[(m.text_content, record.t(m.created_at)) for m in messages]}")
 
 
-def conversation_settles(record: ConversationRecord) -> Iterable[str]:
-    """Left alone, the agent finishes what it says: when nothing happened (no action, no
-    fault) for a *settle window* before the close and no tool is running, every speech
-    created before that quiet span is done by the close. A hanging audio output does not
-    excuse a stuck speech (the agent must not stall on it); a hanging LLM or TTS stream does
-    (the provider never answers; timeouts are the provider's)."""
-    start = record.close_requested_at
-    if start is None:
-        return
-    if any(ex.ended_at is None or ex.ended_at >= start for ex in record.tool_executions):
-        return
-    if any(not h.what.startswith("capture_frame") and (h.ended is None or h.ended >= start)
-           for h in record.hangs):
-        return
-    schedule = record.schedule
-    quiet_from = max([record.t0, *(record.t0 + a.at + getattr(a, "duration", 0.0)
-                                   for a in schedule.actions),
-                      *record.faults_fired.values()])
-    window = _settle_window(schedule)
-    if start - quiet_from < window:
-        return
-    created = {ev.speech_handle.id: at for ev, at in record.events_named("speech_created")}
-    for handle in record.speech_handles:
-        at = created.get(handle.id)
-        if at is not None and at <= quiet_from and not _done_by(record, handle, start):
-            yield (f"the speech {handle.id} ({handle.source}) created at {record.t(at):.2f} "
-                   f"was still not done when the close came at {record.t(start):.2f}, after "
-                   f"{start - quiet_from:.2f} s with nothing happening")
-
-
-def _done_by(record: ConversationRecord, handle: Any, at: float) -> bool:
-    done_at = record.speech_done_at.get(handle.id)
-    return done_at is not None and done_at < at  # the close itself ends every speech
-
-
-def _settle_window(schedule: Schedule) -> float:
-    return _answer_window(schedule) + max(
-        (_chain_time(r) for r in _replies(schedule)), default=0.0) + 2.0
-
-
 def one_speech_at_a_time(record: ConversationRecord) -> Iterable[str]:
     """The audio output plays one speech at a time: no speech captures audio while another
     speech's segment is still playing (the scheduler's rule, across agents and tasks)."""
     for at, segment_started in record.output_overlaps:
         yield (f"at {record.t(at):.2f} a second speech sent audio while the segment started at "
                f"{record.t(segment_started):.2f} was still playing")
-
-
-def one_generation_per_input(record: ConversationRecord) -> Iterable[str]:
-    """Each user input is answered by at most one generation.
-
-    A *generation* is an LLM request that answers a user message, instructions or anything
-    but tool outputs (its root), plus the tool replies that continue it. It answers the user
-    message its root answers: the last item of the root's context. Then:
-
-    - a tool reply must not contain a user message that its root did not contain and that was
-      committed to the same agent (the reply would answer that input too; messages of an
-      AgentTask the tool awaited are merged legitimately);
-    - at most one generation that shows in the history (an assistant message, a tool call)
-      answers each user message (preemptive attempts that were dropped do not show);
-    - the words of each input are committed in at most one user message.
-    """
-    for action in record.schedule.inputs():
-        words = action.transcript if isinstance(action, UserSpeech) else action.text
-        holding = [m for m in _user_messages(record) if words in (m.text_content or "")]
-        if len(holding) > 1:
-            yield (f"the input {words!r} at {action.at:.2f} was committed {len(holding)} times: "
-                   f"{[_describe_message(record, m) for m in holding]}")
-    users = {m.id: m for m in _user_messages(record)}
-    commits = _commit_times(record)
-    agents = _agent_timeline(record)
-    visible = _visible_requests(record)
-    answering: dict[str, set[int]] = defaultdict(set)
-    for req in record.llm_requests:
-        root = _root(record, req)
-        if req is not root:
-            agent = _agent_at(agents, root.at)
-            seen = set(root.user_message_ids())
-            for message_id in req.user_message_ids():
-                message = users.get(message_id)
-                commit = commits.get(message_id)
-                if (message_id in seen or message is None or commit is None
-                        or _agent_at(agents, commit) != agent):
-                    continue
-                yield (f"the tool reply r{req.number} (at {record.t(req.at):.2f}, continuing "
-                       f"r{root.number}) contains the input {_describe_message(record, message)}"
-                       f", which r{root.number} did not see: that input is answered inside "
-                       "another input's generation")
-        elif req.trigger == "user" and _chain_visible(record, root, visible):
-            answering[req.trigger_ids[0]].add(root.number)
-    for message_id, roots in answering.items():
-        if len(roots) > 1 and message_id in users:
-            yield (f"the input {_describe_message(record, users[message_id])} is answered by "
-                   f"{len(roots)} generations: {['r%d' % n for n in sorted(roots)]}")
-
-
-def _chain_visible(record: ConversationRecord, root: LLMRequest, visible: set[int]) -> bool:
-    return any(_root(record, record.llm_requests[n - 1]) is root for n in visible)
-
-
-@dataclass(frozen=True)
-class QuietInput:
-    """An input that had time to be answered (see ``every_quiet_input_answered``): nothing
-    else happened from ``start - 1`` to ``end`` (schedule seconds)."""
-
-    action: UserSpeech | TextInput | RunInput
-    outcome: ActionOutcome
-    start: float
-    end: float
-
-    @property
-    def words(self) -> str:
-        action = self.action
-        return action.transcript if isinstance(action, UserSpeech) else action.text
-
-
-def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
-    """The inputs ``every_quiet_input_answered`` checks (to measure how many a test covers)."""
-    schedule = record.schedule
-    if record.close_requested_at is None:
-        return []
-    closes = [at for _, at in record.events_named("close")]
-    close_at = record.t(min(closes)) if closes else schedule.close_at
-    switches = _switch_spans(record)
-    window = _answer_window(schedule)
-    outcomes = {id(o.action): o for o in record.actions}
-    out: list[QuietInput] = []
-    for action in schedule.inputs():
-        outcome = outcomes.get(id(action))
-        if outcome is None or outcome.error is not None:
-            continue  # refused (the agent drains, a run is active) or failed: documented
-        start = action.at
-        committed_by = start if not isinstance(action, UserSpeech) else (
-            action.at + action.duration + 1.5)
-        end = committed_by + window
-        if isinstance(action, RunInput):
-            end += _chain_time(action.reply) + 5.0
-        others = [a.at for a in schedule.actions if a is not action]
-        if (any(start - 1.0 <= t <= end for t in others) or end >= close_at
-                or any(a <= committed_by and b >= start - 1.0 for a, b in switches)
-                or any(record.t(h.started) <= end and (h.ended is None or record.t(h.ended)
-                                                       >= start - 1.0) for h in record.hangs)
-                or (isinstance(action, RunInput) and _hangs_tools(action.reply))
-                or _fault_blocks(record, action, start, end)):
-            continue
-        out.append(QuietInput(action=action, outcome=outcome, start=start, end=end))
-    return out
-
-
-def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
-    """An input with time to be answered is answered, and a ``session.run`` with time to
-    settle returns.
-
-    An input has time when nothing else happens around it: no other action from 1 s before
-    it to the end of its *answer window*, no agent switch (from a tool step handing off to
-    the handoff) from 1 s before it until its turn is committed (a draining agent drops
-    turns), no fault that stops a model
-    from hearing or speaking (hangs anywhere, a failing LLM/TTS reply to it, an STT/VAD fault
-    in the preceding second or any non-provider error before it), and no close before the
-    window ends. The window starts when the turn is committed (text: at once; speech: 1.5 s
-    after its end) and lasts long enough for one queued tool reply and the input's own reply
-    to start playing (a run: also for its tool rounds). Answered means: a user message holding
-    the input's words is committed and a generation answering it shows in the history.
-    """
-    visible = _visible_requests(record)
-    users = _user_messages(record)
-    commits = _commit_times(record)
-    for quiet in quiet_inputs(record):
-        words, start, end = quiet.words, quiet.start, quiet.end
-        message = next((m for m in users if words in (m.text_content or "")
-                        and start - 1e-6 <= record.t(commits.get(m.id, record.t0 - 1.0)) <= end),
-                       None)
-        if message is None:
-            yield (f"the input {words!r} at {start:.2f} was never committed as a user message "
-                   f"(nothing else happened until {end:.2f})")
-            continue
-        answered = any(req.trigger == "user" and req.trigger_ids[0] == message.id
-                       and _chain_visible(record, req, visible) for req in record.llm_requests)
-        if not answered:
-            yield (f"the input {_describe_message(record, message)} was never answered "
-                   f"(nothing else happened until {end:.2f})")
-        ended = quiet.outcome.ended_at
-        if isinstance(quiet.action, RunInput) and (ended is None or record.t(ended) > end):
-            yield (f"session.run({words!r}) at {start:.2f} did not return by {end:.2f} "
-                   f"(returned at {record.t(ended):.2f})")
-
-
-def _replies(schedule: Schedule) -> list[Reply]:
-    out: list[Reply] = []
-    pending = [a.reply for a in schedule.inputs()] + [schedule.greeting]
-    while pending:
-        reply = pending.pop()
-        out.append(reply)
-        pending += [c.reply for c in reply.calls if c.reply is not None]
-    return out
-
-
-def _hangs_tools(reply: Reply) -> bool:
-    """Whether the tool rounds of ``reply`` may hang (a run waits for them)."""
-    return any(c.outcome == "hang" or _hangs_tools(c.reply or Reply()) for c in reply.calls)
-
-
-def _answer_window(schedule: Schedule) -> float:
-    replies = _replies(schedule)
-    longest = max((r.duration + r.tts_ttfb + r.audio for r in replies), default=0.0)
-    slowest = max((r.duration + r.tts_ttfb for r in replies), default=0.0)
-    return longest + slowest + 1.5
-
-
-def _chain_time(reply: Reply) -> float:
-    own = reply.duration + reply.tts_ttfb + reply.audio
-    calls = [c.latency + c.shield + _chain_time(c.reply or Reply()) for c in reply.calls]
-    return own + max(calls, default=0.0)
-
-
-def _fault_blocks(record: ConversationRecord, action: Any, start: float, end: float) -> bool:
-    """Whether a fault may keep ``action`` from being heard or answered: its own reply fails,
-    the output failed, or recognition failed around it (for good after a non-provider
-    error, documented to stop recognition)."""
-    if action.reply.llm_fault is not None or action.reply.tts_fault is not None:
-        return True
-    for fault, fired in record.faults_fired.items():
-        at = record.t(fired)
-        if isinstance(fault, OutputFault) and start - 1.0 <= at <= end:
-            return True
-        if isinstance(fault, (StreamFault, PushFault)):
-            if fault.kind == "error" and at <= end:
-                return True
-            if start - 1.0 <= at <= end:
-                return True
-    return False
 
 
 DEFAULT_INVARIANTS: tuple[Invariant, ...] = (
@@ -589,10 +280,10 @@ def check_conversation(agent_factory: Callable[[], Agent], schedule: Schedule, *
     return record
 
 
-__all__ = ["DEFAULT_INVARIANTS", "ConversationViolation", "Invariant", "assistant_messages_in_order",
-           "check_conversation", "close_is_last_event", "conversation_settles", "close_within_grace",
-           "every_quiet_input_answered", "executed_calls_recorded", "hooks_paired", "llm_never_sees_unanswered_calls",
+__all__ = ["DEFAULT_INVARIANTS", "ConversationViolation", "Invariant", "QuietInput",
+           "assistant_messages_in_order", "check_conversation", "close_is_last_event",
+           "close_within_grace", "conversation_settles", "every_quiet_input_answered",
+           "executed_calls_recorded", "hooks_paired", "llm_never_sees_unanswered_calls",
            "no_exception_escapes", "nothing_left_running", "one_generation_per_input",
-           "one_speech_at_a_time", "QuietInput",
-           "quiet_inputs",
-           "tool_calls_answered_once", "tool_calls_executed_at_most_once", "violations"]
+           "one_speech_at_a_time", "quiet_inputs", "tool_calls_answered_once",
+           "tool_calls_executed_at_most_once", "violations"]
