@@ -127,15 +127,18 @@ def _request_agent(record: ConversationRecord, request: LLMRequest) -> str | Non
 
 def conversation_settles(record: ConversationRecord) -> Iterable[str]:
     """Left alone, the agent finishes what it says: when nothing happened (no action, no
-    fault) for a *settle window* before the close and no tool is running, every speech
-    created before that quiet span is done by the close. A hanging audio output does not
-    excuse a stuck speech (the agent must not stall on it); a hanging LLM or TTS stream does
-    (the provider never answers; timeouts are the provider's)."""
+    fault) for a *settle window* before the close, no tool is running and no AgentTask is
+    waiting for the user, every speech created before that quiet span is done by the close.
+    A hanging audio output does not excuse a stuck speech (the agent must not stall on it);
+    a hanging LLM or TTS stream does (the provider never answers; timeouts are the
+    provider's)."""
     start = record.close_requested_at
     if start is None:
         return
     if any(ex.ended_at is None or ex.ended_at >= start for ex in record.tool_executions):
         return
+    if agents_entered(record, start) > 1:
+        return  # an AgentTask waits for the user; its parent's queued speeches wait with it
     if any(not h.what.startswith("capture_frame") and (h.ended is None or h.ended >= start)
            for h in record.hangs):
         return
@@ -153,6 +156,15 @@ def conversation_settles(record: ConversationRecord) -> Iterable[str]:
             yield (f"the speech {handle.id} ({handle.source}) created at {record.t(at):.2f} "
                    f"was still not done when the close came at {record.t(start):.2f}, after "
                    f"{start - quiet_from:.2f} s with nothing happening")
+
+
+def agents_entered(record: ConversationRecord, at: float) -> int:
+    """How many agents had entered and not exited at ``at`` (the agent stack's depth)."""
+    entered: dict[int, int] = defaultdict(int)
+    for hook in record.hook_calls:
+        if hook.at <= at:
+            entered[id(hook.agent)] += 1 if hook.hook == "on_enter" else -1
+    return sum(1 for n in entered.values() if n > 0)
 
 
 def _done_by(record: ConversationRecord, handle: Any, at: float) -> bool:
@@ -348,5 +360,5 @@ def _fault_blocks(record: ConversationRecord, action: Any, start: float, end: fl
     return False
 
 
-__all__ = ["QuietInput", "conversation_settles", "every_quiet_input_answered",
+__all__ = ["QuietInput", "agents_entered", "conversation_settles", "every_quiet_input_answered",
            "one_generation_per_input", "quiet_inputs"]

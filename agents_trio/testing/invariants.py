@@ -27,7 +27,7 @@ import trio.testing
 
 from ..agent import Agent
 from ..chat import ChatMessage, FunctionCall, FunctionCallOutput
-from .answers import (QuietInput, conversation_settles, every_quiet_input_answered,
+from .answers import (QuietInput, agents_entered, conversation_settles, every_quiet_input_answered,
                       one_generation_per_input, quiet_inputs)
 from .conversation import ConversationRecord, run_conversation
 from .schedules import RunInput, Schedule
@@ -91,7 +91,7 @@ def close_within_grace(record: ConversationRecord) -> Iterable[str]:
     if start is None or end is None:
         return
     grace = record.schedule.close_grace
-    depth = _stack_depth(record, start)
+    depth = max(1, agents_entered(record, start))
     shielded = sum(ex.plan.shield for ex in record.tool_executions
                    if ex.plan is not None and ex.started_at <= start
                    and (ex.ended_at is None or ex.ended_at > start))
@@ -100,14 +100,6 @@ def close_within_grace(record: ConversationRecord) -> Iterable[str]:
         yield (f"closing took {end - start:.2f} s (from {record.t(start):.2f}), more than "
                f"{bound:.2f} s (grace {grace:g} s x {depth + 1} levels + {shielded:g} s "
                f"shielded)")
-
-
-def _stack_depth(record: ConversationRecord, at: float) -> int:
-    entered: dict[int, int] = defaultdict(int)
-    for hook in record.hook_calls:
-        if hook.at <= at:
-            entered[id(hook.agent)] += 1 if hook.hook == "on_enter" else -1
-    return max(1, sum(1 for n in entered.values() if n > 0))
 
 
 def nothing_left_running(record: ConversationRecord) -> Iterable[str]:
