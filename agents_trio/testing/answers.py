@@ -159,10 +159,11 @@ def conversation_settles(record: ConversationRecord) -> Iterable[str]:
 
 
 def agents_entered(record: ConversationRecord, at: float) -> int:
-    """How many agents had entered and not exited at ``at`` (the agent stack's depth)."""
+    """How many agents had entered and not exited just before ``at`` (the agent stack's
+    depth when, say, the close came: the hooks the close itself runs do not count)."""
     entered: dict[int, int] = defaultdict(int)
     for hook in record.hook_calls:
-        if hook.at <= at:
+        if hook.at < at:
             entered[id(hook.agent)] += 1 if hook.hook == "on_enter" else -1
     return sum(1 for n in entered.values() if n > 0)
 
