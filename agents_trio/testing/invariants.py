@@ -246,7 +246,10 @@ def check_conversation(agent_factory: Callable[[], Agent], schedule: Schedule, *
     """Run ``schedule`` against a fresh agent in virtual time and check the invariants.
 
     Synchronous (it calls ``trio.run`` with an autojumping ``MockClock``), so it can be the
-    body of a Hypothesis test: ``@given(conversations(...))``.
+    body of a Hypothesis test: ``@given(conversations(...))``. Inside a Trio test, await
+    ``run_conversation`` and check with ``violations(record, DEFAULT_INVARIANTS)`` instead.
+    Under Hypothesis, Trio's scheduler is seeded per example, so a failing example replays
+    with the same interleaving.
 
     Args:
         agent_factory: Builds the agent under test (once per call).
