@@ -2,6 +2,12 @@
 
 Under ``trio.testing.MockClock(autojump_threshold=0)`` (pytest-trio's ``autojump_clock``) a
 scripted conversation runs instantly and gives the same timeline every time.
+
+Adversarial testing: a :class:`Schedule` describes a whole conversation (user speech and text
+at any time, interruptions, tool latencies and failures around your tools, model faults, the
+close); :func:`check_conversation` plays it against your agent and checks the invariants
+(``DEFAULT_INVARIANTS`` plus your own). Hypothesis strategies drawing schedules are in
+``agents_trio.testing.strategies`` (the only module here that imports ``hypothesis``).
 """
 
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
@@ -21,3 +27,18 @@ __all__ = [
 from .fake_room import FakeRemoteParticipant, FakeRoom, open_fake_room  # noqa: E402
 
 __all__ += ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]
+
+# Adversarial conversations: schedules as data, the runner and the invariants
+from .conversation import (ActionOutcome, ConversationRecord, HookCall,  # noqa: E402
+                           ToolExecution, live_tasks, run_conversation, watch_session)
+from .invariants import (DEFAULT_INVARIANTS, ConversationViolation, Invariant,  # noqa: E402
+                         check_conversation, violations)
+from .schedules import (Fault, Interrupt, OutputFault, PushFault, Reply,  # noqa: E402
+                        RunInput, Schedule, StreamFault, TextInput, ToolCall, UserSpeech)
+from .scripted_models import LLMRequest  # noqa: E402
+
+__all__ += ["ActionOutcome", "ConversationRecord", "ConversationViolation", "DEFAULT_INVARIANTS",
+            "Fault", "HookCall", "Interrupt", "Invariant", "LLMRequest", "OutputFault",
+            "PushFault", "Reply", "RunInput", "Schedule", "StreamFault", "TextInput",
+            "ToolCall", "ToolExecution", "UserSpeech", "check_conversation", "live_tasks",
+            "run_conversation", "violations", "watch_session"]
