@@ -192,6 +192,10 @@ class Activity:
             return
         self.preemptive.cancel()
         self.block_new_turns()
+        if self._hooks is _HookPhase.ENTERED:
+            # on_exit follows on_enter: a handoff requested right after this agent started
+            # waits for its on_enter to return (or hand the floor to an AgentTask)
+            await self.enter_settled.wait()
         await self._run_on_exit()
         self._state = ActivityState.DRAINING
         while self._speeches or len(self._queue):
@@ -533,11 +537,10 @@ class Activity:
                     make_context=lambda c: RunContext(session=self.session,
                                                       speech_handle=handle, function_call=c),
                     is_agent=_is_agent)
-        except trio.Cancelled:
-            step.outcomes[call.call_id] = cancelled_outcome(
-                call, closing=self.session._closing)
-            raise
         finally:
+            if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
+                step.outcomes[call.call_id] = cancelled_outcome(
+                    call, closing=self.session._closing)
             current_inline.reset(token)
             step.gained.extend(scope.gained)
             del self._tool_calls_in_flight[id(call)]

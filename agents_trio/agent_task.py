@@ -57,6 +57,7 @@ class AgentTask(Agent, Generic[T]):
         self._result: Any = None
         self._exception: BaseException | None = None
         self._run_hold: tuple[Any, object] | None = None
+        self._return_scope = trio.CancelScope()  # the wait for the task's activity to drain
 
     def done(self) -> bool:
         return self._phase is _TaskPhase.COMPLETED
@@ -87,6 +88,7 @@ class AgentTask(Agent, Generic[T]):
         """Interrupt the task's speeches and complete it with a ``ToolError``."""
         if self._activity is not None:
             self._activity.interrupt(force=True)
+        self._return_scope.cancel()
         if not self.done():
             self.complete(ToolError(f"AgentTask {self.id} is cancelled"))
 
@@ -180,10 +182,12 @@ async def _run_child(session: AgentSession, task: AgentTask[Any], parent: Activi
                 hold = None
             nursery.start_soon(_fail_if_replaced, task, child)
             await task._completed.wait()
-            if session._closing:
-                child.stop()  # closing: cancel the task's speeches and tools, on_exit still runs
-            else:
-                await child.drain()
+            if not session._closing:
+                # cancel() (the close unwinding) stops waiting for a graceful drain, which a
+                # tool of the task that never returns would hold up
+                with task._return_scope:
+                    await child.drain()
+            child.stop()  # closing: cancel the task's speeches and tools; on_exit still runs
     finally:
         if run is not None and hold is not None:
             run._release(hold)

@@ -90,12 +90,10 @@ if __name__ == "__main__":  # python examples/booking_race.py
     from hypothesis import given, settings
 
     from agents_trio.testing import DEFAULT_INVARIANTS, check_conversation
-    from agents_trio.testing.invariants import executed_calls_recorded
     from agents_trio.testing.strategies import conversations
 
     logging.disable(logging.ERROR)  # the runtime logs every injected failure
-    # TODO(issue 15, item 4): drop the filter once close keeps running tools' results
-    invariants = [i for i in DEFAULT_INVARIANTS if i is not executed_calls_recorded]
+    invariants = DEFAULT_INVARIANTS
 
     @settings(derandomize=True, database=None, deadline=None, max_examples=300)
     @given(conversations(tools={"book_table": {"time": "7pm"}}, faults=False))

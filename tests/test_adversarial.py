@@ -8,9 +8,9 @@ answered exactly once, every ``on_enter`` paired with one ``on_exit``, one speec
 close within its grace with nothing left running and ``close`` the last event, and no
 exception escaping ``async with session``.
 
-The properties exclude the cases of the known bugs of issue 15 (each exclusion is a TODO
-naming its item) so CI stays green; the deterministic reproducers at the end of this file are
-``xfail(strict=True)`` until the fixes land. Sizes: ~2,000 examples in all per run, derandomized.
+The deterministic reproducers at the end of this file are the shrunk schedules of the bugs the
+model found (issue 15), kept as regressions. Sizes: ~2,000 examples in all per run,
+derandomized.
 """
 
 from __future__ import annotations
@@ -23,39 +23,27 @@ from adversary_agents import TOOLS, Desk
 from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, ConversationViolation,
                                  OutputFault, PushFault, Reply, RunInput, Schedule, StreamFault,
                                  TextInput, ToolCall, UserSpeech, check_conversation)
-from agents_trio.testing.invariants import executed_calls_recorded, quiet_inputs
+from agents_trio.testing.invariants import (executed_calls_recorded, quiet_inputs,
+                                            tool_calls_answered_once)
 from agents_trio.testing.strategies import conversations
 
 PROPERTY = settings(derandomize=True, database=None, deadline=None, print_blob=False,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# TODO(issue 15, item 4): close loses the results of running tools (calls and outputs are
-# committed after the whole step). Put `executed_calls_recorded` back once it is fixed.
-INVARIANTS = [i for i in DEFAULT_INVARIANTS if i is not executed_calls_recorded]
+INVARIANTS = DEFAULT_INVARIANTS
 
 TASK_TOOLS = ("ask_details", "deeper", "finish", "agree")
 VOICE_TOOLS = {name: args for name, args in TOOLS.items() if name not in TASK_TOOLS}
 
-VOICE_CONVERSATIONS = conversations(
-    tools=VOICE_TOOLS,
-    runs=False,  # TODO(issue 15, item 1): a run during a pending tool reply is answered twice
-    push_faults=(),  # TODO(issue 15, item 8): push_frame errors escape `async with`
-    fault_models=("stt",),  # TODO(issue 15, items 8, 9): VAD stream errors escape / deafen
-    output_faults=("error",),  # TODO(issue 15, item 10): a hanging capture_frame stalls
-    can_pause_audio=False,  # TODO(issue 15, item 3): a pause before the first frame sticks
-)
+VOICE_CONVERSATIONS = conversations(tools=VOICE_TOOLS, runs=True)
 
 TASK_CONVERSATIONS = conversations(
     # the tools that switch agents, and one that answers: handoffs and tasks come often
     tools={name: TOOLS[name] for name in (*TASK_TOOLS, "transfer", "back", "lookup")},
     min_calls=1,
-    runs=False,  # TODO(issue 15, item 1)
-    push_faults=(),  # TODO(issue 15, item 8)
-    fault_models=("stt",),  # TODO(issue 15, items 8, 9)
-    # TODO(new, see test_an_agent_task_never_speaks_over_its_parent): with an audio output
-    # an AgentTask speaks over its parent's still-playing reply; text only until fixed
-    audio_output=False,
+    runs=True,
+    audio_output=None,  # with and without an audio output
 )
 
 
@@ -93,13 +81,9 @@ def test_handoffs_and_nested_tasks_keep_every_invariant(schedule: Schedule,
 
 
 @settings(PROPERTY, max_examples=300)
-@given(conversations(tools={"note": TOOLS["note"]}, runs=True, tool_outcomes=("ok",),
-                     push_faults=(), fault_models=("stt",), output_faults=("error",),
-                     can_pause_audio=False))
+@given(conversations(tools=VOICE_TOOLS, runs=True, text=False))
 def test_session_run_conversations_keep_every_invariant(schedule: Schedule) -> None:
-    """``session.run`` among voice and text; the only tool needs no reply, so no tool reply
-    is ever pending (TODO(issue 15, item 1): use every tool once a run during a pending tool
-    reply is answered once)."""
+    """``session.run`` among voice, with tool replies pending when a run arrives."""
     _observe(check_conversation(Desk, schedule, invariants=INVARIANTS))
 
 
@@ -110,9 +94,6 @@ def _check(schedule: Schedule, *invariants, agent=Desk) -> None:
     check_conversation(agent, schedule, invariants=invariants or DEFAULT_INVARIANTS)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 1: the tool reply takes the agent's live chat ctx, so "
-                          "it already contains the run's new input")
 def test_a_run_while_a_tool_reply_is_pending_is_answered_once() -> None:
     from agents_trio.testing.invariants import one_generation_per_input
 
@@ -123,11 +104,7 @@ def test_a_run_while_a_tool_reply_is_pending_is_answered_once() -> None:
         close_at=10.0), one_generation_per_input)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 4: calls and outputs are committed only after the "
-                          "whole step, so closing during a tool loses them")
 def test_close_during_a_tool_keeps_its_call_with_an_output() -> None:
-    from agents_trio.testing.invariants import tool_calls_answered_once
 
     _check(Schedule(
         actions=(TextInput(at=1.0, text="look it up (0)", reply=Reply(calls=(
@@ -135,9 +112,6 @@ def test_close_during_a_tool_keeps_its_call_with_an_output() -> None:
         close_at=2.0), executed_calls_recorded, tool_calls_answered_once)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 8: a VAD push_frame error escapes `async with` as an "
-                          "ExceptionGroup")
 def test_a_vad_push_frame_error_does_not_escape_the_session() -> None:
     from agents_trio.testing.invariants import no_exception_escapes
 
@@ -145,9 +119,6 @@ def test_a_vad_push_frame_error_does_not_escape_the_session() -> None:
            no_exception_escapes)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 8: an STT push_frame error escapes `async with` as an "
-                          "ExceptionGroup")
 def test_an_stt_push_frame_error_does_not_escape_the_session() -> None:
     from agents_trio.testing.invariants import no_exception_escapes
 
@@ -155,9 +126,6 @@ def test_an_stt_push_frame_error_does_not_escape_the_session() -> None:
            no_exception_escapes)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 8 (found by the model): a VAD stream that fails with "
-                          "a non-provider error escapes `async with` (the STT's is handled)")
 def test_a_vad_stream_error_does_not_escape_the_session() -> None:
     from agents_trio.testing.invariants import no_exception_escapes
 
@@ -165,9 +133,6 @@ def test_a_vad_stream_error_does_not_escape_the_session() -> None:
            no_exception_escapes)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 9: after a VAD APIError in the middle of the user's "
-                          "speech the user stays 'speaking' and no later turn ends")
 def test_a_vad_provider_error_mid_speech_does_not_leave_the_agent_deaf() -> None:
     from agents_trio.testing.invariants import every_quiet_input_answered
 
@@ -178,9 +143,6 @@ def test_a_vad_provider_error_mid_speech_does_not_leave_the_agent_deaf() -> None
         close_at=25.0), every_quiet_input_answered)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 3: noise while the agent thinks pauses the output "
-                          "before the first frame, and nothing resumes it")
 def test_noise_while_the_agent_thinks_does_not_hold_its_reply_forever() -> None:
     from agents_trio.testing.invariants import conversation_settles
 
@@ -190,9 +152,6 @@ def test_noise_while_the_agent_thinks_does_not_hold_its_reply_forever() -> None:
         can_pause_audio=True, close_at=20.0), conversation_settles)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="issue 15 item 10: a capture_frame that blocks forever stalls the "
-                          "speech (and the agent) until the user speaks again")
 def test_a_hanging_audio_output_does_not_stall_the_agent() -> None:
     from agents_trio.testing.invariants import conversation_settles
 
@@ -201,12 +160,6 @@ def test_a_hanging_audio_output_does_not_stall_the_agent() -> None:
         faults=(OutputFault(at=1.2, kind="hang"),), close_at=30.0), conversation_settles)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="found by the model: a tool awaiting an AgentTask pauses its parent "
-                          "for new speeches only, so the task's first reply plays while the "
-                          "parent's reply is still playing (LiveKit waits for the current "
-                          "speech's generation before the task starts); with one audio output "
-                          "the parent's reply then never finishes")
 def test_an_agent_task_never_speaks_over_its_parent() -> None:
     from agents_trio.testing.invariants import conversation_settles, one_speech_at_a_time
 
@@ -216,12 +169,6 @@ def test_an_agent_task_never_speaks_over_its_parent() -> None:
         close_at=30.0), one_speech_at_a_time, conversation_settles)
 
 
-@pytest.mark.xfail(strict=True, raises=ConversationViolation,
-                   reason="found by the model: two handoffs requested back to back — the "
-                          "activity host starts the first new agent, launches its on_enter "
-                          "(start_soon) and at once drains it for the second request, running "
-                          "its on_exit inline; depending on Trio's scheduling, on_exit runs "
-                          "before on_enter, which then runs on a stopped agent")
 @settings(PROPERTY, max_examples=40)
 @given(st.integers(0, 10**6))  # only reseeds Trio's scheduler (Hypothesis seeds it per example)
 def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: int) -> None:
@@ -232,3 +179,4 @@ def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: int) -> 
             ToolCall(name="transfer", latency=1.0),))),),
         greeting=Reply(calls=(ToolCall(name="transfer", latency=3.0),)),
         close_at=15.0, audio_output=False), hooks_paired)
+

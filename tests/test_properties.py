@@ -18,14 +18,12 @@ from hypothesis import strategies as st
 from agents_trio import Agent, ChatMessage, FunctionCallOutput, RunContext, function_tool
 from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule,
                                  TextInput, ToolCall, UserSpeech, check_conversation)
-from agents_trio.testing.invariants import executed_calls_recorded
 from agents_trio.testing.strategies import conversations, replies, seconds
 
 PROPERTY = settings(derandomize=True, database=None, deadline=None, print_blob=False,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-# TODO(issue 15, item 4): close loses running tools' results; use every invariant once fixed
-INVARIANTS = [i for i in DEFAULT_INVARIANTS if i is not executed_calls_recorded]
+INVARIANTS = DEFAULT_INVARIANTS
 TOOLS = {"slow_tool": st.fixed_dictionaries({"what": st.sampled_from(["order", "weather"])})}
 
 
@@ -102,10 +100,7 @@ _STALE_PAUSE = Schedule(
 
 
 @settings(PROPERTY, max_examples=200)
-@given(conversations(tools=TOOLS, runs=False,  # TODO(issue 15, item 1)
-                     push_faults=(), fault_models=("stt",),  # TODO(issue 15, items 8, 9)
-                     output_faults=("error",),  # TODO(issue 15, item 10)
-                     can_pause_audio=False))  # TODO(issue 15, item 3)
+@given(conversations(tools=TOOLS, runs=True))
 @example(_STALE_PAUSE)
 def test_random_conversations_keep_the_session_invariants(schedule: Schedule) -> None:
     _check(schedule)
@@ -145,7 +140,7 @@ def tool_race_schedules(draw: st.DrawFn) -> Schedule:
     last = speeches[-1]
     return Schedule(actions=tuple(speeches),
                     close_at=round(last.at + last.duration + draw(seconds(0.0, 8.0)), 3),
-                    can_pause_audio=False,  # TODO(issue 15, item 3)
+                    can_pause_audio=draw(st.booleans()),
                     preemptive=True)
 
 

@@ -228,3 +228,60 @@ async def test_update_agent_while_a_task_runs_hands_over_without_a_hang(autojump
     calls = [i.call_id for i in items if i.type == "function_call"]
     outputs = [i.call_id for i in items if i.type == "function_call_output"]
     assert calls == ["c_ask"] and outputs == ["c_ask"], items
+
+
+class HangingTask(AgentTask[str]):
+    """Its reply calls two tools at once: one completes the task, the other never returns."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="hanging")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="hang and finish")
+
+    @function_tool
+    async def hang(self, ctx: RunContext) -> None:
+        """Hang."""
+        await trio.sleep_forever()
+
+    @function_tool
+    async def finish_now(self, ctx: RunContext) -> None:
+        """Finish."""
+        self.complete("finished")
+
+
+class AwaitsHanging(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="root")
+
+    @function_tool
+    async def start(self, ctx: RunContext) -> str:
+        """Start."""
+        return await HangingTask()
+
+
+async def test_close_while_a_completed_task_waits_for_its_hanging_tool(autojump_clock):
+    """Found by the adversarial model: the task completed, its activity's drain waited for
+    the hanging tool, the close could not stop that wait, and the parent's tool was left
+    with no output (it ended in a group of cancellations)."""
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("start", "c_start"), input="go")
+    a.add_llm("", tool_calls=[*_call("hang", "c_hang"), *_call("finish_now", "c_done")],
+              input="hang and finish")
+    session = AgentSession(llm=FakeLLM(a.llm_responses), close_grace=5.0)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(AwaitsHanging())
+            session.generate_reply(user_input="go")
+            await trio.sleep(2.0)
+            started = trio.current_time()
+            await session.aclose()
+            took = trio.current_time() - started
+    assert took < 5.0  # the unwinding does not wait for the hanging tool
+    items = session.history.items
+    calls = sorted(i.call_id for i in items if i.type == "function_call")
+    outputs = sorted(i.call_id for i in items if i.type == "function_call_output")
+    assert calls == outputs == ["c_done", "c_hang", "c_start"], items
+    by_id = {i.call_id: i for i in items if i.type == "function_call_output"}
+    assert by_id["c_start"].output == "finished", items
+    assert by_id["c_hang"].is_error and "cancelled" in by_id["c_hang"].output
