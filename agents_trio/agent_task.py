@@ -7,7 +7,8 @@ drains (``on_exit`` runs), its chat items merge into the parent's context, the p
 and the ``await`` returns the result (or raises the exception passed to ``complete``).
 
 Because the task lives inside the tool that awaited it, closing the session unwinds tasks
-innermost first, and the awaiting tool sees the cancellation instead of hanging.
+innermost first (the session's ``inline_tasks`` stack), and each awaiter — a tool, ``on_enter``
+or ``on_exit`` — gets ``ToolError("AgentTask … is cancelled")`` instead of hanging.
 """
 
 from __future__ import annotations
@@ -187,7 +188,9 @@ async def _run_child(session: AgentSession, task: AgentTask[Any], parent: Activi
                 # tool of the task that never returns would hold up
                 with task._return_scope:
                     await child.drain()
-            child.stop()  # closing: cancel the task's speeches and tools; on_exit still runs
+            # drained (no-op), or closing / drain given up: cancel the task's speeches and
+            # tools; its on_exit still runs
+            child.stop()
     finally:
         if run is not None and hold is not None:
             run._release(hold)
