@@ -89,9 +89,6 @@ class Activity:
         self._speeches: set[SpeechHandle] = set()
         self._speeches_changed = trio.lowlevel.ParkingLot()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
-        # calls dispatched and not finished (from dispatch, so there is no gap between a
-        # step's generation ending and its tools starting in which the agent looks idle)
-        self._tool_calls_in_flight: dict[int, FunctionCall] = {}
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
@@ -210,7 +207,7 @@ class Activity:
         an AgentTask has handed the floor to the task's activity, which is then current)."""
         # with a realtime model the server owns the turn: a new input ends the response in
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
-        return (self.enter_settled.is_set() and not self._tool_calls_in_flight
+        return (self.enter_settled.is_set() and not self.tools_running
                 and (self.realtime is not None
                      or not any(h.scheduled and not h._generation_done.is_set()
                                 for h in self._speeches)))
@@ -509,7 +506,7 @@ class Activity:
 
     def _refresh_state_when_idle(self) -> None:
         if (self.session.agent_state == "thinking" and self.current_speech is None
-                and not self._reply_pending() and not self._tool_calls_in_flight
+                and not self._reply_pending() and not self.tools_running
                 and not any(h.scheduled for h in self._speeches)):
             self.session._update_agent_state("listening")
 
@@ -519,7 +516,9 @@ class Activity:
         """Start one function call of ``step`` in the step's tool nursery; it counts as
         running from now."""
         step.calls.append(call)
-        self._tool_calls_in_flight[id(call)] = call
+        # running from dispatch: no gap between a step's generation ending and its tools
+        # starting in which the agent looks idle
+        self.session.running_tools.add(call, owner=self)
         tool_nursery.start_soon(self._run_tool, handle, call, step, tools)
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
@@ -531,19 +530,18 @@ class Activity:
         token = current_inline.set(scope)
         self.session._record_run_item(call, handle)
         try:
-            with self.session.running_tools.track(call):
-                step.outcomes[call.call_id] = await execute_function_call(
-                    call, {t.name: t for t in tools},
-                    make_context=lambda c: RunContext(session=self.session,
-                                                      speech_handle=handle, function_call=c),
-                    is_agent=_is_agent)
+            step.outcomes[call.call_id] = await execute_function_call(
+                call, {t.name: t for t in tools},
+                make_context=lambda c: RunContext(session=self.session,
+                                                  speech_handle=handle, function_call=c),
+                is_agent=_is_agent)
         finally:
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
                     call, closing=self.session._closing)
             current_inline.reset(token)
             step.gained.extend(scope.gained)
-            del self._tool_calls_in_flight[id(call)]
+            self.session.running_tools.discard(call)
             self._note_progress()
             self.session._refresh_away()  # the away window restarts in full after a tool
 
@@ -669,7 +667,7 @@ class Activity:
 
     @property
     def tools_running(self) -> bool:
-        return bool(self._tool_calls_in_flight)
+        return self.session.running_tools.owned_by(self)
 
     def tool_names(self) -> list[str]:
         return [t.name for t in self._tools()]

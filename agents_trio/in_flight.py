@@ -19,29 +19,25 @@ from .chat import FunctionCall
 
 
 class RunningTools:
-    """The tool calls that are executing now, in the order they started."""
+    """The tool calls dispatched and not finished, in the order they were dispatched, each
+    with the activity that runs it (one registry for the session: an activity asks it whether
+    its own tools run, the close asks it which tools hold it up)."""
 
     def __init__(self) -> None:
-        self._calls: dict[int, FunctionCall] = {}
+        self._calls: dict[int, tuple[FunctionCall, Any]] = {}
 
-    @contextmanager
-    def track(self, call: FunctionCall) -> Iterator[None]:
-        """Count ``call`` as running for the duration of the block."""
-        key = id(call)
-        self._calls[key] = call
-        try:
-            yield
-        finally:
-            del self._calls[key]
+    def add(self, call: FunctionCall, owner: Any) -> None:
+        self._calls[id(call)] = (call, owner)
 
-    def __len__(self) -> int:
-        return len(self._calls)
+    def discard(self, call: FunctionCall) -> None:
+        self._calls.pop(id(call), None)
 
-    def calls(self) -> list[FunctionCall]:
-        return list(self._calls.values())
+    def owned_by(self, owner: Any) -> bool:
+        """Whether a call of ``owner`` is running."""
+        return any(o is owner for _, o in self._calls.values())
 
     def names(self) -> list[str]:
-        return [call.name for call in self._calls.values()]
+        return [call.name for call, _ in self._calls.values()]
 
 
 class InlineTaskStack:
@@ -64,9 +60,6 @@ class InlineTaskStack:
         finally:
             self._tasks.remove(task)
             self._changed.unpark_all()
-
-    def __len__(self) -> int:
-        return len(self._tasks)
 
     async def unwind(self) -> None:
         """Cancel the tasks innermost first, each once its inner ones have returned.

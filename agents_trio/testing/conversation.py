@@ -31,6 +31,7 @@ from ..tools import FunctionTool, function_tool, parse_arguments
 from .fake_io import FakeAudioInput, FakeTextOutput
 from .schedules import (Action, InputFault, Interrupt, PushFault, RunInput, Schedule,
                         TextInput, ToolCall, UserSpeech)
+from .harness import merge_turn_handling
 from .scripted_models import (Hang, LLMRequest, ScriptedAudioOutput, ScriptedLLM, ScriptedSTT,
                               ScriptedTTS, ScriptedVAD, UserAudioScript, fault_error,
                               stream_counts)
@@ -352,9 +353,9 @@ async def run_conversation(agent_factory: Callable[[], Agent], schedule: Schedul
     record.hangs = llm.hangs
     record.faults_fired = script.fired
     kwargs = dict(session_kwargs or {})
-    turn_handling = _merge(TURN_HANDLING, {"preemptive_generation": {
+    turn_handling = merge_turn_handling(TURN_HANDLING, {"preemptive_generation": {
         "enabled": schedule.preemptive}})
-    turn_handling = _merge(turn_handling, kwargs.pop("turn_handling", None))
+    turn_handling = merge_turn_handling(turn_handling, kwargs.pop("turn_handling", None))
     session = AgentSession(vad=vad, stt=stt, llm=llm, tts=tts, turn_handling=turn_handling,
                            close_grace=schedule.close_grace,
                            **{"aec_warmup_duration": None, **kwargs})
@@ -441,16 +442,6 @@ async def _act(session: AgentSession, action: Action, record: ConversationRecord
                 outcome.ended_at = trio.current_time()
     except Exception as e:
         outcome.error = e
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
-    out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key].update(value)
-        else:
-            out[key] = value
-    return out
 
 
 __all__ = ["ActionOutcome", "ConversationRecord", "HookCall", "ToolExecution", "live_tasks",

@@ -18,7 +18,9 @@ _HARNESS_TURN_HANDLING: dict[str, dict[str, Any]] = {
 }
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
+def merge_turn_handling(base: dict[str, Any], override: dict[str, Any] | None
+                        ) -> dict[str, Any]:
+    """``base`` with ``override`` applied per key (nested option dicts are merged)."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
     for key, value in (override or {}).items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
@@ -45,7 +47,7 @@ def create_session(actions: FakeActions, *, speed_factor: float = 1.0,
         stt=FakeSTT(actions.user_speeches) if with_stt else None,
         llm=FakeLLM(actions.llm_responses),
         tts=FakeTTS(actions.tts_responses),
-        turn_handling=_merge(_HARNESS_TURN_HANDLING, turn_handling),
+        turn_handling=merge_turn_handling(_HARNESS_TURN_HANDLING, turn_handling),
         **{"aec_warmup_duration": None, **(extra_kwargs or {})},
     )
     session.input.audio = FakeAudioInput()

@@ -347,38 +347,45 @@ class _ScriptStream:
         return ev
 
 
-class ScriptedVAD:
+class _ScriptedRecognizer:
+    """A VAD or STT whose streams play the schedule's user audio script."""
+
+    kind = ""
+
+    def __init__(self, script: UserAudioScript) -> None:
+        self._script = script
+        self.open_streams = 0
+
+    def _timeline(self) -> list[Any]:
+        raise NotImplementedError
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[_ScriptStream]:
+        self.open_streams += 1
+        try:
+            yield _ScriptStream(self._script, self.kind, self._timeline())
+        finally:
+            self.open_streams -= 1
+
+
+class ScriptedVAD(_ScriptedRecognizer):
     """Voice activity of the scheduled speech (start after 50 ms, inferences every 0.25 s, end
     0.5 s after the speech)."""
 
-    def __init__(self, script: UserAudioScript) -> None:
-        self._script = script
-        self.open_streams = 0
+    kind = "vad"
 
-    @asynccontextmanager
-    async def stream(self) -> AsyncIterator[_ScriptStream]:
-        self.open_streams += 1
-        try:
-            yield _ScriptStream(self._script, "vad", self._script.vad_timeline())
-        finally:
-            self.open_streams -= 1
+    def _timeline(self) -> list[Any]:
+        return self._script.vad_timeline()
 
 
-class ScriptedSTT:
+class ScriptedSTT(_ScriptedRecognizer):
     """Transcripts of the scheduled speech: an interim at ``end + stt_delay/2``, the final at
     ``end + stt_delay``."""
 
-    def __init__(self, script: UserAudioScript) -> None:
-        self._script = script
-        self.open_streams = 0
+    kind = "stt"
 
-    @asynccontextmanager
-    async def stream(self) -> AsyncIterator[_ScriptStream]:
-        self.open_streams += 1
-        try:
-            yield _ScriptStream(self._script, "stt", self._script.stt_timeline())
-        finally:
-            self.open_streams -= 1
+    def _timeline(self) -> list[Any]:
+        return self._script.stt_timeline()
 
 
 class ScriptedAudioOutput(FakeAudioOutput):
