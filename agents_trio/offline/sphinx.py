@@ -45,11 +45,12 @@ def normalize_phrase(phrase: str) -> str:
 
 
 def jsgf_grammar(phrases: Sequence[str]) -> str:
-    """A JSGF grammar accepting a sequence of one or more of ``phrases``."""
+    """A JSGF grammar accepting one of ``phrases`` (a grammar that repeats them loses words
+    with PocketSphinx's grammar search: an utterance is one phrase)."""
     alternatives = " | ".join(f"( {normalize_phrase(p)} )" for p in phrases if normalize_phrase(p))
     if not alternatives:
         raise ValueError("the grammar needs at least one phrase with words")
-    return f"#JSGF V1.0;\ngrammar phrases;\npublic <phrases> = ( {alternatives} )+ ;\n"
+    return f"#JSGF V1.0;\ngrammar phrases;\npublic <phrase> = {alternatives} ;\n"
 
 
 class SphinxError(AgentsTrioError):
@@ -66,9 +67,9 @@ class SphinxSTT:
     ``END_OF_SPEECH`` (no interim transcripts).
 
     Args:
-        phrases: Restrict recognition to these phrases, one or more in a row (a JSGF grammar): accurate for a known
-            set of sentences (a demo, a test, a command set). Words must be in the
-            dictionary.
+        phrases: Restrict recognition to these phrases, one per utterance (a JSGF
+            grammar): accurate for a known set of sentences (a demo, a test, a command set).
+            Words must be in the dictionary.
         keyphrases: Spot these key phrases instead (PocketSphinx keyword search).
         vad_mode: The endpointer's aggressiveness, 0-3.
         min_speech: Shorter utterances give no transcript (seconds).
