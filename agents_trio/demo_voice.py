@@ -37,7 +37,10 @@ from .chat import ChatContext, ChatMessage, FunctionCallOutput
 from .demo import STORY, TimelinePrinter, WeatherAgent
 from .io.wav import (WavInput, WavOutput, frame_samples, mix_stereo, resample_pcm,
                      speech_bounds, write_wav)
-from .models import ChatChunk, FunctionToolCall
+from .events import (AgentStateChangedEvent, ConversationItemAddedEvent,
+                     FunctionToolsExecutedEvent, UserInputTranscribedEvent)
+from .io.local_audio import SoundPlayer
+from .models import ChatChunk, FunctionToolCall, ToolChoice
 from .session import AgentSession
 
 RATE = 16000                   # the WAVs' rate: the input's and the output's
@@ -87,10 +90,11 @@ class RuleLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
         yield self._answer(chat_ctx, tool_choice)
 
-    async def _answer(self, chat_ctx: ChatContext, tool_choice: Any
+    async def _answer(self, chat_ctx: ChatContext, tool_choice: ToolChoice | None
                       ) -> AsyncIterator[ChatChunk]:
         items = chat_ctx.items
         last = items[-1] if items else None
@@ -140,7 +144,7 @@ class OrderedPrinter(TimelinePrinter):
         super().__init__(session, out)
         self.pending: list[tuple[float, int, str]] = []
 
-    def _line(self, ev: Any, who: str, text: str) -> None:
+    def _line(self, ev: Any, who: str, text: str) -> None:  # noqa: ANN401 - any event
         self.add(ev.created_at - self.t0, who, text)
 
     def add(self, t: float, who: str, text: str) -> None:
@@ -188,21 +192,21 @@ class VoiceDemo:
     def _t(self, at: float) -> float:
         return round(at - self.origin, 3)
 
-    def _on_state(self, ev: Any) -> None:
+    def _on_state(self, ev: AgentStateChangedEvent) -> None:
         self.agent_state = ev.new_state
         self.state_changed_at = trio.current_time()
 
-    def _on_transcript(self, ev: Any) -> None:
+    def _on_transcript(self, ev: UserInputTranscribedEvent) -> None:
         if ev.is_final and ev.transcript.strip():
             self.transcripts.append((ev.created_at - self.origin, ev.transcript))
 
-    def _on_item(self, ev: Any) -> None:
+    def _on_item(self, ev: ConversationItemAddedEvent) -> None:
         item = ev.item
         if getattr(item, "role", None) == "assistant" and item.type == "message":
             self.assistant_items.append((ev.created_at - self.origin, item.text_content or "",
                                          bool(item.interrupted)))
 
-    def _on_tools(self, ev: Any) -> None:
+    def _on_tools(self, ev: FunctionToolsExecutedEvent) -> None:
         for call, _ in ev.zipped():
             try:
                 arguments = json.loads(call.arguments)
@@ -259,7 +263,7 @@ class VoiceDemo:
         await self.wait_clip_played(turn)
         await self.wait_listening(trio.current_time())
 
-    async def monitor(self, player: Any) -> None:
+    async def monitor(self, player: SoundPlayer) -> None:
         """Plays the recording so far (user left, agent right) ``MONITOR_LAG`` behind."""
         played = 0
         while True:
@@ -272,7 +276,7 @@ class VoiceDemo:
             player.write(mix_stereo(np.pad(user, (0, upto - played - len(user))), agent))
             played = upto
 
-    async def run(self, player: Any = None) -> None:
+    async def run(self, player: SoundPlayer | None = None) -> None:
         from . import open_bridge
         from .offline import EspeakTTS, SphinxSTT
         from .plugins import adapt
@@ -318,13 +322,13 @@ class VoiceDemo:
 
     # results
     def timeline(self) -> dict[str, Any]:
-        turns = []
+        turns: list[dict[str, Any]] = []
         for i, turn in enumerate(self.user_turns):
             upto = (self.user_turns[i + 1].clip_start if i + 1 < len(self.user_turns)
                     else math.inf)
             heard = [text for t, text in self.transcripts if turn.clip_start <= t < upto]
             turns.append({"start": turn.start, "end": turn.end, "transcript": " ".join(heard)})
-        replies = []
+        replies: list[dict[str, Any]] = []
         items = list(self.assistant_items)
         for seg in self.agent.segments:
             text = ""
@@ -337,12 +341,12 @@ class VoiceDemo:
                             "text": text, "interrupted": seg.interrupted,
                             "cleared_at": (round(seg.cleared_at, 3)
                                            if seg.cleared_at is not None else None)})
-        to_audio = []
-        for turn in turns:
-            after = [r["start"] for r in replies if r["start"] >= turn["end"]]
+        to_audio: list[float] = []
+        for entry in turns:
+            after = [r["start"] for r in replies if r["start"] >= entry["end"]]
             if after:
-                to_audio.append(round(after[0] - turn["end"], 3))
-        to_clear = []
+                to_audio.append(round(after[0] - entry["end"], 3))
+        to_clear: list[float] = []
         for reply in replies:
             if reply["cleared_at"] is None:
                 continue
@@ -371,7 +375,7 @@ class VoiceDemo:
 
 def main(*, out_dir: str | Path | None, out: TextIO) -> int:
     """Run the voice demo; 0 when it ran, 1 when something is missing (it says what)."""
-    from .io.local_audio import SoundPlayer, device_available
+    from .io.local_audio import device_available
 
     missing = missing_dependencies(speaker=out_dir is None)
     speaker_missing = [m for m in missing if m.startswith("sounddevice")]

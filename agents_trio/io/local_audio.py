@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import trio
@@ -54,7 +54,8 @@ def import_sounddevice() -> ModuleType:
         raise LocalAudioUnavailable(f"sounddevice is not installed: {INSTALL_HINT}") from e
     except OSError as e:   # sounddevice raises OSError when libportaudio is missing
         raise LocalAudioUnavailable(f"PortAudio is not available ({e}): {INSTALL_HINT}") from e
-    return sounddevice
+    module: ModuleType = sounddevice
+    return module
 
 
 def device_available(kind: str = "output") -> bool:
@@ -112,7 +113,7 @@ class MicrophoneInput(AudioInput):
         except Exception as e:
             raise LocalAudioUnavailable(f"cannot open the microphone: {e}") from e
 
-    def _callback(self, indata: np.ndarray, frames: int, time: Any, status: Any) -> None:
+    def _callback(self, indata: np.ndarray, frames: int, time: object, status: object) -> None:
         # PortAudio's thread: copy the block and hand it to Trio without waiting
         samples = np.array(indata[:frames, 0], dtype=np.int16)
         frame = rtc.AudioFrame(samples.tobytes(), self.sample_rate, 1, frames)
@@ -143,7 +144,12 @@ class MicrophoneInput(AudioInput):
             raise StopAsyncIteration from None
 
 
-def _stop_stream(stream: Any) -> None:
+class _Stream(Protocol):
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def _stop_stream(stream: _Stream) -> None:
     stream.stop()
     stream.close()
 
@@ -203,7 +209,7 @@ class SpeakerOutput(AudioOutput):
             await trio.to_thread.run_sync(_stop_stream, stream)
 
     # -- PortAudio's thread ----------------------------------------------------------------
-    def _callback(self, outdata: np.ndarray, frames: int, time: Any, status: Any) -> None:
+    def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
         out = outdata[:, 0] if outdata.ndim == 2 else outdata
         filled = 0
         with self._lock:
@@ -326,7 +332,7 @@ class SoundPlayer:
         with self._lock:
             return sum(len(q) for q in self._queue)
 
-    def _callback(self, outdata: np.ndarray, frames: int, time: Any, status: Any) -> None:
+    def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
         filled = 0
         with self._lock:
             while filled < frames and self._queue:

@@ -89,7 +89,8 @@ def write_wav(path: str | os.PathLike[str], samples: np.ndarray, sample_rate: in
 def to_mono(samples: np.ndarray, num_channels: int) -> np.ndarray:
     if num_channels == 1:
         return samples
-    return samples.reshape(-1, num_channels).mean(axis=1).astype(np.int16)
+    mono: np.ndarray = samples.reshape(-1, num_channels).mean(axis=1).astype(np.int16)
+    return mono
 
 
 def resample_pcm(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:

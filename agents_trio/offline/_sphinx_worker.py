@@ -16,7 +16,7 @@ from typing import Any
 RATE = 16000
 
 
-def emit(kind: str, **fields: Any) -> None:
+def emit(kind: str, **fields: object) -> None:
     sys.stdout.write(json.dumps({"type": kind, **fields}) + "\n")
     sys.stdout.flush()
 

@@ -10,13 +10,11 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 import trio
-from livekit import rtc
 
 from agents_trio.demo_voice import missing_dependencies
 from agents_trio.io.wav import frame_samples, pcm_frames, rms, speech_bounds
 from agents_trio.models import SpeechEventType, VADEventType
 from agents_trio.offline import EspeakTTS, MissingDependency, SphinxSTT
-from agents_trio.offline import sphinx as sphinx_module
 
 # real models: the [voice] extra and espeak-ng (CI installs both, see .ci/run)
 MISSING = missing_dependencies()

@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
-import trio
 from livekit import rtc
 
 from agents_trio import Agent, AgentSession
