@@ -1,9 +1,12 @@
 """PocketSphinx decoding in its own process (started by ``agents_trio.offline.SphinxSTT``).
 
 Reads raw mono 16-bit PCM at 16 kHz on stdin until EOF; writes one JSON object per line on
-stdout: ``{"type": "ready"}``, then per utterance ``start``, ``final`` (when
-something was recognized) and ``end``, with times in seconds of audio. Run as a script (it
-imports only pocketsphinx and the standard library, so it starts fast).
+stdout: ``{"type": "ready"}``, then per utterance ``start``, ``final`` (when something was
+recognized) and ``end``, with times in seconds of audio. Run as a script: it imports only
+pocketsphinx, numpy and the standard library, so it starts fast.
+
+The decoding itself is :class:`UtteranceDecoder`: ``decoder(chunk) -> messages`` and
+``decoder.finish() -> messages`` (the step shape of a blocking-model worker).
 """
 
 from __future__ import annotations
@@ -16,9 +19,108 @@ from typing import Any
 RATE = 16000
 
 
-def emit(kind: str, **fields: object) -> None:
-    sys.stdout.write(json.dumps({"type": kind, **fields}) + "\n")
-    sys.stdout.flush()
+class UtteranceDecoder:
+    """Finds utterances with PocketSphinx's endpointer and decodes each one whole.
+
+    The endpointer only says where speech is; each utterance is decoded as a whole when it
+    ends, from ``preroll`` before its start to ``hangover`` after its end (the endpointer
+    trims soft word ends). Decoding whole utterances keeps the decoder's running state out of
+    the result (an incremental pass that goes on into the silence after the speech can drop
+    the last word of a grammar phrase).
+    """
+
+    def __init__(self, *, jsgf: str | None = None, kws: str | None = None, vad_mode: int = 3,
+                 min_speech: float = 0.2, preroll: float = 0.15, hangover: float = 0.3) -> None:
+        import numpy as np
+        from pocketsphinx import Decoder, Endpointer
+
+        self._np = np
+        self._rng = np.random.default_rng(0)
+        config: dict[str, Any] = {"samprate": RATE, "loglevel": "FATAL"}
+        if jsgf:
+            # no filler words inside the grammar: with them, trailing silence after the last
+            # word often makes the search drop that word
+            config["jsgf"], config["fsgusefiller"] = jsgf, False
+        elif kws:
+            config["kws"] = kws
+        self._decoder = Decoder(**config)
+        self._endpointer = Endpointer(vad_mode=vad_mode, sample_rate=RATE)
+        self._frame_bytes = self._endpointer.frame_bytes
+        self.min_speech, self.preroll, self.hangover = min_speech, preroll, hangover
+        self._pending = b""          # bytes of an incomplete endpointer frame
+        self._audio = bytearray()    # raw audio from sample ``_base`` on
+        self._base = 0
+        self._read = 0               # samples taken by the endpointer so far
+        self._in_utterance = False
+        self._start = 0.0
+        self._end_at: float | None = None   # speech ended here; decoded after the hangover
+
+    def __call__(self, chunk: bytes) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        data = self._pending + chunk
+        n = len(data) - len(data) % self._frame_bytes
+        self._pending = data[n:]
+        for i in range(0, n, self._frame_bytes):
+            self._frame(data[i:i + self._frame_bytes], out)
+        return out
+
+    def finish(self) -> list[dict[str, object]]:
+        """The end of the audio: the utterance in progress ends here."""
+        out: list[dict[str, object]] = []
+        if self._in_utterance:
+            self._finish(self._end_at if self._end_at is not None else self._read / RATE, out)
+        return out
+
+    def _frame(self, frame: bytes, out: list[dict[str, object]]) -> None:
+        ep = self._endpointer
+        self._audio += frame
+        self._read += len(frame) // 2
+        was_speech = ep.in_speech
+        ep.process(frame)
+        if ep.in_speech and not was_speech:
+            if not self._in_utterance:
+                self._in_utterance = True
+                self._start = max(self._base / RATE, ep.speech_start - self.preroll)
+                out.append({"type": "start", "start": round(ep.speech_start, 3)})
+            self._end_at = None
+        elif was_speech and not ep.in_speech:
+            self._end_at = ep.speech_end
+        if (self._in_utterance and self._end_at is not None
+                and self._read / RATE >= self._end_at + self.hangover):
+            self._finish(self._end_at, out)
+        if not self._in_utterance and len(self._audio) > 2 * 3 * RATE:   # keep the last 2 s
+            drop = len(self._audio) // 2 - 2 * RATE
+            del self._audio[:2 * drop]
+            self._base += drop
+
+    def _finish(self, end: float, out: list[dict[str, object]]) -> None:
+        np, base = self._np, self._base
+        first = max(base, int(self._start * RATE))
+        last = min(self._read, int((end + self.hangover) * RATE))
+        samples = np.frombuffer(bytes(self._audio[2 * (first - base):2 * (last - base)]),
+                                np.int16)
+        # a little noise: digital silence (exact zeros, as synthesized speech has) upsets the
+        # decoder's feature normalization
+        noisy = np.clip(samples + self._rng.normal(0.0, 4.0, len(samples)), -32768, 32767)
+        decoder = self._decoder
+        decoder.start_utt()
+        decoder.process_raw(noisy.astype(np.int16).tobytes(), full_utt=True)
+        decoder.end_utt()
+        hyp = decoder.hyp()
+        text = hyp.hypstr.strip() if hyp is not None else ""
+        if text and end - self._start >= self.min_speech:
+            out.append({"type": "final", "text": text,
+                        "confidence": min(1.0, max(0.0, float(hyp.prob))),
+                        "start": round(self._start, 3), "end": round(end, 3)})
+        out.append({"type": "end", "start": round(self._start, 3), "end": round(end, 3)})
+        self._in_utterance, self._end_at = False, None
+
+
+def emit(messages: list[dict[str, object]]) -> None:
+    for msg in messages:
+        sys.stdout.write(json.dumps(msg) + "\n")
+    if messages:
+        sys.stdout.flush()
 
 
 def main() -> None:
@@ -30,79 +132,17 @@ def main() -> None:
     parser.add_argument("--preroll", type=float, default=0.15)
     parser.add_argument("--hangover", type=float, default=0.3)
     args = parser.parse_args()
-
-    import numpy as np
-    from pocketsphinx import Decoder, Endpointer
-
-    rng = np.random.default_rng(0)
-
-    config: dict[str, Any] = {"samprate": RATE, "loglevel": "FATAL"}
-    if args.jsgf:
-        # no filler words inside the grammar: with them, trailing silence after the last
-        # word often makes the search drop that word
-        config["jsgf"], config["fsgusefiller"] = args.jsgf, False
-    elif args.kws:
-        config["kws"] = args.kws
-    decoder = Decoder(**config)
-    endpointer = Endpointer(vad_mode=args.vad_mode, sample_rate=RATE)
-    frame_bytes = endpointer.frame_bytes
-    emit("ready")
-
-    # The endpointer only says where speech is; each utterance is then decoded as a whole,
-    # from a little before its start to ``hangover`` after its end (the endpointer trims soft
-    # word ends). Decoding whole utterances keeps the decoder's state out of the result (an
-    # incremental pass that goes on into the silence after it can drop the last word).
+    decoder = UtteranceDecoder(jsgf=args.jsgf, kws=args.kws, vad_mode=args.vad_mode,
+                               min_speech=args.min_speech, preroll=args.preroll,
+                               hangover=args.hangover)
+    emit([{"type": "ready"}])
     stdin = sys.stdin.buffer
-    audio = bytearray()          # raw audio from sample ``base`` on
-    base = 0
-    read = 0                     # samples read so far
-    in_utterance = False
-    start = 0.0
-    end_at: float | None = None  # speech ended here; the utterance ends after the hangover
-
-    def finish(end: float) -> None:
-        nonlocal in_utterance, end_at
-        first = max(base, int(start * RATE))
-        last = min(read, int((end + args.hangover) * RATE))
-        samples = np.frombuffer(bytes(audio[2 * (first - base):2 * (last - base)]), np.int16)
-        # a little noise: digital silence (exact zeros, as synthesized speech has) upsets the
-        # decoder's feature normalization
-        noisy = np.clip(samples + rng.normal(0.0, 4.0, len(samples)), -32768, 32767)
-        decoder.start_utt()
-        decoder.process_raw(noisy.astype(np.int16).tobytes(), full_utt=True)
-        decoder.end_utt()
-        hyp = decoder.hyp()
-        text = hyp.hypstr.strip() if hyp is not None else ""
-        if text and end - start >= args.min_speech:
-            emit("final", text=text, confidence=min(1.0, max(0.0, float(hyp.prob))),
-                 start=start, end=end)
-        emit("end", start=start, end=end)
-        in_utterance, end_at = False, None
-
     while True:
-        frame = stdin.read(frame_bytes)
-        if len(frame) < frame_bytes:
-            if in_utterance:
-                finish(end_at if end_at is not None else read / RATE)
+        chunk = stdin.read1(65536)
+        if not chunk:
             break
-        audio += frame
-        read += len(frame) // 2
-        was_speech = endpointer.in_speech
-        endpointer.process(frame)
-        if endpointer.in_speech and not was_speech:
-            if not in_utterance:
-                in_utterance = True
-                start = max(base / RATE, endpointer.speech_start - args.preroll)
-                emit("start", start=endpointer.speech_start)
-            end_at = None
-        elif was_speech and not endpointer.in_speech:
-            end_at = endpointer.speech_end
-        if in_utterance and end_at is not None and read / RATE >= end_at + args.hangover:
-            finish(end_at)
-        if not in_utterance and len(audio) > 2 * 3 * RATE:      # keep the last 2 s
-            drop = len(audio) // 2 - 2 * RATE
-            del audio[:2 * drop]
-            base += drop
+        emit(decoder(chunk))
+    emit(decoder.finish())
 
 
 if __name__ == "__main__":
