@@ -153,3 +153,44 @@ async def test_sound_player_plays_what_is_written(fake_sd: FakeSoundDevice) -> N
     assert (out[:100] == 1).all() and (out[100:] == 0).all()
     await player.aclose()
     assert stream.closed
+
+
+async def test_voice_demo_monitor_plays_the_recording_behind_real_time(
+        autojump_clock: object) -> None:
+    """Without --out the voice demo plays user (left) and agent (right) through the speaker,
+    MONITOR_LAG behind what is being recorded."""
+    from agents_trio.demo_voice import MONITOR_LAG, VoiceDemo
+    from agents_trio.io.audio import capture_frames
+    from agents_trio.io.wav import WavInput, WavOutput
+
+    class Player:
+        def __init__(self) -> None:
+            self.chunks: list[np.ndarray] = []
+
+        def write(self, samples: np.ndarray) -> None:
+            self.chunks.append(samples)
+
+    demo = VoiceDemo(out=None)  # type: ignore[arg-type]
+    demo.origin = trio.current_time()
+    demo.user = WavInput(keep_open=True, origin=demo.origin)
+    demo.agent = WavOutput(origin=demo.origin)
+    player = Player()
+    demo.user.play(tone(0.5, 16000))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(demo.monitor, player)
+
+        async def consume() -> None:
+            async for _ in demo.user:
+                pass
+        nursery.start_soon(consume)
+        await trio.sleep(1.0)
+        await capture_frames(demo.agent, pcm_frames(tone(0.5, 16000), 16000), timeout=None)
+        await trio.sleep(1.5)
+        nursery.cancel_scope.cancel()
+    played = np.concatenate(player.chunks)
+    assert played.shape[1] == 2
+    assert abs(len(played) / 16000 - (2.5 - MONITOR_LAG)) < 0.06
+    user, agent = played[:, 0], played[:, 1]
+    assert rms(user[:8000]) > 4000 and rms(user[8400:]) == 0
+    assert rms(agent[:15900]) == 0 and rms(agent[16100:23900]) > 4000
+    assert rms(agent[24100:]) == 0
