@@ -12,8 +12,10 @@ The decoding itself is :class:`UtteranceDecoder`: ``decoder(chunk) -> messages``
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
+import typing
 from typing import Any
 
 RATE = 16000
@@ -136,7 +138,7 @@ def main() -> None:
                                min_speech=args.min_speech, preroll=args.preroll,
                                hangover=args.hangover)
     emit([{"type": "ready"}])
-    stdin = sys.stdin.buffer
+    stdin = typing.cast(io.BufferedReader, sys.stdin.buffer)
     while True:
         chunk = stdin.read1(65536)
         if not chunk:

@@ -29,6 +29,9 @@ from ..io.wav import frame_samples
 from ..models import SpeechData, SpeechEvent, SpeechEventType
 from ._errors import VOICE_EXTRA, MissingDependency
 
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
 RATE = 16000
 _WORKER = Path(__file__).with_name("_sphinx_worker.py")
 
@@ -108,20 +111,33 @@ class SphinxSTT:
                 path = os.path.join(tmp, "keyphrases.txt")
                 Path(path).write_text("".join(f"{k} /1e-20/\n" for k in self.keyphrases))
                 args += ["--kws", path]
-            async with trio.open_nursery() as nursery:
-                process = await trio.lowlevel.open_process(
-                    args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE)
-                stream = SphinxStream(process, self.language)
-                try:
-                    await nursery.start(stream.run)
+            process = await trio.lowlevel.open_process(
+                args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            stream = SphinxStream(process, self.language)
+            try:
+                await stream.wait_ready()
+                async with _unwrapping_nursery() as nursery:
+                    nursery.start_soon(stream.run)
                     yield stream
-                finally:
                     nursery.cancel_scope.cancel()
-                    with trio.CancelScope(shield=True):
-                        if process.returncode is None:
-                            process.kill()
-                        await process.wait()
+            finally:
+                with trio.CancelScope(shield=True):
+                    if process.returncode is None:
+                        process.kill()
+                    await process.wait()
+
+
+@asynccontextmanager
+async def _unwrapping_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery from which a single error escapes unwrapped."""
+    try:
+        async with trio.open_nursery() as nursery:
+            yield nursery
+    except BaseExceptionGroup as group:
+        exc: BaseException = group
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        raise exc from exc.__cause__
 
 
 class SphinxStream:
@@ -139,6 +155,9 @@ class SphinxStream:
             math.ceil(self.max_backlog / 0.01))
         self._events_send, self._events_recv = trio.open_memory_channel[SpeechEvent](math.inf)
         self._stderr = b""
+        self._stdout = b""
+        self._draining = False
+        self._stderr_done = trio.Event()
         self.dropped = 0
 
     def push_frame(self, frame: rtc.AudioFrame) -> None:
@@ -161,12 +180,22 @@ class SphinxStream:
     def __aiter__(self) -> AsyncIterator[SpeechEvent]:
         return self._events_recv.__aiter__()
 
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def wait_ready(self) -> None:
+        """Wait for the decoder's ``ready`` line.
+
+        Raises:
+            SphinxError: the process ended first (its stderr is in the message).
+        """
+        line = await self._next_line()
+        if line is None or json.loads(line).get("type") != "ready":
+            raise SphinxError(await self._failure())
+
+    async def run(self) -> None:
+        self._draining = True
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._drain_stderr)
-            await nursery.start(self._read)
-            task_status.started()
             nursery.start_soon(self._write)
+            await self._read()
 
     async def _write(self) -> None:
         stdin = self._process.stdin
@@ -179,34 +208,43 @@ class SphinxStream:
             pass   # the process ended; _read reports it
 
     async def _drain_stderr(self) -> None:
-        assert self._process.stderr is not None
-        async for chunk in self._process.stderr:
-            self._stderr = (self._stderr + chunk)[-4000:]
+        stderr = self._process.stderr
+        assert stderr is not None
+        try:
+            async for chunk in stderr:
+                self._stderr = (self._stderr + chunk)[-4000:]
+        finally:
+            self._stderr_done.set()
 
-    async def _read(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
+    async def _next_line(self) -> bytes | None:
         stdout = self._process.stdout
         assert stdout is not None
-        buffer = b""
-        started = False
+        while b"\n" not in self._stdout:
+            chunk = await stdout.receive_some()
+            if not chunk:
+                return None
+            self._stdout += chunk
+        line, self._stdout = self._stdout.split(b"\n", 1)
+        return line
+
+    async def _failure(self) -> str:
+        code = await self._process.wait()
+        with trio.move_on_after(1.0):
+            if self._draining:       # the drain task reads stderr to its end
+                await self._stderr_done.wait()
+            else:
+                await self._drain_stderr()
+        tail = self._stderr.decode(errors="replace").strip().splitlines()[-5:]
+        return f"the PocketSphinx process exited with {code}: " + " | ".join(tail)
+
+    async def _read(self) -> None:
         async with self._events_send:
-            async for chunk in stdout:
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    msg = json.loads(line)
-                    if msg["type"] == "ready":
-                        started = True
-                        task_status.started()
-                        continue
-                    ev = self._event(msg)
-                    if ev is not None:
-                        self._events_send.send_nowait(ev)
-            code = await self._process.wait()
-            if code != 0 or not started:
-                tail = self._stderr.decode(errors="replace").strip().splitlines()[-5:]
-                raise SphinxError(f"the PocketSphinx process exited with {code}: "
-                                  + " | ".join(tail))
+            while (line := await self._next_line()) is not None:
+                ev = self._event(json.loads(line))
+                if ev is not None:
+                    self._events_send.send_nowait(ev)
+            if await self._process.wait() != 0:
+                raise SphinxError(await self._failure())
 
     def _event(self, msg: dict[str, object]) -> SpeechEvent | None:
         kind = msg["type"]

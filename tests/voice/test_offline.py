@@ -93,6 +93,14 @@ async def test_sphinx_strict_detection_ignores_noise_and_silence() -> None:
     assert [k for k, _ in events if k == "final_transcript"] == []
 
 
+async def test_sphinx_failure_to_start_is_an_error_with_its_stderr() -> None:
+    from agents_trio.offline.sphinx import SphinxError
+
+    with pytest.raises(SphinxError, match="Failed to initialize PocketSphinx"):
+        async with SphinxSTT(phrases=["zxqvw blorfity"]).stream():
+            pass  # pragma: no cover
+
+
 async def test_sphinx_process_ends_with_the_stream() -> None:
     stt = SphinxSTT(phrases=LINES)
     with trio.CancelScope() as scope:
