@@ -293,29 +293,27 @@ class WavOutput(AudioOutput):
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await trio.lowlevel.checkpoint()
-        now = trio.current_time()
-        if self.origin is None:
-            self.origin = now
         if self._finished is not None:
             self._reset()
         for f in self._resampler.push(frame):
-            samples = frame_samples(f)
-            if self._seg_start is None:
-                self._seg_start = self._play_end = now
-                self.on_playback_started(created_at=now)
-            start = max(self._play_end, now)    # an underrun plays as a gap
-            self._write(start, samples)
-            self._play_end = start + len(samples) / self.rate
-            self._pushed += len(samples) / self.rate
+            self._append(frame_samples(f))
         self._wake()
+
+    def _append(self, samples: np.ndarray) -> None:
+        now = trio.current_time()
+        if self.origin is None:
+            self.origin = now
+        if self._seg_start is None:
+            self._seg_start = self._play_end = now
+            self.on_playback_started(created_at=now)
+        start = max(self._play_end, now)    # an underrun plays as a gap
+        self._write(start, samples)
+        self._play_end = start + len(samples) / self.rate
+        self._pushed += len(samples) / self.rate
 
     def flush(self) -> None:
         for f in self._resampler.flush():
-            samples = frame_samples(f)
-            if self._seg_start is not None:
-                self._write(self._play_end, samples)
-                self._play_end += len(samples) / self.rate
-                self._pushed += len(samples) / self.rate
+            self._append(frame_samples(f))
         self._flushed = True
         self._wake()
 

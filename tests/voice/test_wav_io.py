@@ -123,3 +123,14 @@ async def test_wav_output_underrun_plays_as_a_gap(autojump_clock: object) -> Non
 def test_mix_stereo() -> None:
     st = mix_stereo(tone(0.1), np.zeros(3200, np.int16))
     assert st.shape == (3200, 2) and rms(st[:1600, 0]) > 5000 and rms(st[1600:, 0]) == 0 and rms(st[:, 1]) == 0
+
+
+async def test_wav_output_converts_other_rates_and_keeps_what_the_resampler_held(
+        autojump_clock: object) -> None:
+    out = WavOutput(sample_rate=16000, origin=trio.current_time())
+    # one 10 ms frame at 24 kHz: the resampler holds it until the flush
+    await out.capture_frame(pcm_frames(tone(0.01, 24000), 24000)[0])
+    out.flush()
+    ev = await out.wait_for_playout()
+    assert ev.playback_position == pytest.approx(0.01, abs=0.001)
+    assert len(out.recording()) == pytest.approx(160, abs=2)
