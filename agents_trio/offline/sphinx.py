@@ -8,7 +8,6 @@ come back as JSON lines, and the Trio loop never waits on the decoder.
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import os
 import re
@@ -19,6 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import trio
 from livekit import rtc
@@ -56,6 +56,19 @@ def jsgf_grammar(phrases: Sequence[str]) -> str:
     return f"#JSGF V1.0;\ngrammar phrases;\npublic <phrase> = {alternatives} ;\n"
 
 
+class _Message(msgspec.Struct):
+    """A line from the decoder process."""
+
+    type: str
+    text: str = ""
+    confidence: float = 0.0
+    start: float = 0.0
+    end: float = 0.0
+
+
+_decode = msgspec.json.Decoder(_Message).decode
+
+
 class SphinxError(AgentsTrioError):
     """The PocketSphinx process failed (its last stderr lines are in the message)."""
 
@@ -73,7 +86,8 @@ class SphinxSTT:
         phrases: Restrict recognition to these phrases, one per utterance (a JSGF
             grammar): accurate for a known set of sentences (a demo, a test, a command set).
             Words must be in the dictionary.
-        keyphrases: Spot these key phrases instead (PocketSphinx keyword search).
+        keyphrases: Spot these key phrases instead (PocketSphinx keyword search; rough:
+            lower ``keyphrase_threshold`` finds more, and more false ones).
         vad_mode: The endpointer's aggressiveness, 0-3.
         min_speech: Shorter utterances give no transcript (seconds).
         language: Reported in the transcripts.
@@ -84,13 +98,15 @@ class SphinxSTT:
 
     def __init__(self, *, phrases: Sequence[str] | None = None,
                  keyphrases: Sequence[str] | None = None, vad_mode: int = 3,
-                 min_speech: float = 0.2, language: str = "en-US") -> None:
+                 min_speech: float = 0.2, language: str = "en-US",
+                 keyphrase_threshold: float = 1e-30) -> None:
         check_pocketsphinx()
         if phrases and keyphrases:
             raise ValueError("give phrases or keyphrases, not both")
         self.phrases = list(phrases or [])
         self.keyphrases = [normalize_phrase(p) for p in keyphrases or []]
         self.vad_mode = vad_mode
+        self.keyphrase_threshold = keyphrase_threshold
         self.min_speech = min_speech
         self.language = language
 
@@ -109,7 +125,8 @@ class SphinxSTT:
                 args += ["--jsgf", path]
             elif self.keyphrases:
                 path = os.path.join(tmp, "keyphrases.txt")
-                Path(path).write_text("".join(f"{k} /1e-20/\n" for k in self.keyphrases))
+                Path(path).write_text("".join(f"{k} /{self.keyphrase_threshold:g}/\n"
+                                              for k in self.keyphrases))
                 args += ["--kws", path]
             process = await trio.lowlevel.open_process(
                 args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -187,7 +204,7 @@ class SphinxStream:
             SphinxError: the process ended first (its stderr is in the message).
         """
         line = await self._next_line()
-        if line is None or json.loads(line).get("type") != "ready":
+        if line is None or _decode(line).type != "ready":
             raise SphinxError(await self._failure())
 
     async def run(self) -> None:
@@ -240,21 +257,19 @@ class SphinxStream:
     async def _read(self) -> None:
         async with self._events_send:
             while (line := await self._next_line()) is not None:
-                ev = self._event(json.loads(line))
+                ev = self._event(_decode(line))
                 if ev is not None:
                     self._events_send.send_nowait(ev)
             if await self._process.wait() != 0:
                 raise SphinxError(await self._failure())
 
-    def _event(self, msg: dict[str, object]) -> SpeechEvent | None:
-        kind = msg["type"]
-        if kind == "start":
+    def _event(self, msg: _Message) -> SpeechEvent | None:
+        if msg.type == "start":
             return SpeechEvent(type=SpeechEventType.START_OF_SPEECH)
-        if kind == "end":
+        if msg.type == "end":
             return SpeechEvent(type=SpeechEventType.END_OF_SPEECH)
-        if kind == "final":
+        if msg.type == "final":
             return SpeechEvent(type=SpeechEventType.FINAL_TRANSCRIPT, alternatives=[SpeechData(
-                text=str(msg["text"]), confidence=float(msg["confidence"]),  # type: ignore[arg-type]
-                language=self._language, start_time=float(msg["start"]),  # type: ignore[arg-type]
-                end_time=float(msg["end"]))])  # type: ignore[arg-type]
+                text=" ".join(msg.text.split()), confidence=msg.confidence,
+                language=self._language, start_time=msg.start, end_time=msg.end)])
         return None

@@ -145,3 +145,10 @@ async def test_silero_through_adapt_finds_speech_bounds_in_espeak_audio() -> Non
     assert len(starts) == len(ends) == 2
     for (start, end), s, e in zip(truth, starts, ends):
         assert abs(s - start) < 0.3 and abs(e - end) < 0.3, (truth, starts, ends)
+
+
+async def test_sphinx_keyphrases_spot_a_word() -> None:
+    tts = EspeakTTS(voice="en-us+f3")
+    clips = [await synthesize(tts, line) for line in (LINES[0], LINES[3])]
+    events = await recognize(SphinxSTT(keyphrases=["weather"]), clips, 22050)
+    assert [t for kind, t in events if kind == "final_transcript"] == ["weather"]
