@@ -178,6 +178,10 @@ class UserTurn:
 class VoiceDemo:
     """One run of the voice demo: the session, the scripted user, and what they recorded."""
 
+    user: WavInput           # the user's side (set by ``run``)
+    agent: WavOutput         # the agent's side
+    duration: float          # seconds recorded
+
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.user_turns: list[UserTurn] = []
