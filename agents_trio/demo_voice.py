@@ -26,7 +26,7 @@ import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -60,7 +60,7 @@ MONITOR_LAG = 0.3              # the speaker plays the recording this far behind
 # -- what is missing ------------------------------------------------------------------------
 
 
-def missing_dependencies(*, speaker: bool = False) -> list[str]:
+def missing_dependencies() -> list[str]:
     """What the voice demo needs and does not find, each with how to install it."""
     missing = []
     if shutil.which("espeak-ng") is None:
@@ -75,9 +75,6 @@ def missing_dependencies(*, speaker: bool = False) -> list[str]:
             found = False
         if not found:
             missing.append(f"{what}: pip install -e '.[voice]'")
-    if speaker and importlib.util.find_spec("sounddevice") is None:
-        missing.append("sounddevice (the speaker): pip install -e '.[voice]' "
-                       "and apt-get install libportaudio2")
     return missing
 
 
@@ -164,7 +161,6 @@ class OrderedPrinter(TimelinePrinter):
             self.release(trio.current_time() - self.t0 - self.HOLD)
 
 
-
 @dataclass
 class UserTurn:
     line: str
@@ -172,7 +168,6 @@ class UserTurn:
     clip_end: float
     start: float
     end: float
-    transcripts: list[str] = field(default_factory=list)
 
 
 class VoiceDemo:
@@ -379,11 +374,9 @@ class VoiceDemo:
 
 def main(*, out_dir: str | Path | None, out: TextIO) -> int:
     """Run the voice demo; 0 when it ran, 1 when something is missing (it says what)."""
-    from .io.local_audio import device_available
+    from .io.local_audio import LocalAudioUnavailable, device_available, import_sounddevice
 
-    missing = missing_dependencies(speaker=out_dir is None)
-    speaker_missing = [m for m in missing if m.startswith("sounddevice")]
-    missing = [m for m in missing if not m.startswith("sounddevice")]
+    missing = missing_dependencies()
     if missing:
         print("agents_trio demo --voice needs:", file=out)
         for m in missing:
@@ -391,15 +384,17 @@ def main(*, out_dir: str | Path | None, out: TextIO) -> int:
         return 1
     player = None
     if out_dir is None:
-        if speaker_missing:
-            print(f"No speaker: {speaker_missing[0]}. Or record the conversation with "
-                  "--out DIR.", file=out)
-        elif not device_available("output"):
-            print("No audio output device found: nothing will be heard. Record the "
-                  "conversation with --out DIR.", file=out)
+        try:
+            import_sounddevice()
+        except LocalAudioUnavailable as e:
+            print(f"No speaker: {e}. Or record the conversation with --out DIR.", file=out)
         else:
-            player = SoundPlayer(sample_rate=RATE, channels=2)
-            player.start()
+            if device_available("output"):
+                player = SoundPlayer(sample_rate=RATE, channels=2)
+                player.start()
+            else:
+                print("No audio output device found: nothing will be heard. Record the "
+                      "conversation with --out DIR.", file=out)
     print("agents_trio demo --voice: a conversation in real time on real models (espeak-ng, "
           "Silero VAD, PocketSphinx; no keys, no network)", file=out)
     print("   time   who      what", file=out, flush=True)

@@ -23,3 +23,23 @@ def test_out_needs_voice(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli_main(["demo", "--out", "x"])
     assert "--out needs --voice" in capsys.readouterr().err
+
+
+def test_voice_demo_without_a_speaker_says_so_and_runs(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from agents_trio.io.wav import WavInput, WavOutput
+
+    ran: list[object] = []
+
+    async def run(self: demo_voice.VoiceDemo, player: object = None) -> None:
+        ran.append(player)
+        self.user, self.agent, self.duration = WavInput(), WavOutput(), 0.0
+
+    monkeypatch.setattr(demo_voice, "missing_dependencies", lambda: [])
+    monkeypatch.setattr(demo_voice.VoiceDemo, "run", run)
+    monkeypatch.setitem(sys.modules, "sounddevice", None)
+    assert demo_voice.main(out_dir=None, out=sys.stdout) == 0
+    text = capsys.readouterr().out
+    assert "No speaker: sounddevice is not installed" in text
+    assert "libportaudio2" in text and "--out DIR" in text
+    assert ran == [None]
