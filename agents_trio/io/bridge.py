@@ -69,6 +69,13 @@ Cancellation, and where the two worlds differ:
 - **Time is Trio's.** The loop's ``time()`` is ``trio.current_time()``, so ``asyncio.sleep``
   and ``call_later`` follow a ``trio.testing.MockClock``. The SDK's native threads do not:
   tests that move real audio through the SDK must run on the real clock.
+- **Any executor works.** ``loop.run_in_executor(executor, fn)`` accepts any
+  ``concurrent.futures.Executor`` (trio-asyncio's own loop accepts only its ``TrioExecutor``):
+  the job is submitted to that executor, so it runs in the executor's threads, and its future
+  is chained to an asyncio future of the loop. Its error is the future's error; cancelling the
+  future cancels a job not yet started (a started one runs to its end, as in asyncio).
+  ``set_default_executor`` likewise accepts any executor. LiveKit's ``AudioStreamDecoder``
+  (mp3/ogg from hosted TTS) and ``inference.VAD`` need this.
 - **Unhandled loop errors are logged, not raised.** trio-asyncio's default handler re-raises
   "task exception was never retrieved" into the loop, which would tear down every session on
   it; the bridge logs them and counts them in :attr:`BridgeStatistics.loop_errors`.
@@ -83,6 +90,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextvars
 import dataclasses
 import inspect
@@ -208,6 +216,7 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
         async with trio_asyncio.open_loop() as loop:
             bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
             loop.set_exception_handler(bridge._on_loop_error)
+            _accept_any_executor(loop)
             token = _current.set(bridge)
             try:
                 yield bridge
@@ -217,6 +226,86 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
     except BaseExceptionGroup as group:
         exc = _collapse(group)
         raise exc from exc.__cause__
+
+
+def _accept_any_executor(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the trio-asyncio ``loop`` run jobs on any ``concurrent.futures.Executor``.
+
+    trio-asyncio's ``run_in_executor`` accepts only its own ``TrioExecutor`` (it asserts), and
+    its ``set_default_executor`` ignores any other. LiveKit code passes its own executors
+    (``AudioStreamDecoder``'s decoding thread, ``inference.VAD``'s inference thread), so the
+    loop's two methods are replaced on this loop object: a foreign executor gets the job by
+    ``submit`` (its threads stay its threads) and the ``concurrent.futures.Future`` is chained
+    to an asyncio future of the loop, as asyncio's own loops do. ``None`` and ``TrioExecutor``
+    keep trio-asyncio's path (``trio.to_thread``), unless a foreign default was set.
+
+    Cancellation and errors: the job's exception is the asyncio future's exception (so the
+    awaiting task, and a Trio ``bridge.run`` caller, gets it); cancelling the asyncio future
+    cancels the job if it has not started (a started job runs to its end, as in asyncio, and
+    its result is dropped). A job finishing after the loop closed is ignored.
+    """
+    import trio_asyncio
+
+    native_run = loop.run_in_executor
+    native_set_default = loop.set_default_executor
+    default: list[concurrent.futures.Executor] = []
+
+    def run_in_executor(executor: concurrent.futures.Executor | None,
+                        func: Callable[..., T], *args: object) -> asyncio.Future[T]:
+        if executor is None and default:
+            executor = default[0]
+        if executor is None or isinstance(executor, trio_asyncio.TrioExecutor):
+            return native_run(executor, func, *args)
+        if loop.is_closed():
+            raise RuntimeError("the bridge's asyncio loop is closed")
+        return _chain_job(loop, executor.submit(func, *args))
+
+    def set_default_executor(executor: concurrent.futures.Executor) -> None:
+        if isinstance(executor, trio_asyncio.TrioExecutor):
+            default.clear()
+            native_set_default(executor)
+        elif isinstance(executor, concurrent.futures.Executor):
+            default[:] = [executor]
+        else:
+            raise TypeError(f"executor must be a concurrent.futures.Executor, not {executor!r}")
+
+    # Note: instance attributes shadow the loop class's methods for this loop only; trio-asyncio
+    # offers no other way (open_loop builds its own TrioEventLoop).
+    setattr(loop, "run_in_executor", run_in_executor)
+    setattr(loop, "set_default_executor", set_default_executor)
+
+
+def _chain_job(loop: asyncio.AbstractEventLoop,
+               job: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """An asyncio future of ``loop`` following the executor ``job`` (see
+    ``_accept_any_executor``)."""
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(done: concurrent.futures.Future[T]) -> None:  # in the loop
+        if future.done():
+            return
+        if done.cancelled():
+            future.cancel()
+        elif (error := done.exception()) is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+    def on_job_done(done: concurrent.futures.Future[T]) -> None:  # in the executor's thread
+        if loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(settle, done)
+        except (RuntimeError, trio.RunFinishedError):  # the loop closed meanwhile
+            pass
+
+    def on_future_done(done: asyncio.Future[T]) -> None:  # in the loop
+        if done.cancelled():
+            job.cancel()
+
+    future.add_done_callback(on_future_done)
+    job.add_done_callback(on_job_done)
+    return future
 
 
 def _collapse(group: BaseExceptionGroup) -> BaseException:
