@@ -33,13 +33,15 @@ from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter, RealtimeSessionAdapter
 from .stt import RecognitionStream, STTAdapter
 from .tts import TTSAdapter
+from .turn_detector import TurnDetectorAdapter, is_lk_turn_detector
 from .vad import VADAdapter
 
 if typing.TYPE_CHECKING:
     from ..io.bridge import AsyncioBridge
 
 __all__ = ["LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
-           "STTAdapter", "TTSAdapter", "VADAdapter", "adapt", "to_api_error"]
+           "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
+           "is_lk_turn_detector", "to_api_error"]
 
 
 def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing.Any = None
@@ -47,8 +49,11 @@ def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing
     """The adapter matching a LiveKit Agents model; anything else is returned unchanged.
 
     Args:
-        model: A LiveKit ``llm.LLM``, ``llm.RealtimeModel``, ``stt.STT``, ``tts.TTS`` or
-            ``vad.VAD`` (or a Trio model, or None).
+        model: A LiveKit ``llm.LLM``, ``llm.RealtimeModel``, ``stt.STT``, ``tts.TTS``,
+            ``vad.VAD`` or a ``livekit-plugins-turn-detector`` model (``MultilingualModel``,
+            ``EnglishModel``) (or a Trio model, or None). A LiveKit-protocol turn detector of
+            your own (asyncio methods) looks like a Trio one: wrap it with
+            :class:`TurnDetectorAdapter`.
         bridge: The bridge to run it on (default: the current bridge at each call).
         vad: A LiveKit VAD for a non-streaming STT.
     """
@@ -64,4 +69,6 @@ def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing
         return TTSAdapter(model, bridge=bridge)
     if isinstance(model, _lk_vad.VAD):
         return VADAdapter(model, bridge=bridge)
+    if is_lk_turn_detector(model):
+        return TurnDetectorAdapter(model, bridge=bridge)
     return model
