@@ -17,7 +17,7 @@ pytest.importorskip("livekit.agents", reason="the plugin adapters need livekit-a
 from livekit.agents import LanguageCode  # noqa: E402
 from livekit.agents import llm as lk_llm  # noqa: E402
 
-from agents_trio import Agent, APIError, ChatContext, ChatMessage, TurnDetector, open_bridge  # noqa: E402
+from agents_trio import Agent, APIError, ChatContext, TurnDetector, open_bridge  # noqa: E402
 from agents_trio.options import check_turn_detection  # noqa: E402
 from agents_trio.plugins import TurnDetectorAdapter, adapt  # noqa: E402
 from agents_trio.testing import FakeActions, create_session, run_session  # noqa: E402
