@@ -41,7 +41,7 @@ class STTAdapter:
         conn_options: Retries and timeouts for the plugin.
     """
 
-    def __init__(self, stt: lk_stt.STT, *, vad: lk_vad.VAD | None = None,
+    def __init__(self, stt: lk_stt.STT[Any], *, vad: lk_vad.VAD | None = None,
                  language: NotGivenOr[str] = NOT_GIVEN, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None) -> None:
         if not isinstance(stt, lk_stt.STT):
