@@ -44,8 +44,28 @@ __all__ = ["LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "Reco
            "is_lk_turn_detector", "to_api_error"]
 
 
-def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing.Any = None
-          ) -> typing.Any:
+_M = typing.TypeVar("_M")
+
+
+@typing.overload
+def adapt(model: _lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> RealtimeModelAdapter: ...
+@typing.overload
+def adapt(model: _lk_llm.LLM[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> LLMAdapter: ...
+@typing.overload
+def adapt(model: _lk_stt.STT[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: _lk_vad.VAD | VADAdapter | None = None) -> STTAdapter: ...
+@typing.overload
+def adapt(model: _lk_tts.TTS[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> TTSAdapter: ...
+@typing.overload
+def adapt(model: _lk_vad.VAD, *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> VADAdapter: ...
+@typing.overload
+def adapt(model: _M, *, bridge: AsyncioBridge | None = None, vad: object = None) -> _M: ...
+def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = None
+          ) -> object:
     """The adapter matching a LiveKit Agents model; anything else is returned unchanged.
 
     Args:
@@ -64,11 +84,13 @@ def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing
     if isinstance(model, _lk_stt.STT):
         if isinstance(vad, VADAdapter):
             vad = vad.vad
+        if vad is not None and not isinstance(vad, _lk_vad.VAD):
+            raise TypeError(f"adapt(stt, vad=...) takes a LiveKit VAD, got {vad!r}")
         return STTAdapter(model, vad=vad, bridge=bridge)
     if isinstance(model, _lk_tts.TTS):
         return TTSAdapter(model, bridge=bridge)
     if isinstance(model, _lk_vad.VAD):
         return VADAdapter(model, bridge=bridge)
     if is_lk_turn_detector(model):
-        return TurnDetectorAdapter(model, bridge=bridge)
+        return TurnDetectorAdapter(model, bridge=bridge)  # type: ignore[arg-type]
     return model

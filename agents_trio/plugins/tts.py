@@ -92,7 +92,8 @@ class TTSAdapter:
         return f"TTSAdapter({self.wrapped!r})"
 
 
-async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str], stream: Any) -> None:
+async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str],
+                     stream: lk_tts.SynthesizeStream) -> None:
     async for chunk in text:
         if chunk:
             feeder.feed(chunk)
