@@ -37,7 +37,11 @@ audio frame and every other session. Such work must run off the loop:
   (``sys.getswitchinterval()``), which shows as 5-70 ms of loop lag per step.
 - ``mode="process"``: a child process (``multiprocessing``, ``spawn`` by default) owns the
   model, so it cannot take the GIL from the loop. ``factory`` must then be picklable (a
-  module-level function or a ``functools.partial`` of one), and so must items and outputs.
+  module-level function or a ``functools.partial`` of one), and so must items and outputs
+  (bytes, numpy arrays, strings; an ``rtc.AudioFrame`` does not pickle: send its
+  ``data.tobytes()``). Starting the child costs an interpreter start and the imports of
+  ``factory``'s module (a few hundred ms): open the worker once per model or stream, not
+  per call.
 
 Semantics, both modes:
 
@@ -66,6 +70,7 @@ import multiprocessing
 import multiprocessing.connection
 import pickle
 import sys
+import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -210,6 +215,7 @@ class _ProcessBackend:
         self._conn: multiprocessing.connection.Connection | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
         self._io_threads = 0  # threads in conn.send/recv (abandoned ones included)
+        self._io_lock = threading.Lock()
 
     async def start(self) -> None:
         parent, child = self._context.Pipe()
@@ -251,11 +257,13 @@ class _ProcessBackend:
 
     def _io(self, fn: Callable[[], R]) -> R:
         """In a worker thread: one blocking pipe operation, counted."""
-        self._io_threads += 1  # Note: += from threads; only compared with 0 after the join
+        with self._io_lock:
+            self._io_threads += 1
         try:
             return fn()
         finally:
-            self._io_threads -= 1
+            with self._io_lock:
+                self._io_threads -= 1
 
     async def step(self, item: object) -> list[object]:
         return await self._request(_ITEM, item)

@@ -20,7 +20,9 @@ from livekit.agents import llm as lk_llm  # noqa: E402
 from agents_trio import Agent, APIError, ChatContext, TurnDetector, open_bridge  # noqa: E402
 from agents_trio.options import check_turn_detection  # noqa: E402
 from agents_trio.plugins import TurnDetectorAdapter, adapt  # noqa: E402
+from agents_trio.models import SpeechData, SpeechEvent  # noqa: E402
 from agents_trio.testing import FakeActions, create_session, run_session  # noqa: E402
+from agents_trio.testing.fake_models import FakeSTT  # noqa: E402
 
 
 class ScriptedLKDetector:
@@ -67,13 +69,25 @@ class ScriptedLKDetector:
         return self.probabilities.pop(0)
 
 
-async def _user_committed_at(detector: object, *, drain: float = 8.0) -> tuple[float, Any]:
+class EnglishFakeSTT(FakeSTT):
+    """The harness's scripted STT, reporting the language of its transcripts (``en``)."""
+
+    def timeline(self) -> list[tuple[float, SpeechEvent]]:
+        return [(t, SpeechEvent(type=ev.type, alternatives=[
+            SpeechData(text=a.text, language="en") for a in ev.alternatives]))
+            for t, ev in super().timeline()]
+
+
+async def _user_committed_at(detector: object, *, drain: float = 8.0,
+                             language: bool = False) -> tuple[float, Any]:
     """One user turn, speech 0.5-1.5 s; when the user's message is committed."""
     actions = FakeActions()
     actions.add_user_speech(0.5, 1.5, "I was thinking")
     actions.add_llm("Go on.")
     actions.add_tts(0.5)
     session = create_session(actions, turn_handling={"turn_detection": detector})
+    if language:
+        session.stt = EnglishFakeSTT(actions.user_speeches)
     committed: list[float] = []
     errors: list[Any] = []
     session.on("conversation_item_added", lambda ev: committed.append(ev.created_at)
@@ -228,12 +242,26 @@ async def test_adapt_recognizes_the_plugin_models_and_runs_them(
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-async def test_a_plugin_model_in_a_session_delays_an_unlikely_end_of_turn(
+@pytest.mark.parametrize("probability, committed_at", [(0.9, 2.02), (0.1, 7.5)])
+async def test_a_plugin_model_in_a_session_sets_the_end_of_turn_delay(
+        autojump_clock: trio.testing.MockClock, turn_detector_plugin: Any, probability: float,
+        committed_at: float) -> None:
+    from livekit.plugins.turn_detector.multilingual import MultilingualModel
+    model, executor = _plugin_model(MultilingualModel, probability=probability)
+    at, errors = await _user_committed_at(adapt(model), language=True)
+    assert not errors
+    assert at == pytest.approx(committed_at, abs=0.02)
+    ((_, payload),) = executor.requests
+    assert payload == {"chat_ctx": [{"role": "user", "content": "I was thinking"}]}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_without_a_language_the_plugin_model_is_not_asked(
         autojump_clock: trio.testing.MockClock, turn_detector_plugin: Any) -> None:
     from livekit.plugins.turn_detector.multilingual import MultilingualModel
     model, executor = _plugin_model(MultilingualModel, probability=0.1)
-    # The harness's STT reports no language and the multilingual model then has no threshold
-    # (as in LiveKit): the turn ends at min_delay without asking the model.
+    # No language from the STT: the multilingual model has no threshold (as in LiveKit) and
+    # the turn ends at min_delay without asking it.
     at, _ = await _user_committed_at(adapt(model), drain=3.0)
     assert at == pytest.approx(2.0, abs=0.02)
     assert executor.requests == []
