@@ -38,8 +38,8 @@ audio frame and every other session. Such work must run off the loop:
 - ``mode="process"``: a child process (``multiprocessing``, ``spawn`` by default) owns the
   model, so it cannot take the GIL from the loop. ``factory`` must then be picklable (a
   module-level function or a ``functools.partial`` of one), and so must items and outputs
-  (bytes, numpy arrays, strings; an ``rtc.AudioFrame`` does not pickle: send its
-  ``data.tobytes()``). Starting the child costs an interpreter start and the imports of
+  (bytes, numpy arrays, strings, ``rtc.AudioFrame``; each item is copied through a pipe,
+  so batch small frames). Starting the child costs an interpreter start and the imports of
   ``factory``'s module (a few hundred ms): open the worker once per model or stream, not
   per call.
 
