@@ -232,6 +232,31 @@ async def test_cancellation_crosses_to_an_executor_job() -> None:
     assert ran == ["first"]  # the queued job never started
 
 
+async def test_a_job_finishing_after_the_bridge_closed_is_ignored(
+        caplog: pytest.LogCaptureFixture) -> None:
+    executor = ThreadPoolExecutor(max_workers=1)
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "late"
+
+    async def job() -> str:
+        return await asyncio.get_running_loop().run_in_executor(executor, slow)
+
+    with trio.fail_after(10):
+        async with open_bridge(cancel_grace=1.0) as bridge:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(bridge.run, job)
+                await trio.to_thread.run_sync(started.wait)
+                nursery.cancel_scope.cancel()
+        release.set()
+        await trio.to_thread.run_sync(executor.shutdown)  # the job's callbacks ran
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
 async def test_set_default_executor_accepts_a_foreign_executor() -> None:
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="default-pool")
 
