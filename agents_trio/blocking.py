@@ -15,14 +15,15 @@ API (for model authors)::
             ...
 
 - ``open_blocking_worker(factory, *, mode="thread" | "process", max_pending=16,
-  max_results=64, mp_context="spawn")`` -> ``BlockingWorker[I, O]``. ``factory()`` is called
+  max_results=64, mp_context="spawn", kill_grace=2.0)`` -> ``BlockingWorker[I, O]``. ``factory()`` is called
   once *in the worker* and returns the *step*: ``step(item) -> Iterable[O]`` (the outputs of
   one input item; a generator or a list). If the step has ``finish() -> Iterable[O]``, it is
   called after the last item when the input ends (``end_input``); if it has ``close()``, that
   is called in the worker when the worker stops, whatever the reason.
 - ``BlockingWorker``: ``await send(item)``, ``send_nowait(item)`` (``trio.WouldBlock`` when
   full), ``end_input()``, ``await receive()`` (``trio.EndOfChannel`` at the end),
-  ``async for``, ``pending`` (items queued, not yet started), ``await aclose()``.
+  ``async for``, ``pending`` (items queued, not yet started). The worker lives as long as
+  the ``async with`` block.
 - ``await run_blocking(fn, *args, mode="thread" | "process")``: one call, same rules.
 
 Where CPU-heavy work goes. A model's methods run on the Trio loop, which also runs every
