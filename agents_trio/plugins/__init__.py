@@ -12,6 +12,12 @@ and runs the plugin on an asyncio bridge (``agents_trio.open_bridge``): the one 
 or the current one when a stream opens. Streams are Trio async iterators; cancelling the Trio
 side closes the plugin's stream; provider failures are raised as ``agents_trio.APIError``.
 
+Plugins that hand work to their own ``concurrent.futures`` executor (LiveKit's decoder of the
+mp3/ogg audio most hosted TTS send, ``livekit.agents.inference.VAD``) work unchanged: the
+bridge's loop accepts any executor. End-of-turn models: :class:`TurnDetectorAdapter` (see
+``agents_trio.plugins.turn_detector``). A plugin's CPU-heavy work that runs on the loop itself
+stalls every session: see ``agents_trio.blocking``.
+
 Needs ``livekit-agents`` (``pip install 'agents-trio[livekit-plugins]'``).
 """
 
