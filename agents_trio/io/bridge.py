@@ -69,6 +69,13 @@ Cancellation, and where the two worlds differ:
 - **Time is Trio's.** The loop's ``time()`` is ``trio.current_time()``, so ``asyncio.sleep``
   and ``call_later`` follow a ``trio.testing.MockClock``. The SDK's native threads do not:
   tests that move real audio through the SDK must run on the real clock.
+- **Any executor works.** ``loop.run_in_executor(executor, fn)`` accepts any
+  ``concurrent.futures.Executor`` (trio-asyncio's own loop accepts only its ``TrioExecutor``):
+  the job is submitted to that executor, so it runs in the executor's threads, and its future
+  is chained to an asyncio future of the loop. Its error is the future's error; cancelling the
+  future cancels a job not yet started (a started one runs to its end, as in asyncio).
+  ``set_default_executor`` likewise accepts any executor. LiveKit's ``AudioStreamDecoder``
+  (mp3/ogg from hosted TTS) and ``inference.VAD`` need this.
 - **Unhandled loop errors are logged, not raised.** trio-asyncio's default handler re-raises
   "task exception was never retrieved" into the loop, which would tear down every session on
   it; the bridge logs them and counts them in :attr:`BridgeStatistics.loop_errors`.
@@ -83,6 +90,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextvars
 import dataclasses
 import inspect
@@ -91,7 +99,7 @@ import math
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
 
@@ -162,9 +170,25 @@ class BridgeStatistics:
 
 
 class _Counters:
+    calls = sync_calls = callbacks = fed_items = trio_wakeups = asyncio_wakeups = 0
+    items_to_trio = items_to_asyncio = batches_to_asyncio = callback_errors = loop_errors = 0
+    abandoned_tasks = 0
+
     def __init__(self) -> None:
         for field in dataclasses.fields(BridgeStatistics):
             setattr(self, field.name, 0)
+
+
+class _Link:
+    """What the bridge's channels and feeders use of their bridge."""
+
+    __slots__ = ("bridge", "counters", "loop")
+
+    def __init__(self, bridge: AsyncioBridge, loop: asyncio.AbstractEventLoop,
+                 counters: _Counters) -> None:
+        self.bridge = bridge
+        self.loop = loop
+        self.counters = counters
 
 
 def current_bridge() -> AsyncioBridge:
@@ -207,16 +231,96 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
     try:
         async with trio_asyncio.open_loop() as loop:
             bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
-            loop.set_exception_handler(bridge._on_loop_error)
+            _accept_any_executor(loop)
             token = _current.set(bridge)
             try:
                 yield bridge
             finally:
                 _current.reset(token)
-                await bridge._aclose()
+                await bridge.aclose()
     except BaseExceptionGroup as group:
         exc = _collapse(group)
         raise exc from exc.__cause__
+
+
+def _accept_any_executor(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the trio-asyncio ``loop`` run jobs on any ``concurrent.futures.Executor``.
+
+    trio-asyncio's ``run_in_executor`` accepts only its own ``TrioExecutor`` (it asserts), and
+    its ``set_default_executor`` ignores any other. LiveKit code passes its own executors
+    (``AudioStreamDecoder``'s decoding thread, ``inference.VAD``'s inference thread), so the
+    loop's two methods are replaced on this loop object: a foreign executor gets the job by
+    ``submit`` (its threads stay its threads) and the ``concurrent.futures.Future`` is chained
+    to an asyncio future of the loop, as asyncio's own loops do. ``None`` and ``TrioExecutor``
+    keep trio-asyncio's path (``trio.to_thread``), unless a foreign default was set.
+
+    Cancellation and errors: the job's exception is the asyncio future's exception (so the
+    awaiting task, and a Trio ``bridge.run`` caller, gets it); cancelling the asyncio future
+    cancels the job if it has not started (a started job runs to its end, as in asyncio, and
+    its result is dropped). A job finishing after the loop closed is ignored.
+    """
+    import trio_asyncio
+
+    native_run = loop.run_in_executor
+    native_set_default = loop.set_default_executor
+    default: list[concurrent.futures.Executor] = []
+
+    def run_in_executor(executor: concurrent.futures.Executor | None,
+                        func: Callable[..., T], *args: object) -> asyncio.Future[T]:
+        if executor is None and default:
+            executor = default[0]
+        if executor is None or isinstance(executor, trio_asyncio.TrioExecutor):
+            return native_run(executor, func, *args)
+        if loop.is_closed():
+            raise RuntimeError("the bridge's asyncio loop is closed")
+        return _chain_job(loop, executor.submit(func, *args))
+
+    def set_default_executor(executor: concurrent.futures.Executor) -> None:
+        if isinstance(executor, trio_asyncio.TrioExecutor):
+            default.clear()
+            native_set_default(executor)
+        elif isinstance(executor, concurrent.futures.Executor):
+            default[:] = [executor]
+        else:
+            raise TypeError(f"executor must be a concurrent.futures.Executor, not {executor!r}")
+
+    # Note: instance attributes shadow the loop class's methods for this loop only; trio-asyncio
+    # offers no other way (open_loop builds its own TrioEventLoop).
+    setattr(loop, "run_in_executor", run_in_executor)
+    setattr(loop, "set_default_executor", set_default_executor)
+
+
+def _chain_job(loop: asyncio.AbstractEventLoop,
+               job: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """An asyncio future of ``loop`` following the executor ``job`` (see
+    ``_accept_any_executor``)."""
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(done: concurrent.futures.Future[T]) -> None:  # in the loop
+        if future.done():
+            return
+        if done.cancelled():
+            future.cancel()
+        elif (error := done.exception()) is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+    def on_job_done(done: concurrent.futures.Future[T]) -> None:  # in the executor's thread
+        if loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(settle, done)
+        except (RuntimeError, trio.RunFinishedError):  # the loop closed meanwhile
+            pass
+
+    def on_future_done(done: asyncio.Future[T]) -> None:  # in the loop
+        if done.cancelled():
+            job.cancel()
+
+    future.add_done_callback(on_future_done)
+    job.add_done_callback(on_job_done)
+    return future
 
 
 def _collapse(group: BaseExceptionGroup) -> BaseException:
@@ -253,8 +357,10 @@ class AsyncioBridge:
         self._loop = loop
         self.cancel_grace = cancel_grace
         self._counters = _Counters()
+        self._link = _Link(self, loop, self._counters)
         self._closed = False
-        self._abandoned: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+        self._abandoned: weakref.WeakSet[asyncio.Future[object]] = weakref.WeakSet()
+        loop.set_exception_handler(self._on_loop_error)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -279,13 +385,18 @@ class AsyncioBridge:
     def _pending_tasks(self) -> list[asyncio.Task[Any]]:
         return [t for t in asyncio.all_tasks(self._loop) if not t.done()]
 
-    async def _aclose(self) -> None:
-        """Cancel the tasks left on the loop and finalize its async generators, within
-        ``cancel_grace`` in all; abandon whatever still runs then.
+    async def aclose(self) -> None:
+        """Close the bridge: cancel the tasks left on the loop and finalize its async
+        generators, within ``cancel_grace`` in all; abandon whatever still runs then.
 
-        Shielded and bounded: this runs while the ``open_bridge`` block is left, possibly
-        because its caller was cancelled, and must neither be cut short nor hang.
+        :func:`open_bridge` calls it when its block is left; calling it earlier closes the
+        bridge early (later calls do nothing). The loop itself closes with the block.
+
+        Cancellation: shielded and bounded; it runs while the ``open_bridge`` block is left,
+        possibly because its caller was cancelled, and must neither be cut short nor hang.
         """
+        if self._closed:
+            return
         self._closed = True
         deadline = trio.current_time() + self.cancel_grace
         with trio.CancelScope(shield=True, deadline=deadline):
@@ -320,7 +431,7 @@ class AsyncioBridge:
             for task in left:
                 await _wait_done(task)
 
-    async def _in_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+    async def _in_loop(self, fn: Callable[..., object], *args: object) -> None:
         """Run ``fn(*args)`` as a loop callback and wait for it, even on a closed bridge."""
         done = trio.Event()
 
@@ -353,7 +464,7 @@ class AsyncioBridge:
             try:
                 # GeneratorExit at its await point: its finally blocks and context managers run
                 # now, as when the garbage collector finalizes it after the loop closed.
-                coro.close()  # type: ignore[union-attr]
+                coro.close()
             except Exception as error:
                 # Note: neither the error nor its traceback in the record: they would keep the
                 # abandoned frames alive as long as the record.
@@ -365,18 +476,19 @@ class AsyncioBridge:
             # (a private asyncio function, present in every supported Python). It is cancelled
             # too, which usually completes it in the next turn (with an error, retrieved here:
             # it was reported above).
-            asyncio.tasks._unregister_task(task)  # type: ignore[attr-defined]
-            task._log_destroy_pending = False  # type: ignore[attr-defined]
+            _forget_task(task)
             task.add_done_callback(_retrieve)
             task.cancel()
 
-    def _on_loop_error(self, loop: Any, context: dict[str, Any]) -> None:
+    def _on_loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]
+                       ) -> None:
         self._counters.loop_errors += 1
         logger.error("asyncio error on the bridge loop: %s", context.get("message"),
                      exc_info=context.get("exception"))
 
     # -- calls --------------------------------------------------------------------------------
-    async def run(self, async_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def run(self, async_fn: Callable[..., Awaitable[T]], *args: object,
+                  **kwargs: object) -> T:
         """Run ``await async_fn(*args, **kwargs)`` as an asyncio task and return its result.
 
         ``async_fn`` is called inside the asyncio task, so code that runs before its first
@@ -395,13 +507,13 @@ class AsyncioBridge:
         await trio.lowlevel.checkpoint_if_cancelled()
         self._counters.calls += 1
 
-        async def invoke() -> Any:
+        async def invoke() -> T:
             return await async_fn(*args, **kwargs)
 
         name = f"bridge.run({getattr(async_fn, '__qualname__', repr(async_fn))})"
         return await self._wait(self._loop.create_task(invoke(), name=name))
 
-    async def _wait(self, task: asyncio.Future[Any]) -> Any:
+    async def _wait(self, task: asyncio.Future[T]) -> T:
         done = trio.Event()
         task.add_done_callback(lambda _: done.set())
         try:
@@ -414,13 +526,12 @@ class AsyncioBridge:
                 self._count_abandoned(task, f"it ignored cancellation for "
                                             f"{self.cancel_grace:.1f} s; left running until "
                                             "the bridge closes")
-            elif not task.cancelled() and task.exception() is not None:
-                error = task.exception()
-                raise error from error.__cause__  # type: ignore[union-attr]
+            elif not task.cancelled() and (error := task.exception()) is not None:
+                raise error from error.__cause__
             raise
         return _result(task)
 
-    async def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def run_sync(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         """Run the plain function ``fn(*args, **kwargs)`` inside the loop and return its result.
 
         Use it to create SDK objects (``rtc.Room()``, ``rtc.AudioSource(...)``, a plugin's
@@ -445,7 +556,7 @@ class AsyncioBridge:
             await done.wait()
         return box[0].unwrap()
 
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+    def call_soon(self, fn: Callable[..., object], *args: object) -> None:
         """Schedule ``fn(*args)`` in the loop without waiting (FIFO with other callbacks).
 
         Exceptions are logged and counted, never raised. Not a checkpoint.
@@ -454,7 +565,7 @@ class AsyncioBridge:
         self._counters.callbacks += 1
         self._loop.call_soon(self._guarded, fn, args)
 
-    def _guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def _guarded(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
         try:
             fn(*args)
         except Exception:
@@ -463,12 +574,13 @@ class AsyncioBridge:
 
     def feeder(self, fn: Callable[[Any], Any]) -> BridgeFeeder[Any]:
         """A :class:`BridgeFeeder` handing items to ``fn`` inside the loop."""
-        return BridgeFeeder(self, fn)
+        return BridgeFeeder(self._link, fn)
 
     # -- channels -----------------------------------------------------------------------------
     @asynccontextmanager
     async def open_receive_channel(
-            self, source: Any, *, max_buffer_size: int = 64,
+            self, source: AsyncIterable[Any] | Callable[[], AsyncIterable[Any]], *,
+            max_buffer_size: int = 64,
             map_error: Callable[[BaseException], BaseException] | None = None,
     ) -> AsyncIterator[BridgeReceiveChannel[Any]]:
         """Iterate the asyncio async iterable ``source`` into a Trio channel.
@@ -485,11 +597,11 @@ class AsyncioBridge:
         """
         self._check_open()
         channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
-            self, max_buffer_size=max_buffer_size, map_error=map_error)
-        async with self._pumping(channel, _pump_iterable, source):
+            self._link, max_buffer_size=max_buffer_size, map_error=map_error)
+        async with self._pumping(channel, lambda: channel.run_pump(source)):
             yield channel
 
-    def callback_channel(self, convert: Callable[..., Any] | None = None
+    def callback_channel(self, convert: Callable[..., object] | None = None
                          ) -> tuple[Callable[..., None], BridgeReceiveChannel[Any]]:
         """A plain callback and the Trio channel it feeds.
 
@@ -498,15 +610,8 @@ class AsyncioBridge:
         wait, so the channel is unbounded; ``channel.close_source()`` ends it.
         """
         channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
-            self, max_buffer_size=math.inf, map_error=None)
-
-        def callback(*args: Any) -> None:
-            if channel._eof:
-                return
-            item = convert(*args) if convert else (args[0] if len(args) == 1 else args)
-            channel._put_nowait(item)
-
-        return callback, channel
+            self._link, max_buffer_size=math.inf, map_error=None)
+        return channel.producer_callback(convert), channel
 
     @asynccontextmanager
     async def open_send_channel(
@@ -526,22 +631,34 @@ class AsyncioBridge:
         """
         self._check_open()
         channel: BridgeSendChannel[Any] = BridgeSendChannel(
-            self, max_buffer_size=max_buffer_size, map_error=map_error)
-        async with self._pumping(channel, _pump_consumer, consumer):
+            self._link, max_buffer_size=max_buffer_size, map_error=map_error)
+        async with self._pumping(channel, lambda: channel.run_pump(consumer)):
             yield channel
 
     @asynccontextmanager
-    async def _pumping(self, channel: Any, pump: Callable[..., Any], arg: Any
-                       ) -> AsyncIterator[None]:
-        """Run the asyncio ``pump(channel, arg)`` for the block; leaving closes the channel
-        and cancels the pump (and waits for it)."""
+    async def _pumping(self, channel: BridgeReceiveChannel[Any] | BridgeSendChannel[Any],
+                       pump: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
+        """Run the asyncio ``pump()`` for the block; leaving closes the channel and cancels
+        the pump (and waits for it)."""
         async with _open_nursery() as nursery:
-            nursery.start_soon(self.run, pump, channel, arg)
+            nursery.start_soon(self.run, pump)
             try:
                 yield
             finally:
                 channel.close()
                 nursery.cancel_scope.cancel()
+
+
+def _forget_task(task: asyncio.Task[Any]) -> None:
+    """Take ``task`` out of asyncio's registry of tasks, silently.
+
+    The only use of asyncio's private members in agents_trio, isolated here: the loop's
+    shutdown waits for every task it knows, so an abandoned task must be unknown to it
+    (``asyncio.tasks._unregister_task``, present in every supported Python), and its
+    destruction while pending must not be logged again (it was reported when abandoned).
+    """
+    asyncio.tasks._unregister_task(task)  # noqa: SLF001
+    task._log_destroy_pending = False  # type: ignore[attr-defined]  # noqa: SLF001
 
 
 async def _wait_done(task: asyncio.Future[Any]) -> None:
@@ -559,7 +676,7 @@ def _describe(task: asyncio.Future[Any]) -> str:
     return f"{name!r} (coroutine {work})"
 
 
-def _suspended(coro: Any) -> bool:
+def _suspended(coro: object) -> bool:
     return getattr(coro, "cr_frame", getattr(coro, "gi_frame", None)) is not None
 
 
@@ -568,7 +685,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _result(task: asyncio.Future[Any]) -> Any:
+def _result(task: asyncio.Future[T]) -> T:
     if task.cancelled():
         raise BridgeError("the asyncio task was cancelled from the asyncio side")
     exc = task.exception()
@@ -587,22 +704,22 @@ class BridgeFeeder(Generic[T]):
     feeder (later items are dropped) and is kept in :attr:`error`.
     """
 
-    def __init__(self, bridge: AsyncioBridge, fn: Callable[[T], Any]) -> None:
-        self._bridge = bridge
+    def __init__(self, link: _Link, fn: Callable[[T], object]) -> None:
+        self._link = link
         self._fn = fn
         self._pending: list[T] = []
         self._scheduled = False
         self.error: BaseException | None = None
 
     def feed(self, item: T) -> None:
-        if self.error is not None or self._bridge.closed:
+        if self.error is not None or self._link.bridge.closed:
             return
         self._pending.append(item)
-        self._bridge._counters.fed_items += 1
+        self._link.counters.fed_items += 1
         if not self._scheduled:
             self._scheduled = True
-            self._bridge._counters.callbacks += 1
-            self._bridge._loop.call_soon(self._drain)
+            self._link.counters.callbacks += 1
+            self._link.loop.call_soon(self._drain)
 
     def call(self, fn: Callable[[], Any]) -> None:
         """Run ``fn()`` in the loop after the items fed so far (e.g. ``end_input``)."""
@@ -621,7 +738,7 @@ class BridgeFeeder(Generic[T]):
                     self._fn(item)
             except Exception as e:
                 self.error = e
-                self._bridge._counters.callback_errors += 1
+                self._link.counters.callback_errors += 1
                 logger.debug("feeder %r stopped: %r", self._fn, e)
 
 
@@ -641,9 +758,9 @@ class BridgeReceiveChannel(Generic[T]):
     ``trio.EndOfChannel`` from ``receive`` and stops iteration; a source error is raised.
     """
 
-    def __init__(self, bridge: AsyncioBridge, *, max_buffer_size: float,
+    def __init__(self, link: _Link, *, max_buffer_size: float,
                  map_error: Callable[[BaseException], BaseException] | None) -> None:
-        self._bridge = bridge
+        self._link = link
         self._max = max_buffer_size
         self._map_error = map_error
         self._buffer: collections.deque[T] = collections.deque()
@@ -656,13 +773,13 @@ class BridgeReceiveChannel(Generic[T]):
     # producer side: asyncio (or any code in the Trio thread) --------------------------------
     def _put_nowait(self, item: T) -> None:
         self._buffer.append(item)
-        self._bridge._counters.items_to_trio += 1
+        self._link.counters.items_to_trio += 1
         self._wake_receiver()
 
     async def _put(self, item: T) -> None:
         """asyncio-flavoured: wait for room, then buffer ``item``."""
         while len(self._buffer) >= self._max and not self._eof:
-            self._space = self._bridge._loop.create_future()
+            self._space = self._link.loop.create_future()
             await self._space
         if not self._eof:
             self._put_nowait(item)
@@ -676,7 +793,7 @@ class BridgeReceiveChannel(Generic[T]):
     def _wake_receiver(self) -> None:
         if not self._readable.is_set():
             if self._receiver_waiting:
-                self._bridge._counters.trio_wakeups += 1
+                self._link.counters.trio_wakeups += 1
             self._readable.set()
 
     def _wake_producer(self) -> None:
@@ -686,7 +803,7 @@ class BridgeReceiveChannel(Generic[T]):
         space = self._space
         if space is not None and not space.done() and len(self._buffer) <= self._max // 2:
             self._space = None
-            self._bridge._counters.asyncio_wakeups += 1
+            self._link.counters.asyncio_wakeups += 1
             space.set_result(None)
 
     # consumer side: Trio ----------------------------------------------------------------------
@@ -695,7 +812,7 @@ class BridgeReceiveChannel(Generic[T]):
         self._eof = True
         self._buffer.clear()
         space, self._space = self._space, None
-        if space is not None and not space.done() and not self._bridge._loop.is_closed():
+        if space is not None and not space.done() and not self._link.loop.is_closed():
             space.set_result(None)
 
     close_source = _finish  # for callback channels: end the stream after the buffered items
@@ -767,36 +884,52 @@ class BridgeReceiveChannel(Generic[T]):
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
+    # run by the bridge ------------------------------------------------------------------------
+    def producer_callback(self, convert: Callable[..., object] | None
+                          ) -> Callable[..., None]:
+        """Internal (``callback_channel``): a plain callback putting ``convert(*args)``
+        (default: the single argument, or ``args``) into this channel, unbounded."""
 
-async def _pump_iterable(channel: BridgeReceiveChannel[Any], source: Any) -> None:
-    """asyncio-flavoured: read ``source`` into ``channel`` until it ends or fails."""
-    if callable(source) and not hasattr(source, "__aiter__"):
+        def callback(*args: object) -> None:
+            if self._eof:
+                return
+            item = convert(*args) if convert else (args[0] if len(args) == 1 else args)
+            self._put_nowait(item)  # type: ignore[arg-type]
+
+        return callback
+
+    async def run_pump(self, source: AsyncIterable[T] | Callable[[], AsyncIterable[T]]
+                       ) -> None:
+        """Internal (``open_receive_channel``), asyncio-flavoured: read ``source`` into this
+        channel until it ends or fails."""
+        if callable(source) and not hasattr(source, "__aiter__"):
+            try:
+                source = source()
+            except Exception as e:
+                self._finish(e)
+                return
+        iterable: AsyncIterable[T] = source
         try:
-            source = source()
+            async for item in iterable:
+                await self._put(item)
+                if self._eof:
+                    break
         except Exception as e:
-            channel._finish(e)
-            return
-    try:
-        async for item in source:
-            await channel._put(item)
-            if channel._eof:
-                break
-    except Exception as e:
-        channel._finish(e)
-    else:
-        channel._finish()
-    finally:
-        if inspect.isasyncgen(source):
-            await source.aclose()
+            self._finish(e)
+        else:
+            self._finish()
+        finally:
+            if inspect.isasyncgen(iterable):
+                await iterable.aclose()
 
 
 # -- Trio -> asyncio --------------------------------------------------------------------------
 class BridgeSendChannel(Generic[T]):
     """The Trio end of a channel consumed by an asyncio coroutine (see ``open_send_channel``)."""
 
-    def __init__(self, bridge: AsyncioBridge, *, max_buffer_size: int,
+    def __init__(self, link: _Link, *, max_buffer_size: int,
                  map_error: Callable[[BaseException], BaseException] | None) -> None:
-        self._bridge = bridge
+        self._link = link
         self._max = max_buffer_size
         self._map_error = map_error
         self._buffer: collections.deque[T] = collections.deque()
@@ -821,7 +954,7 @@ class BridgeSendChannel(Generic[T]):
         ready = self._ready
         if ready is not None and not ready.done():
             self._ready = None
-            self._bridge._counters.asyncio_wakeups += 1
+            self._link.counters.asyncio_wakeups += 1
             ready.set_result(None)
 
     def send_nowait(self, item: T, *, force: bool = False) -> None:
@@ -912,35 +1045,34 @@ class BridgeSendChannel(Generic[T]):
         if self._error is not None:
             raise (self._map_error(self._error) if self._map_error else self._error)
 
-
-async def _pump_consumer(channel: BridgeSendChannel[Any],
-                         consumer: Callable[[list[Any]], Any]) -> None:
-    """asyncio-flavoured: hand batches of ``channel`` to ``consumer`` until it closes."""
-    loop = channel._bridge._loop
-    try:
-        while True:
-            if not channel._buffer:
-                if channel._input_closed:
-                    return
-                channel._ready = loop.create_future()
-                await channel._ready
-                continue
-            batch = list(channel._buffer)
-            channel._buffer.clear()
-            channel._busy = True
-            channel._notify()
-            try:
-                await consumer(batch)
-            finally:
-                channel._busy = False
-            channel._bridge._counters.batches_to_asyncio += 1
-            channel._bridge._counters.items_to_asyncio += len(batch)
-            channel._notify()
-    except Exception as e:
-        channel._error = e
-    finally:
-        channel._done = True
-        channel._notify()
+    async def run_pump(self, consumer: Callable[[list[T]], Awaitable[object]]) -> None:
+        """Internal (``open_send_channel``), asyncio-flavoured: hand batches to ``consumer``
+        until the channel closes."""
+        loop = self._link.loop
+        try:
+            while True:
+                if not self._buffer:
+                    if self._input_closed:
+                        return
+                    self._ready = loop.create_future()
+                    await self._ready
+                    continue
+                batch = list(self._buffer)
+                self._buffer.clear()
+                self._busy = True
+                self._notify()
+                try:
+                    await consumer(batch)
+                finally:
+                    self._busy = False
+                self._link.counters.batches_to_asyncio += 1
+                self._link.counters.items_to_asyncio += len(batch)
+                self._notify()
+        except Exception as e:
+            self._error = e
+        finally:
+            self._done = True
+            self._notify()
 
 
 def is_asyncio_cancellation(exc: BaseException) -> bool:
@@ -950,8 +1082,9 @@ def is_asyncio_cancellation(exc: BaseException) -> bool:
 
 
 # -- asyncio -> Trio in a thread --------------------------------------------------------------
-async def run_trio_in_thread(async_fn: Callable[..., Any], *args: Any, name: str = "trio",
-                             cancel_grace: float = 10.0, **trio_run_kwargs: Any) -> Any:
+async def run_trio_in_thread(async_fn: Callable[..., Awaitable[T]], *args: object,
+                             name: str = "trio", cancel_grace: float = 10.0,
+                             **trio_run_kwargs: object) -> T | None:
     """asyncio-flavoured: run ``trio.run(async_fn, *args)`` in a new thread and await it.
 
     This is how asyncio code (LiveKit's job process) hosts the Trio runtime. Cancelling the
@@ -965,11 +1098,11 @@ async def run_trio_in_thread(async_fn: Callable[..., Any], *args: Any, name: str
         Whatever ``async_fn`` raised.
     """
     loop = asyncio.get_running_loop()
-    finished: asyncio.Future[Any] = loop.create_future()
+    finished: asyncio.Future[T | None] = loop.create_future()
     lock = threading.Lock()
     state: dict[str, Any] = {"token": None, "scope": None, "cancelled": False}
 
-    async def trio_main() -> Any:
+    async def trio_main() -> T | None:
         with trio.CancelScope() as scope:
             with lock:
                 state["token"] = trio.lowlevel.current_trio_token()
@@ -979,15 +1112,18 @@ async def run_trio_in_thread(async_fn: Callable[..., Any], *args: Any, name: str
             return await async_fn(*args)
         return None
 
-    def resolve(result: outcome.Outcome[Any]) -> None:
+    def resolve(result: outcome.Outcome[T | None]) -> None:
         if not finished.done():
             if isinstance(result, outcome.Error):
                 finished.set_exception(result.error)
-            else:
+            elif isinstance(result, outcome.Value):
                 finished.set_result(result.value)
 
     def thread_main() -> None:
-        result = outcome.capture(trio.run, trio_main, **trio_run_kwargs)
+        def run() -> T | None:
+            return trio.run(trio_main, **trio_run_kwargs)  # type: ignore[arg-type]
+
+        result: outcome.Outcome[T | None] = outcome.capture(run)
         try:
             loop.call_soon_threadsafe(resolve, result)
         except RuntimeError:  # the asyncio loop is gone: nobody is waiting any more

@@ -12,6 +12,12 @@ and runs the plugin on an asyncio bridge (``agents_trio.open_bridge``): the one 
 or the current one when a stream opens. Streams are Trio async iterators; cancelling the Trio
 side closes the plugin's stream; provider failures are raised as ``agents_trio.APIError``.
 
+Plugins that hand work to their own ``concurrent.futures`` executor (LiveKit's decoder of the
+mp3/ogg audio most hosted TTS send, ``livekit.agents.inference.VAD``) work unchanged: the
+bridge's loop accepts any executor. End-of-turn models: :class:`TurnDetectorAdapter` (see
+``agents_trio.plugins.turn_detector``). A plugin's CPU-heavy work that runs on the loop itself
+stalls every session: see ``agents_trio.blocking``.
+
 Needs ``livekit-agents`` (``pip install 'agents-trio[livekit-plugins]'``).
 """
 
@@ -33,22 +39,47 @@ from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter, RealtimeSessionAdapter
 from .stt import RecognitionStream, STTAdapter
 from .tts import TTSAdapter
+from .turn_detector import TurnDetectorAdapter, is_lk_turn_detector
 from .vad import VADAdapter
 
 if typing.TYPE_CHECKING:
     from ..io.bridge import AsyncioBridge
 
 __all__ = ["LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
-           "STTAdapter", "TTSAdapter", "VADAdapter", "adapt", "to_api_error"]
+           "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
+           "is_lk_turn_detector", "to_api_error"]
 
 
-def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing.Any = None
-          ) -> typing.Any:
+_M = typing.TypeVar("_M")
+
+
+@typing.overload
+def adapt(model: _lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> RealtimeModelAdapter: ...
+@typing.overload
+def adapt(model: _lk_llm.LLM[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> LLMAdapter: ...
+@typing.overload
+def adapt(model: _lk_stt.STT[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: _lk_vad.VAD | VADAdapter | None = None) -> STTAdapter: ...
+@typing.overload
+def adapt(model: _lk_tts.TTS[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> TTSAdapter: ...
+@typing.overload
+def adapt(model: _lk_vad.VAD, *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> VADAdapter: ...
+@typing.overload
+def adapt(model: _M, *, bridge: AsyncioBridge | None = None, vad: object = None) -> _M: ...
+def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = None
+          ) -> object:
     """The adapter matching a LiveKit Agents model; anything else is returned unchanged.
 
     Args:
-        model: A LiveKit ``llm.LLM``, ``llm.RealtimeModel``, ``stt.STT``, ``tts.TTS`` or
-            ``vad.VAD`` (or a Trio model, or None).
+        model: A LiveKit ``llm.LLM``, ``llm.RealtimeModel``, ``stt.STT``, ``tts.TTS``,
+            ``vad.VAD`` or a ``livekit-plugins-turn-detector`` model (``MultilingualModel``,
+            ``EnglishModel``) (or a Trio model, or None). A LiveKit-protocol turn detector of
+            your own (asyncio methods) looks like a Trio one: wrap it with
+            :class:`TurnDetectorAdapter`.
         bridge: The bridge to run it on (default: the current bridge at each call).
         vad: A LiveKit VAD for a non-streaming STT.
     """
@@ -59,9 +90,13 @@ def adapt(model: typing.Any, *, bridge: AsyncioBridge | None = None, vad: typing
     if isinstance(model, _lk_stt.STT):
         if isinstance(vad, VADAdapter):
             vad = vad.vad
+        if vad is not None and not isinstance(vad, _lk_vad.VAD):
+            raise TypeError(f"adapt(stt, vad=...) takes a LiveKit VAD, got {vad!r}")
         return STTAdapter(model, vad=vad, bridge=bridge)
     if isinstance(model, _lk_tts.TTS):
         return TTSAdapter(model, bridge=bridge)
     if isinstance(model, _lk_vad.VAD):
         return VADAdapter(model, bridge=bridge)
+    if is_lk_turn_detector(model):
+        return TurnDetectorAdapter(model, bridge=bridge)  # type: ignore[arg-type]
     return model

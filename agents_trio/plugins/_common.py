@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import trio
 from livekit.agents import APIConnectOptions
@@ -21,6 +21,8 @@ if sys.version_info < (3, 11):  # pragma: no cover
 logger = logging.getLogger("agents_trio.plugins")
 
 CLOSE_GRACE = 5.0
+
+T = TypeVar("T")
 
 
 def to_api_error(error: BaseException, label: str) -> BaseException:
@@ -54,7 +56,14 @@ def connect_options(conn_options: APIConnectOptions | None) -> dict[str, Any]:
     return {} if conn_options is None else {"conn_options": conn_options}
 
 
-async def aclose_plugin_stream(bridge: AsyncioBridge, stream: Any, label: str) -> None:
+class AsyncClosable(Protocol):
+    """A plugin stream or session: closed with ``await aclose()`` on the asyncio side."""
+
+    async def aclose(self) -> None: ...
+
+
+async def aclose_plugin_stream(bridge: AsyncioBridge, stream: AsyncClosable, label: str
+                               ) -> None:
     """Close a plugin stream on the asyncio side (shielded, bounded); errors are logged."""
     if bridge.closed:
         return
@@ -81,6 +90,6 @@ async def open_nursery() -> AsyncIterator[trio.Nursery]:
         raise exc from exc.__cause__
 
 
-async def await_aio(awaitable: Any) -> Any:
+async def await_aio(awaitable: Awaitable[T]) -> T:
     """asyncio-flavoured: await an asyncio awaitable (a future the plugin returned)."""
     return await awaitable

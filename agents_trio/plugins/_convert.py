@@ -10,11 +10,12 @@ from ..chat import (
     AgentConfigUpdate,
     AgentHandoff,
     ChatContext,
+    ChatItem,
     ChatMessage,
     FunctionCall,
     FunctionCallOutput,
 )
-from ..models import ChatChunk, CompletionUsage, FunctionToolCall
+from ..models import ChatChunk, CompletionUsage, FunctionToolCall, ToolChoice
 from ..tools import FunctionTool
 
 
@@ -23,7 +24,7 @@ def to_lk_chat_ctx(chat_ctx: ChatContext) -> lk_llm.ChatContext:
     return lk_llm.ChatContext([_to_lk_item(item) for item in chat_ctx.items])
 
 
-def _to_lk_item(item: Any) -> Any:
+def _to_lk_item(item: ChatItem) -> lk_llm.ChatItem:
     if isinstance(item, ChatMessage):
         return lk_llm.ChatMessage(id=item.id, role=item.role, content=list(item.content),
                                   interrupted=item.interrupted, created_at=item.created_at)
@@ -45,7 +46,7 @@ def _to_lk_item(item: Any) -> Any:
     raise TypeError(f"cannot convert chat item {item!r} for a LiveKit plugin")
 
 
-def from_lk_function_call(call: Any) -> FunctionCall:
+def from_lk_function_call(call: lk_llm.FunctionCall) -> FunctionCall:
     return FunctionCall(call_id=call.call_id, name=call.name, arguments=call.arguments or "{}")
 
 
@@ -70,12 +71,12 @@ def to_lk_tools(tools: list[Any] | None) -> list[Any]:
     return out
 
 
-def to_lk_tool_choice(tool_choice: Any) -> Any:
+def to_lk_tool_choice(tool_choice: ToolChoice) -> ToolChoice:
     """``"auto" | "required" | "none"`` pass through; a dict naming a function too."""
     return tool_choice
 
 
-def from_lk_chunk(chunk: Any) -> ChatChunk:
+def from_lk_chunk(chunk: lk_llm.ChatChunk) -> ChatChunk:
     delta = chunk.delta
     usage = chunk.usage
     return ChatChunk(

@@ -38,7 +38,7 @@ class LLMAdapter:
         max_buffer_size: Chunks buffered ahead of a slow consumer.
     """
 
-    def __init__(self, llm: lk_llm.LLM, *, bridge: AsyncioBridge | None = None,
+    def __init__(self, llm: lk_llm.LLM[Any], *, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None,
                  max_buffer_size: int = 64) -> None:
         if not isinstance(llm, lk_llm.LLM):

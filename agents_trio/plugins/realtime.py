@@ -9,17 +9,19 @@ leaving ``async with model.session()`` stops them all and closes the LiveKit ses
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from livekit import rtc
 from livekit.agents import llm as lk_llm
 
-from ..chat import ChatContext
-from ..io.bridge import AsyncioBridge, BridgeFeeder
+from ..chat import ChatContext, FunctionCall
+from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ..models import ToolChoice
 from ..realtime import (
     DEFAULT_RESPONSE_STALL_TIMEOUT,
     GenerationCreatedEvent,
@@ -51,6 +53,8 @@ _CAPABILITIES = ("message_truncation", "turn_detection", "user_transcription",
                  "auto_tool_reply_generation", "audio_output", "manual_function_calls",
                  "mutable_chat_context", "mutable_instructions", "mutable_tools", "supports_say")
 MODALITIES_TIMEOUT = 5.0
+
+T = TypeVar("T")
 
 
 class RealtimeModelAdapter:
@@ -100,24 +104,8 @@ class RealtimeModelAdapter:
         except Exception as e:
             raise to_api_error(e, self.label) from e
         rt = RealtimeSessionAdapter(bridge, lk_session, self.label)
-        push, raw_events = bridge.callback_channel(convert=lambda name, ev=None: (name, ev))
-        handlers = {name: (lambda ev=None, _n=name: push(_n, ev)) for name in _EVENTS}
-        for name, handler in handlers.items():
-            lk_session.on(name, handler)
-        try:
-            async with open_nursery() as nursery:
-                rt._nursery = nursery
-                nursery.start_soon(rt._route_events, raw_events)
-                try:
-                    yield rt
-                finally:
-                    nursery.cancel_scope.cancel()
-        finally:
-            rt._close()
-            for name, handler in handlers.items():
-                lk_session.off(name, handler)
-            raw_events.close()
-            await aclose_plugin_stream(bridge, lk_session, self.label)
+        async with rt.running():
+            yield rt
 
     def __repr__(self) -> str:
         return f"RealtimeModelAdapter({self.model!r})"
@@ -131,29 +119,54 @@ class RealtimeSessionAdapter:
     plugin. Every call after the session closed raises ``RealtimeSessionClosedError``.
     """
 
-    def __init__(self, bridge: AsyncioBridge, lk_session: Any, label: str) -> None:
+    def __init__(self, bridge: AsyncioBridge, lk_session: lk_llm.RealtimeSession[Any],
+                 label: str) -> None:
         self._bridge = bridge
         self.lk_session = lk_session
         self._label = label
         self._calls: BridgeFeeder[rtc.AudioFrame] = bridge.feeder(lk_session.push_audio)
-        self._events_send, self._events_recv = trio.open_memory_channel[Any](math.inf)
+        self._events_send, self._events_recv = trio.open_memory_channel[object](math.inf)
         self._nursery: trio.Nursery | None = None
         self.closed = False
 
-    def _close(self) -> None:
-        self.closed = True
-        self._events_send.close()
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Internal (``RealtimeModelAdapter.session``): route the LiveKit session's events
+        and own the generation pumps for the block; leaving it closes the LiveKit session.
+        """
+        lk_session = self.lk_session
+        push, raw_events = self._bridge.callback_channel(
+            convert=lambda name, ev=None: (name, ev))
+        handlers = {name: (lambda ev=None, _n=name: push(_n, ev)) for name in _EVENTS}
+        for name, handler in handlers.items():
+            lk_session.on(name, handler)
+        try:
+            async with open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._route_events, raw_events)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.closed = True
+            self._events_send.close()
+            for name, handler in handlers.items():
+                lk_session.off(name, handler)
+            raw_events.close()
+            await aclose_plugin_stream(self._bridge, lk_session, self._label)
 
     def _check(self, call: str) -> None:
         if self.closed:
             raise RealtimeSessionClosedError(f"{call}() on a closed realtime session")
 
     # -- events ---------------------------------------------------------------------------------
-    def events(self) -> AsyncIterator[Any]:
+    def events(self) -> AsyncIterator[object]:
         """Server events until the session closes (one consumer)."""
         return self._events_recv.__aiter__()
 
-    async def _route_events(self, raw_events: Any) -> None:
+    async def _route_events(self, raw_events: BridgeReceiveChannel[tuple[str, object]]
+                            ) -> None:
         async for name, ev in raw_events:
             try:
                 converted = self._convert_event(name, ev)
@@ -163,13 +176,14 @@ class RealtimeSessionAdapter:
             if converted is not None:
                 self._events_send.send_nowait(converted)
 
-    def _convert_event(self, name: str, ev: Any) -> Any:
+    def _convert_event(self, name: str, ev: object) -> object:
         if name == "input_speech_started":
             return InputSpeechStartedEvent()
         if name == "input_speech_stopped":
             return InputSpeechStoppedEvent(
                 user_transcription_enabled=getattr(ev, "user_transcription_enabled", True))
-        if name == "input_audio_transcription_completed":
+        if name == "input_audio_transcription_completed" and isinstance(
+                ev, lk_llm.InputTranscriptionCompleted):
             return InputTranscriptionCompleted(
                 item_id=ev.item_id, transcript=ev.transcript, is_final=ev.is_final,
                 confidence=ev.confidence if ev.confidence is not None else 1.0)
@@ -177,14 +191,17 @@ class RealtimeSessionAdapter:
             return SessionReconnectedEvent()
         if name == "error":
             error = getattr(ev, "error", ev)
+            if not isinstance(error, BaseException):
+                error = RuntimeError(repr(error))
             return RealtimeErrorEvent(error=to_api_error(error, self._label),
                                       recoverable=bool(getattr(ev, "recoverable", False)))
-        if name == "generation_created" and not ev.user_initiated:
+        if name == "generation_created" and isinstance(
+                ev, lk_llm.GenerationCreatedEvent) and not ev.user_initiated:
             # user-initiated generations are returned by generate_reply()/say() instead
             return self._generation(ev)
         return None
 
-    def _generation(self, ev: Any) -> GenerationCreatedEvent:
+    def _generation(self, ev: lk_llm.GenerationCreatedEvent) -> GenerationCreatedEvent:
         assert self._nursery is not None
         msg_send, msg_recv, fn_send, fn_recv = open_generation_channels()
         self._nursery.start_soon(self._pump_messages, ev.message_stream, msg_send)
@@ -193,7 +210,8 @@ class RealtimeSessionAdapter:
                                       user_initiated=bool(ev.user_initiated),
                                       response_id=ev.response_id or "")
 
-    async def _pump_messages(self, stream: Any, send: trio.MemorySendChannel[Any]) -> None:
+    async def _pump_messages(self, stream: AsyncIterable[lk_llm.MessageGeneration],
+                             send: trio.MemorySendChannel[MessageGeneration]) -> None:
         assert self._nursery is not None
         async with send, self._bridge.open_receive_channel(stream) as messages:
             async for message in messages:
@@ -209,18 +227,21 @@ class RealtimeSessionAdapter:
                 self._nursery.start_soon(self._pump, message.text_stream, text_send, str)
                 self._nursery.start_soon(self._pump, message.audio_stream, audio_send, None)
 
-    async def _pump(self, stream: Any, send: trio.MemorySendChannel[Any], convert: Any) -> None:
+    async def _pump(self, stream: AsyncIterable[T], send: trio.MemorySendChannel[Any],
+                    convert: Callable[[T], object] | None) -> None:
         async with send, self._bridge.open_receive_channel(stream) as items:
             async for item in items:
                 send.send_nowait(convert(item) if convert else item)
 
-    async def _pump_functions(self, stream: Any, send: trio.MemorySendChannel[Any]) -> None:
+    async def _pump_functions(self, stream: AsyncIterable[lk_llm.FunctionCall],
+                              send: trio.MemorySendChannel[FunctionCall]) -> None:
         async with send, self._bridge.open_receive_channel(stream) as calls:
             async for call in calls:
                 send.send_nowait(from_lk_function_call(call))
 
     # -- calls ----------------------------------------------------------------------------------
-    async def _call(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, name: str, fn: Callable[..., Awaitable[T]], *args: object,
+                    **kwargs: object) -> T:
         self._check(name)
         try:
             return await self._bridge.run(fn, *args, **kwargs)
@@ -235,7 +256,7 @@ class RealtimeSessionAdapter:
         await self._call("update_chat_ctx", self.lk_session.update_chat_ctx,
                          to_lk_chat_ctx(chat_ctx))
 
-    async def update_tools(self, tools: list[Any]) -> None:
+    async def update_tools(self, tools: list[object]) -> None:
         await self._call("update_tools", self.lk_session.update_tools, to_lk_tools(tools))
 
     def push_audio(self, frame: rtc.AudioFrame) -> None:
@@ -264,7 +285,8 @@ class RealtimeSessionAdapter:
         self._calls.call(lambda: self.lk_session.truncate(**kwargs))
 
     async def generate_reply(self, *, instructions: str | None = None,
-                             tool_choice: Any = None) -> GenerationCreatedEvent:
+                             tool_choice: ToolChoice | None = None
+                             ) -> GenerationCreatedEvent:
         self._check("generate_reply")
         kwargs: dict[str, Any] = {}
         if instructions is not None:
@@ -277,8 +299,10 @@ class RealtimeSessionAdapter:
     async def say(self, text: str) -> GenerationCreatedEvent:
         return await self._await_generation("say", self.lk_session.say, text)
 
-    async def _await_generation(self, name: str, fn: Any, *args: Any, **kwargs: Any
-                                ) -> GenerationCreatedEvent:
+    async def _await_generation(
+            self, name: str,
+            fn: Callable[..., asyncio.Future[lk_llm.GenerationCreatedEvent]], *args: object,
+            **kwargs: object) -> GenerationCreatedEvent:
         self._check(name)
         try:
             future = await self._bridge.run_sync(fn, *args, **kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import trio
 from livekit import rtc
@@ -24,6 +24,8 @@ from ._common import (
 
 _SPEECH_TYPES = {t.value: t for t in SpeechEventType}
 
+E = TypeVar("E")
+
 
 class STTAdapter:
     """Wraps a LiveKit Agents STT (``deepgram.STT()``, ``openai.STT()``, …) for agents_trio.
@@ -41,7 +43,7 @@ class STTAdapter:
         conn_options: Retries and timeouts for the plugin.
     """
 
-    def __init__(self, stt: lk_stt.STT, *, vad: lk_vad.VAD | None = None,
+    def __init__(self, stt: lk_stt.STT[Any], *, vad: lk_vad.VAD | None = None,
                  language: NotGivenOr[str] = NOT_GIVEN, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None) -> None:
         if not isinstance(stt, lk_stt.STT):
@@ -61,7 +63,7 @@ class STTAdapter:
         return self.stt.label
 
     @asynccontextmanager
-    async def stream(self) -> AsyncIterator[RecognitionStream]:
+    async def stream(self) -> AsyncIterator[RecognitionStream[SpeechEvent]]:
         """A recognition stream (see the class docstring).
 
         Cancellation:
@@ -83,7 +85,7 @@ class STTAdapter:
         return f"STTAdapter({self.stt!r})"
 
 
-def from_lk_speech_event(ev: Any) -> SpeechEvent | None:
+def from_lk_speech_event(ev: lk_stt.SpeechEvent) -> SpeechEvent | None:
     kind = _SPEECH_TYPES.get(getattr(ev.type, "value", ev.type))
     if kind is None:  # e.g. recognition_usage: metrics, not speech
         return None
@@ -93,11 +95,12 @@ def from_lk_speech_event(ev: Any) -> SpeechEvent | None:
         for alt in ev.alternatives])
 
 
-class RecognitionStream:
+class RecognitionStream(Generic[E]):
     """Frames in (``push_frame``, sync), converted events out (``async for``)."""
 
-    def __init__(self, frames: BridgeFeeder[rtc.AudioFrame], end_input: Callable[[], Any],
-                 events: BridgeReceiveChannel[Any], convert: Callable[[Any], Any]) -> None:
+    def __init__(self, frames: BridgeFeeder[rtc.AudioFrame], end_input: Callable[[], object],
+                 events: BridgeReceiveChannel[Any], convert: Callable[[Any], E | None]
+                 ) -> None:
         self._frames = frames
         self._end_input = end_input
         self._events = events
@@ -116,10 +119,10 @@ class RecognitionStream:
             self._ended = True
             self._frames.call(self._end_input)
 
-    def __aiter__(self) -> RecognitionStream:
+    def __aiter__(self) -> RecognitionStream[E]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> E:
         while True:
             try:
                 event = self._convert(await self._events.receive())
@@ -130,9 +133,10 @@ class RecognitionStream:
 
 
 @asynccontextmanager
-async def open_recognition_stream(bridge: AsyncioBridge, stream: Any, label: str,
-                                  convert: Callable[[Any], Any]
-                                  ) -> AsyncIterator[RecognitionStream]:
+async def open_recognition_stream(bridge: AsyncioBridge,
+                                  stream: lk_stt.RecognizeStream | lk_vad.VADStream,
+                                  label: str, convert: Callable[[Any], E | None]
+                                  ) -> AsyncIterator[RecognitionStream[E]]:
     """Serve an opened plugin stream (STT or VAD) as a :class:`RecognitionStream`."""
     try:
         async with bridge.open_receive_channel(stream, max_buffer_size=256,

@@ -41,7 +41,7 @@ class TTSAdapter:
         sample_rate, num_channels: The plugin's output format.
     """
 
-    def __init__(self, tts: lk_tts.TTS, *, bridge: AsyncioBridge | None = None,
+    def __init__(self, tts: lk_tts.TTS[Any], *, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None,
                  max_buffer_size: int = 64) -> None:
         if not isinstance(tts, lk_tts.TTS):
@@ -92,7 +92,8 @@ class TTSAdapter:
         return f"TTSAdapter({self.wrapped!r})"
 
 
-async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str], stream: Any) -> None:
+async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str],
+                     stream: lk_tts.SynthesizeStream) -> None:
     async for chunk in text:
         if chunk:
             feeder.feed(chunk)
@@ -102,7 +103,7 @@ async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str], stream
 class _FrameStream:
     """The synthesized frames of the segment."""
 
-    def __init__(self, audio: BridgeReceiveChannel[Any]) -> None:
+    def __init__(self, audio: BridgeReceiveChannel[lk_tts.SynthesizedAudio]) -> None:
         self._audio = audio
 
     def __aiter__(self) -> _FrameStream:

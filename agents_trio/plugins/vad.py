@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from livekit.agents import vad as lk_vad
 
@@ -36,7 +35,7 @@ class VADAdapter:
         return f"{type(self.vad).__module__}.{type(self.vad).__name__}"
 
     @asynccontextmanager
-    async def stream(self) -> AsyncIterator[RecognitionStream]:
+    async def stream(self) -> AsyncIterator[RecognitionStream[VADEvent]]:
         """A VAD stream: ``push_frame`` (sync, batched into the loop), events by iteration.
 
         Cancellation:
@@ -55,7 +54,7 @@ class VADAdapter:
         return f"VADAdapter({self.vad!r})"
 
 
-def from_lk_vad_event(ev: Any) -> VADEvent | None:
+def from_lk_vad_event(ev: lk_vad.VADEvent) -> VADEvent | None:
     kind = _VAD_TYPES.get(getattr(ev.type, "value", ev.type))
     if kind is None:
         return None
