@@ -1,18 +1,17 @@
 """PocketSphinx as a Trio STT, decoding in a subprocess.
 
 The decoder holds the GIL while it works (PocketSphinx does not release it), so it runs in a
-child process of its own (``_sphinx_worker.py``): audio goes to it through a pipe, results
-come back as JSON lines, and the Trio loop never waits on the decoder.
+child process of its own: the step of an ``agents_trio.blocking`` worker in process mode
+(``_sphinx_decoder.UtteranceDecoder``), fed one frame at a time through bounded queues, so
+the Trio loop never waits on the decoder.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import math
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -24,16 +23,14 @@ import trio
 from livekit import rtc
 
 from .._errors import AgentsTrioError
+from ..blocking import BlockingWorker, BlockingWorkerError, open_blocking_worker
 from ..io.resample import FrameResampler
 from ..io.wav import frame_samples
 from ..models import SpeechData, SpeechEvent, SpeechEventType
 from ._errors import VOICE_EXTRA, MissingDependency
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
+from ._sphinx_decoder import UtteranceDecoder
 
 RATE = 16000
-_WORKER = Path(__file__).with_name("_sphinx_worker.py")
 
 
 def check_pocketsphinx() -> None:
@@ -64,9 +61,6 @@ class _Message(msgspec.Struct):
     confidence: float = 0.0
     start: float = 0.0
     end: float = 0.0
-
-
-_decode = msgspec.json.Decoder(_Message).decode
 
 
 class SphinxError(AgentsTrioError):
@@ -114,67 +108,50 @@ class SphinxSTT:
     async def stream(self) -> AsyncIterator[SphinxStream]:
         """A recognition stream on a new decoder process.
 
-        Cancellation: leaving the block (for any reason) kills the process and reaps it.
+        Raises:
+            SphinxError: the decoder cannot start (e.g. a phrase has a word missing from the
+                dictionary), or its process failed later (raised by the iteration).
+
+        Cancellation: leaving the block (for any reason) stops the process and reaps it.
         """
         with tempfile.TemporaryDirectory(prefix="agents-trio-sphinx-") as tmp:
-            args = [sys.executable, str(_WORKER), "--vad-mode", str(self.vad_mode),
-                    "--min-speech", str(self.min_speech)]
+            jsgf = kws = None
             if self.phrases:
-                path = os.path.join(tmp, "phrases.jsgf")
-                Path(path).write_text(jsgf_grammar(self.phrases))
-                args += ["--jsgf", path]
+                jsgf = os.path.join(tmp, "phrases.jsgf")
+                Path(jsgf).write_text(jsgf_grammar(self.phrases))
             elif self.keyphrases:
-                path = os.path.join(tmp, "keyphrases.txt")
-                Path(path).write_text("".join(f"{k} /{self.keyphrase_threshold:g}/\n"
-                                              for k in self.keyphrases))
-                args += ["--kws", path]
-            process = await trio.lowlevel.open_process(
-                args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            stream = SphinxStream(process, self.language)
-            try:
-                await stream.wait_ready()
-                async with _unwrapping_nursery() as nursery:
-                    nursery.start_soon(stream.run)
-                    yield stream
-                    nursery.cancel_scope.cancel()
-            finally:
-                with trio.CancelScope(shield=True):
-                    if process.returncode is None:
-                        process.kill()
-                    await process.wait()
+                kws = os.path.join(tmp, "keyphrases.txt")
+                Path(kws).write_text("".join(f"{k} /{self.keyphrase_threshold:g}/\n"
+                                             for k in self.keyphrases))
+            factory = functools.partial(UtteranceDecoder, jsgf=jsgf, kws=kws,
+                                        vad_mode=self.vad_mode, min_speech=self.min_speech)
+            async with open_blocking_worker(factory, mode="process",
+                                            max_pending=SphinxStream.max_pending) as worker:
+                try:
+                    worker.send_nowait(b"")       # raises if the decoder did not start
+                except BlockingWorkerError as e:
+                    raise SphinxError(f"PocketSphinx did not start: {_cause(e)}") from e
+                stream = SphinxStream(worker, self.language)
+                yield stream
 
 
-@asynccontextmanager
-async def _unwrapping_nursery() -> AsyncIterator[trio.Nursery]:
-    """A nursery from which a single error escapes unwrapped."""
-    try:
-        async with trio.open_nursery() as nursery:
-            yield nursery
-    except BaseExceptionGroup as group:
-        exc: BaseException = group
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        raise exc from exc.__cause__
+def _cause(error: BaseException) -> str:
+    cause = error.__cause__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
 
 
 class SphinxStream:
-    """Frames in (``push_frame``, never blocks: at most ``max_backlog`` seconds of audio wait
-    for the decoder, older frames are dropped and counted in ``dropped``), speech events out.
+    """Frames in (``push_frame``, never blocks: at most ``max_pending`` frames of 20 ms wait
+    for the decoder, later frames are dropped and counted in ``dropped``), speech events out.
     """
 
-    max_backlog = 30.0
+    max_pending = 1500      # 30 s of audio
 
-    def __init__(self, process: trio.Process, language: str) -> None:
-        self._process = process
+    def __init__(self, worker: BlockingWorker[bytes, dict[str, object]], language: str
+                 ) -> None:
+        self._worker = worker
         self._language = language
         self._resampler = FrameResampler(RATE)
-        self._audio_send, self._audio_recv = trio.open_memory_channel[bytes](
-            math.ceil(self.max_backlog / 0.01))
-        self._events_send, self._events_recv = trio.open_memory_channel[SpeechEvent](math.inf)
-        self._stderr = b""
-        self._stdout = b""
-        self._draining = False
-        self._stderr_done = trio.Event()
         self.dropped = 0
 
     def push_frame(self, frame: rtc.AudioFrame) -> None:
@@ -183,85 +160,31 @@ class SphinxStream:
 
     def _send(self, samples: np.ndarray) -> None:
         try:
-            self._audio_send.send_nowait(samples.tobytes())
+            self._worker.send_nowait(samples.tobytes())
         except trio.WouldBlock:
             self.dropped += 1
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+        except (trio.ClosedResourceError, BlockingWorkerError):
+            pass   # input ended, or the worker failed: the iteration raises it
 
     def end_input(self) -> None:
         for f in self._resampler.flush():
             self._send(frame_samples(f))
-        self._audio_send.close()
+        self._worker.end_input()
 
     def __aiter__(self) -> AsyncIterator[SpeechEvent]:
-        return self._events_recv.__aiter__()
+        return self._events()
 
-    async def wait_ready(self) -> None:
-        """Wait for the decoder's ``ready`` line.
-
-        Raises:
-            SphinxError: the process ended first (its stderr is in the message).
-        """
-        line = await self._next_line()
-        if line is None or _decode(line).type != "ready":
-            raise SphinxError(await self._failure())
-
-    async def run(self) -> None:
-        self._draining = True
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._drain_stderr)
-            nursery.start_soon(self._write)
-            await self._read()
-
-    async def _write(self) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
-        try:
-            async for data in self._audio_recv:
-                await stdin.send_all(data)
-            await stdin.aclose()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass   # the process ended; _read reports it
-
-    async def _drain_stderr(self) -> None:
-        stderr = self._process.stderr
-        assert stderr is not None
-        try:
-            async for chunk in stderr:
-                self._stderr = (self._stderr + chunk)[-4000:]
-        finally:
-            self._stderr_done.set()
-
-    async def _next_line(self) -> bytes | None:
-        stdout = self._process.stdout
-        assert stdout is not None
-        while b"\n" not in self._stdout:
-            chunk = await stdout.receive_some()
-            if not chunk:
-                return None
-            self._stdout += chunk
-        line, self._stdout = self._stdout.split(b"\n", 1)
-        return line
-
-    async def _failure(self) -> str:
-        code = await self._process.wait()
-        with trio.move_on_after(1.0):
-            if self._draining:       # the drain task reads stderr to its end
-                await self._stderr_done.wait()
-            else:
-                await self._drain_stderr()
-        tail = self._stderr.decode(errors="replace").strip().splitlines()[-5:]
-        return f"the PocketSphinx process exited with {code}: " + " | ".join(tail)
-
-    async def _read(self) -> None:
-        async with self._events_send:
-            while (line := await self._next_line()) is not None:
-                ev = self._event(_decode(line))
-                if ev is not None:
-                    self._events_send.send_nowait(ev)
-            if await self._process.wait() != 0:
-                raise SphinxError(await self._failure())
+    async def _events(self) -> AsyncIterator[SpeechEvent]:
+        while True:
+            try:
+                msg = await self._worker.receive()
+            except trio.EndOfChannel:
+                return
+            except BlockingWorkerError as e:
+                raise SphinxError(f"PocketSphinx failed: {_cause(e)}") from e
+            ev = self._event(msgspec.convert(msg, _Message))
+            if ev is not None:
+                yield ev
 
     def _event(self, msg: _Message) -> SpeechEvent | None:
         if msg.type == "start":

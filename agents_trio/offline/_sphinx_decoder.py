@@ -1,21 +1,11 @@
-"""PocketSphinx decoding in its own process (started by ``agents_trio.offline.SphinxSTT``).
-
-Reads raw mono 16-bit PCM at 16 kHz on stdin until EOF; writes one JSON object per line on
-stdout: ``{"type": "ready"}``, then per utterance ``start``, ``final`` (when something was
-recognized) and ``end``, with times in seconds of audio. Run as a script: it imports only
-pocketsphinx, numpy and the standard library, so it starts fast.
-
-The decoding itself is :class:`UtteranceDecoder`: ``decoder(chunk) -> messages`` and
-``decoder.finish() -> messages`` (the step shape of a blocking-model worker).
+"""PocketSphinx decoding, run in a child process by ``agents_trio.offline.SphinxSTT`` (the
+step of an ``agents_trio.blocking`` worker): raw mono 16-bit PCM at 16 kHz in, per utterance
+the messages ``start``, ``final`` (when something was recognized) and ``end`` out, with times
+in seconds of audio.
 """
 
 from __future__ import annotations
 
-import argparse
-import io
-import json
-import sys
-import typing
 from typing import Any
 
 RATE = 16000
@@ -116,36 +106,3 @@ class UtteranceDecoder:
                         "start": round(self._start, 3), "end": round(end, 3)})
         out.append({"type": "end", "start": round(self._start, 3), "end": round(end, 3)})
         self._in_utterance, self._end_at = False, None
-
-
-def emit(messages: list[dict[str, object]]) -> None:
-    for msg in messages:
-        sys.stdout.write(json.dumps(msg) + "\n")
-    if messages:
-        sys.stdout.flush()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jsgf")
-    parser.add_argument("--kws")
-    parser.add_argument("--vad-mode", type=int, default=3)
-    parser.add_argument("--min-speech", type=float, default=0.2)
-    parser.add_argument("--preroll", type=float, default=0.15)
-    parser.add_argument("--hangover", type=float, default=0.3)
-    args = parser.parse_args()
-    decoder = UtteranceDecoder(jsgf=args.jsgf, kws=args.kws, vad_mode=args.vad_mode,
-                               min_speech=args.min_speech, preroll=args.preroll,
-                               hangover=args.hangover)
-    emit([{"type": "ready"}])
-    stdin = typing.cast(io.BufferedReader, sys.stdin.buffer)
-    while True:
-        chunk = stdin.read1(65536)
-        if not chunk:
-            break
-        emit(decoder(chunk))
-    emit(decoder.finish())
-
-
-if __name__ == "__main__":
-    main()
