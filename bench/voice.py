@@ -9,6 +9,7 @@ PocketSphinx in its subprocess, the rule-based LLM):
 
 - end of the user's speech -> first sample of the agent's answer at the output, per turn;
 - start of the interrupting speech -> ``clear_buffer`` (barge-in), per run;
+- the Trio loop's lag while the pipeline runs;
 - Silero VAD cost per 20 ms frame through ``adapt()`` (wall time to push the frames and take
   the events, per frame) against the model's own inference time (the plugin's
   ``inference_duration``, per frame).
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import statistics
 import time
@@ -44,9 +46,23 @@ def summary(values: list[float]) -> dict[str, float]:
             "p90": round(p90, 3), "min": round(ordered[0], 3), "max": round(ordered[-1], 3)}
 
 
-def run_demo() -> dict[str, Any]:
+def run_demo(lags: list[float]) -> dict[str, Any]:
+    """One demo run; ``lags`` gets the Trio loop's lag (oversleep of 5 ms sleeps, s)."""
     demo = VoiceDemo(io.StringIO())
-    trio.run(demo.run)
+
+    async def probe() -> None:
+        while True:
+            began = time.perf_counter()
+            await trio.sleep(0.005)
+            lags.append(time.perf_counter() - began - 0.005)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(probe)
+            await demo.run()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
     return demo.timeline()
 
 
@@ -97,8 +113,8 @@ def report(results: dict[str, Any]) -> str:
         "# Real offline voice pipeline: latency",
         "",
         f"`python -m bench.voice` — {results['runs']} runs of `demo --voice` in real time "
-        f"(espeak-ng TTS, Silero VAD through `adapt()`, PocketSphinx in a subprocess, "
-        f"rule-based LLM); {results['machine']}.",
+        f"(espeak-ng TTS, Silero VAD through `adapt()`, PocketSphinx in a subprocess "
+        f"through `agents_trio.blocking`, rule-based LLM); {results['machine']}.",
         "",
         "| measure | n | median | p90 | min | max |",
         "|---|---|---|---|---|---|",
@@ -106,6 +122,11 @@ def report(results: dict[str, Any]) -> str:
         f"{e2e.get('p90')} | {e2e.get('min')} | {e2e.get('max')} |",
         f"| barge-in → cleared (s) | {barge.get('n')} | {barge.get('median')} | "
         f"{barge.get('p90')} | {barge.get('min')} | {barge.get('max')} |",
+        "",
+        f"Trio loop lag during the runs (oversleep of 5 ms sleeps, {results['loop_lag_ms']['n']} "
+        f"samples): median {results['loop_lag_ms']['median']} ms, p99 "
+        f"{results['loop_lag_p99_ms']} ms, max {results['loop_lag_ms']['max']} ms "
+        "(PocketSphinx decodes in its own process, Silero in the bridge's executor thread).",
         "",
         "End of speech (the end of the user's speech in the played clip, by energy) → first "
         "agent audio includes the VAD's silence window (Silero `min_silence_duration`, 0.55 s) "
@@ -138,15 +159,20 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     e2e: list[float] = []
     barge: list[float] = []
+    lags: list[float] = []
     for i in range(args.runs):
-        timeline = run_demo()
+        timeline = run_demo(lags)
         e2e += timeline["metrics"]["end_of_speech_to_first_audio_s"]
         barge += timeline["metrics"]["barge_in_to_clear_s"]
         print(f"run {i + 1}: {timeline['metrics']}", flush=True)
     results = {"runs": args.runs,
-               "machine": f"Python {platform.python_version()}, {platform.machine()}",
+               "machine": (f"Python {platform.python_version()}, {platform.machine()}, "
+                           f"{os.cpu_count()} CPUs (not isolated from other jobs)"),
                "end_of_speech_to_first_audio_s": summary(e2e),
                "barge_in_to_clear_s": summary(barge),
+               "loop_lag_ms": {k: round(v * 1000, 2) if k != "n" else v
+                               for k, v in summary(lags).items()},
+               "loop_lag_p99_ms": round(1000 * sorted(lags)[int(0.99 * (len(lags) - 1))], 2),
                "vad": trio.run(vad_cost),
                "raw": {"end_of_speech_to_first_audio_s": e2e, "barge_in_to_clear_s": barge}}
     text = report(results)
