@@ -93,7 +93,7 @@ async def test_sphinx_strict_detection_ignores_noise_and_silence() -> None:
     assert [k for k, _ in events if k == "final_transcript"] == []
 
 
-async def test_sphinx_failure_to_start_is_an_error_with_its_stderr() -> None:
+async def test_sphinx_decoder_that_cannot_start_raises_sphinx_error() -> None:
     from agents_trio.offline.sphinx import SphinxError
 
     with pytest.raises(SphinxError, match="Failed to initialize PocketSphinx"):
