@@ -20,6 +20,7 @@ from . import text_transforms
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
 from .io.audio import AudioOutputStalled, capture_frames
+from .io.resample import output_sample_rate, resample_frames
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
 from .speech_handle import SpeechHandle
 from .tools import ToolOutcome
@@ -216,8 +217,9 @@ class Generation:
                 started = trio.current_time()
                 ttfb: float | None = None
                 try:
-                    async with frames_send, aclosing(
-                            activity.agent.tts_node(text, self.settings)) as frames:
+                    async with frames_send, aclosing(resample_frames(  # to the output's rate
+                            activity.agent.tts_node(text, self.settings),
+                            output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
                             if ttfb is None:
                                 anchor = segment.text_ended_at or started

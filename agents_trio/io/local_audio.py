@@ -1,0 +1,352 @@
+"""The machine's microphone and speaker as a session's audio input and output (sounddevice).
+
+    from agents_trio.io.local_audio import MicrophoneInput, SpeakerOutput
+
+    async with MicrophoneInput() as mic, SpeakerOutput() as speaker:
+        session.input.audio, session.output.audio = mic, speaker
+        ...
+
+Needs ``sounddevice`` (``pip install -e '.[voice]'``) and PortAudio (Debian:
+``apt-get install libportaudio2``); ``sounddevice`` is imported when a device is opened, and
+:class:`LocalAudioUnavailable` says what to install when either is missing.
+
+PortAudio calls its callbacks on its own thread. The microphone's callback hands each block
+to Trio with ``TrioToken.run_sync_soon`` (never blocking the audio thread); the speaker's
+callback takes samples from a locked buffer and reports what it played the same way. The
+speaker's playback position is what the device has consumed, so ``clear_buffer`` drops exactly
+the audio not yet handed to the device.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from types import ModuleType, TracebackType
+from typing import Any, Protocol
+
+import numpy as np
+import trio
+from livekit import rtc
+
+from .._errors import AgentsTrioError
+from ..events import PlaybackFinishedEvent
+from .audio import AudioInput, AudioOutput
+from .resample import FrameResampler
+from .wav import frame_samples
+
+INSTALL_HINT = ("pip install -e '.[voice]' (the sounddevice package) and the PortAudio "
+                "library (Debian/Ubuntu: apt-get install libportaudio2)")
+
+
+class LocalAudioUnavailable(AgentsTrioError):
+    """sounddevice or PortAudio is missing, or there is no such audio device."""
+
+
+def import_sounddevice() -> ModuleType:
+    """The ``sounddevice`` module.
+
+    Raises:
+        LocalAudioUnavailable: it is not installed, or PortAudio is missing.
+    """
+    try:
+        import sounddevice
+    except ImportError as e:
+        raise LocalAudioUnavailable(f"sounddevice is not installed: {INSTALL_HINT}") from e
+    except OSError as e:   # sounddevice raises OSError when libportaudio is missing
+        raise LocalAudioUnavailable(f"PortAudio is not available ({e}): {INSTALL_HINT}") from e
+    module: ModuleType = sounddevice
+    return module
+
+
+def device_available(kind: str = "output") -> bool:
+    """Whether a default ``"input"`` or ``"output"`` device exists (False when sounddevice or
+    PortAudio is missing)."""
+    try:
+        sd = import_sounddevice()
+        info = sd.query_devices(kind=kind)
+    except Exception:
+        return False
+    channels = info.get("max_output_channels" if kind == "output" else "max_input_channels", 0)
+    return bool(info) and channels > 0
+
+
+class MicrophoneInput(AudioInput):
+    """The default (or given) input device: 20 ms frames of mono 16-bit audio.
+
+    Args:
+        sample_rate: Capture rate.
+        device: A sounddevice device id or name (default device if None).
+        max_backlog: Seconds of audio kept when the session does not keep up; older blocks
+            are dropped (counted in ``dropped``).
+
+    Use as ``async with``: the stream starts on entry and stops on exit (``aclose``).
+    """
+
+    def __init__(self, *, sample_rate: int = 16000, device: int | str | None = None,
+                 block_duration: float = 0.02, max_backlog: float = 2.0) -> None:
+        self.sample_rate = sample_rate
+        self.device = device
+        self._block = int(sample_rate * block_duration)
+        self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](
+            max(1, int(max_backlog / block_duration)))
+        self._stream: Any = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self.dropped = 0
+
+    async def __aenter__(self) -> MicrophoneInput:
+        self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def start(self) -> None:
+        """Open and start the input stream (from the Trio thread)."""
+        sd = import_sounddevice()
+        self._token = trio.lowlevel.current_trio_token()
+        try:
+            self._stream = sd.InputStream(samplerate=self.sample_rate, channels=1,
+                                          dtype="int16", blocksize=self._block,
+                                          device=self.device, callback=self._callback)
+            self._stream.start()
+        except Exception as e:
+            raise LocalAudioUnavailable(f"cannot open the microphone: {e}") from e
+
+    def _callback(self, indata: np.ndarray, frames: int, time: object, status: object) -> None:
+        # PortAudio's thread: copy the block and hand it to Trio without waiting
+        samples = np.array(indata[:frames, 0], dtype=np.int16)
+        frame = rtc.AudioFrame(samples.tobytes(), self.sample_rate, 1, frames)
+        assert self._token is not None
+        try:
+            self._token.run_sync_soon(self._deliver, frame)
+        except trio.RunFinishedError:
+            pass
+
+    def _deliver(self, frame: rtc.AudioFrame) -> None:
+        try:
+            self._send.send_nowait(frame)
+        except trio.WouldBlock:
+            self.dropped += 1
+        except trio.ClosedResourceError:
+            pass
+
+    async def aclose(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await trio.to_thread.run_sync(_stop_stream, stream)
+        self._send.close()
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+class _Stream(Protocol):
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def _stop_stream(stream: _Stream) -> None:
+    stream.stop()
+    stream.close()
+
+
+class SpeakerOutput(AudioOutput):
+    """The default (or given) output device as the agent's voice.
+
+    Declares ``sample_rate`` (the session converts the TTS audio to it). A segment starts
+    playing with its first frame; ``wait_for_playout`` returns when the device has consumed
+    the flushed segment; ``clear_buffer`` drops what the device has not taken yet.
+
+    Use as ``async with`` (or ``start``/``aclose``).
+    """
+
+    def __init__(self, *, sample_rate: int = 48000, device: int | str | None = None,
+                 block_duration: float = 0.02) -> None:
+        super().__init__(sample_rate=sample_rate)
+        self.rate = sample_rate
+        self.device = device
+        self._block = int(sample_rate * block_duration)
+        self._lock = threading.Lock()
+        self._queue: deque[np.ndarray] = deque()   # guarded by _lock
+        self._queued = 0                           # samples in _queue, guarded by _lock
+        self._played = 0                           # samples of the segment played (_lock)
+        self._resampler = FrameResampler(sample_rate)
+        self._stream: Any = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._changed = trio.Event()
+        self._pushed = 0
+        self._flushed = False
+        self._playing = False
+        self._finished: PlaybackFinishedEvent | None = None
+
+    async def __aenter__(self) -> SpeakerOutput:
+        self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def start(self) -> None:
+        """Open and start the output stream (from the Trio thread)."""
+        sd = import_sounddevice()
+        self._token = trio.lowlevel.current_trio_token()
+        try:
+            self._stream = sd.OutputStream(samplerate=self.rate, channels=1, dtype="int16",
+                                           blocksize=self._block, device=self.device,
+                                           callback=self._callback)
+            self._stream.start()
+        except Exception as e:
+            raise LocalAudioUnavailable(f"cannot open the speaker: {e}") from e
+
+    async def aclose(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await trio.to_thread.run_sync(_stop_stream, stream)
+
+    # -- PortAudio's thread ----------------------------------------------------------------
+    def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
+        out = outdata[:, 0] if outdata.ndim == 2 else outdata
+        filled = 0
+        with self._lock:
+            while filled < frames and self._queue:
+                head = self._queue[0]
+                n = min(frames - filled, len(head))
+                out[filled:filled + n] = head[:n]
+                if n == len(head):
+                    self._queue.popleft()
+                else:
+                    self._queue[0] = head[n:]
+                filled += n
+            self._queued -= filled
+            self._played += filled
+        out[filled:] = 0
+        if filled and self._token is not None:
+            try:
+                self._token.run_sync_soon(self._wake)
+            except trio.RunFinishedError:
+                pass
+
+    # -- Trio's thread ---------------------------------------------------------------------
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _enqueue(self, samples: np.ndarray) -> None:
+        with self._lock:
+            self._queue.append(samples)
+            self._queued += len(samples)
+        self._pushed += len(samples)
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        await trio.lowlevel.checkpoint()
+        if self._finished is not None:
+            self._reset()
+        if not self._playing:
+            self._playing = True
+            self.on_playback_started(created_at=trio.current_time())
+        for f in self._resampler.push(frame):
+            self._enqueue(frame_samples(f))
+
+    def flush(self) -> None:
+        for f in self._resampler.flush():
+            self._enqueue(frame_samples(f))
+        self._flushed = True
+        self._wake()
+
+    def _reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._queued = 0
+            self._played = 0
+        self._pushed = 0
+        self._flushed = False
+        self._playing = False
+        self._finished = None
+
+    def _finish(self, played: int, interrupted: bool) -> PlaybackFinishedEvent:
+        ev = self.on_playback_finished(playback_position=played / self.rate,
+                                       interrupted=interrupted)
+        self._reset()
+        self._finished = ev
+        self._wake()
+        return ev
+
+    def clear_buffer(self) -> PlaybackFinishedEvent | None:
+        self._resampler.flush()
+        if not self._playing:
+            return None
+        with self._lock:
+            played = self._played
+            self._queue.clear()
+            self._queued = 0
+        return self._finish(played, interrupted=True)
+
+    async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        while True:
+            if self._finished is not None:
+                ev = self._finished
+                self._reset()
+                return ev
+            changed = self._changed
+            if self._flushed:
+                with self._lock:
+                    played, queued = self._played, self._queued
+                if queued == 0:
+                    self._finish(played, interrupted=False)
+                    continue
+            await changed.wait()
+
+
+class SoundPlayer:
+    """A raw stream to the speaker: ``write`` appends samples (mono or stereo int16), the
+    device plays them as it goes, silence when there is nothing to play. For monitoring a
+    recording while it is made (the voice demo)."""
+
+    def __init__(self, *, sample_rate: int, channels: int = 1,
+                 device: int | str | None = None) -> None:
+        self.sample_rate, self.channels, self.device = sample_rate, channels, device
+        self._lock = threading.Lock()
+        self._queue: deque[np.ndarray] = deque()
+        self._stream: Any = None
+
+    def start(self) -> None:
+        sd = import_sounddevice()
+        try:
+            self._stream = sd.OutputStream(samplerate=self.sample_rate, channels=self.channels,
+                                           dtype="int16", callback=self._callback,
+                                           device=self.device)
+            self._stream.start()
+        except Exception as e:
+            raise LocalAudioUnavailable(f"cannot open the speaker: {e}") from e
+
+    def write(self, samples: np.ndarray) -> None:
+        with self._lock:
+            self._queue.append(np.asarray(samples, np.int16).reshape(-1, self.channels))
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(q) for q in self._queue)
+
+    def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
+        filled = 0
+        with self._lock:
+            while filled < frames and self._queue:
+                head = self._queue[0]
+                n = min(frames - filled, len(head))
+                outdata[filled:filled + n] = head[:n]
+                if n == len(head):
+                    self._queue.popleft()
+                else:
+                    self._queue[0] = head[n:]
+                filled += n
+        outdata[filled:] = 0
+
+    async def aclose(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await trio.to_thread.run_sync(_stop_stream, stream)
