@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import trio
 from livekit import rtc
@@ -12,13 +13,81 @@ from livekit import rtc
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent
 from .options import check_non_negative, check_turn_handling
+from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
 
-if TYPE_CHECKING:
-    from .activity import Activity
-    from .session import AgentSession
-
 _NOT_GIVEN: Any = object()
+
+
+class SessionView(Protocol):
+    """The session as an agent and its tools see it (``agent.session``, ``ctx.session``);
+    ``AgentSession`` satisfies it."""
+
+    @property
+    def history(self) -> ChatContext: ...
+
+    @property
+    def current_agent(self) -> Agent: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def agent_state(self) -> str: ...
+
+    @property
+    def user_state(self) -> str: ...
+
+    @property
+    def userdata(self) -> Any: ...  # noqa: ANN401 - whatever object the user gave
+
+    @property
+    def stt(self) -> STT | None: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def tts(self) -> TTS | None: ...
+
+    @property
+    def tools(self) -> list[FunctionTool]: ...
+
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
+            add_to_chat_ctx: bool = True) -> SpeechHandle: ...
+
+    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+                       tool_choice: str | None = None, allow_interruptions: bool | None = None,
+                       chat_ctx: ChatContext | None = None) -> SpeechHandle: ...
+
+    def interrupt(self, *, force: bool = False) -> Awaitable[None]: ...
+
+    def update_agent(self, agent: Agent) -> None: ...
+
+    def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None: ...
+
+    def on(self, name: str, callback: Callable[[Any], object] | None = None) -> object: ...
+
+
+class AgentActivity(Protocol):
+    """What a running agent needs from the activity that runs it."""
+
+    @property
+    def session(self) -> SessionView: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def tts(self) -> TTS | None: ...
+
+    def on_instructions_updated(self) -> None: ...
+
+    def on_tools_updated(self, old_names: set[str]) -> None: ...
+
+    def on_chat_ctx_replaced(self) -> None: ...
+
+    def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
 
 def _snake_case(name: str) -> str:
@@ -83,7 +152,7 @@ class Agent:
             interruption["enabled"] = allow_interruptions
             self._turn_handling["interruption"] = interruption
         self._min_consecutive_speech_delay = min_consecutive_speech_delay
-        self._activity: Activity | None = None
+        self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -108,7 +177,7 @@ class Agent:
         return ReadOnlyChatContext(self._chat_ctx.items)
 
     @property
-    def session(self) -> AgentSession:
+    def session(self) -> SessionView:
         if self._activity is None:
             raise RuntimeError("the agent is not running in a session")
         return self._activity.session
@@ -212,7 +281,32 @@ class Agent:
         async for chunk in text:
             yield chunk
 
-    def _require_activity(self) -> Activity:
+    @contextmanager
+    def running_in(self, activity: AgentActivity) -> Iterator[None]:
+        """The agent runs in ``activity`` for the duration of the block (used by the
+        activity; ``session``, the updates and the nodes reach it meanwhile)."""
+        self._activity = activity
+        try:
+            yield
+        finally:
+            self._activity = None
+
+    @property
+    def live_chat_ctx(self) -> ChatContext:
+        """The agent's own, mutable chat context (the runtime records the conversation into
+        it; ``chat_ctx`` is the read-only view for user code)."""
+        return self._chat_ctx
+
+    @live_chat_ctx.setter
+    def live_chat_ctx(self, ctx: ChatContext) -> None:
+        self._chat_ctx = ctx
+
+    @property
+    def min_consecutive_speech_delay(self) -> float | None:
+        """This agent's minimum gap between two speeches (None: the session's)."""
+        return self._min_consecutive_speech_delay
+
+    def _require_activity(self) -> AgentActivity:
         if self._activity is None:
             raise RuntimeError("the agent is not running in a session")
         return self._activity

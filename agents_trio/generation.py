@@ -10,22 +10,23 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 import trio
 from livekit import rtc
 
-from . import text_transforms
+from .text_transforms import TextTransform, apply, played_prefix
+from .agent import Agent
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
 from .io.audio import AudioOutputStalled, capture_frames
+from .events import LLMMetrics, TTSMetrics
+from .hosts import ActivityHost
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
-from .tools import ToolOutcome
-
-if TYPE_CHECKING:
-    from .activity import Activity
+from .tools import FunctionTool, ToolOutcome
 
 
 class Segment:
@@ -110,10 +111,48 @@ async def _text_source(text: Any) -> AsyncIterator[str]:
             yield chunk
 
 
+class GenerationHost(Protocol):
+    """What a generation step needs from the activity it runs for."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def tts(self) -> object: ...
+
+    @property
+    def audio_output_enabled(self) -> bool: ...
+
+    def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
+                           source: object) -> None: ...
+
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float
+                    ) -> LLMMetrics: ...
+
+    def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
+                    audio_duration: float, characters: int) -> TTSMetrics: ...
+
+    def on_text_playback_started(self, handle: SpeechHandle) -> None: ...
+
+    def forward_transcription_nowait(self, text: str) -> None: ...
+
+    def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
+                      tools: list[FunctionTool], tool_nursery: trio.Nursery) -> None: ...
+
+
 class Generation:
     """Runs one pipeline step for ``handle`` on ``activity``."""
 
-    def __init__(self, activity: Activity, handle: SpeechHandle, request: ReplyRequest,
+    def __init__(self, activity: GenerationHost, handle: SpeechHandle, request: ReplyRequest,
                  step: StepState) -> None:
         self.activity = activity
         self.handle = handle
@@ -132,11 +171,11 @@ class Generation:
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
             if audio and activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle._wait_scheduled()
+            await handle.wait_scheduled()
             self._flush_metrics()
             if audio and not activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle._wait_authorized()
+            await handle.wait_authorized()
             self.step.authorized_at = trio.current_time()
             nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
             if audio:
@@ -237,9 +276,9 @@ class Generation:
 
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
-                           transforms: list[text_transforms.TextTransform]) -> AsyncIterator[str]:
+                           transforms: list[TextTransform]) -> AsyncIterator[str]:
         async for text in recv:
-            out = text_transforms.apply(transforms, text)
+            out = apply(transforms, text)
             if out:
                 yield out
 
@@ -295,7 +334,7 @@ class Generation:
         if position >= segment.audio_duration:
             text = segment.text
         else:
-            text = text_transforms.played_prefix(segment.text, position, segment.audio_duration)
+            text = played_prefix(segment.text, position, segment.audio_duration)
         self.step.played_text += text
         self.activity.forward_transcription_nowait(text)
 

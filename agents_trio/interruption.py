@@ -10,17 +10,33 @@ real interruption replaces or cancels it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import msgspec
 import trio
 
 from .events import AgentFalseInterruptionEvent
+from .hosts import ActivityHost
 from .nurseries import LatestSlot
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class InterruptionHost(Protocol):
+    """What the interruption logic needs from its activity."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def server_turn_detection(self) -> bool: ...
 
 
 def words(text: str) -> list[str]:
@@ -39,7 +55,7 @@ class _Pause(msgspec.Struct, kw_only=True):
 class AudioInterruption:
     """Decides what the user's voice does to the activity's current speech."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: InterruptionHost) -> None:
         self._activity = activity
         self._pause: _Pause | None = None
         self._resume_slot: LatestSlot | None = None
@@ -48,7 +64,7 @@ class AudioInterruption:
         self._resume_slot = LatestSlot(nursery)
 
     @property
-    def _session(self):  # noqa: ANN202 - the activity's session
+    def _session(self) -> ActivityHost[Any]:
         return self._activity.session
 
     def can_pause(self) -> bool:
@@ -93,7 +109,7 @@ class AudioInterruption:
                 or not opts.enabled or self._activity.server_turn_detection
                 or self._session.aec_warmup_active):
             return
-        recognition = self._session._recognition
+        recognition = self._session.recognition
         if (opts.min_words > 0 and recognition is not None and self._session.stt is not None
                 and len(words(recognition.current_transcript)) < opts.min_words):
             return
@@ -108,7 +124,7 @@ class AudioInterruption:
             self._session.output.audio.pause()
         self._pause = _Pause(speech=speech, saved_state=self._session.agent_state,
                              resume_after=opts.false_interruption_timeout or 0.0)
-        self._session._update_agent_state("listening")
+        self._session.conversation.set_agent_state("listening")
 
     def release(self, handle: SpeechHandle) -> None:
         """``handle`` finished its generation step or was interrupted: undo its pause."""
@@ -129,11 +145,11 @@ class AudioInterruption:
             return
         if pause.speech.done() or pause.speech is not self._activity.current_speech:
             self._session.output.audio.resume()  # the pause outlived its speech: undo it
-            self._session._emit("agent_false_interruption",
+            self._session.conversation.emit("agent_false_interruption",
                                 AgentFalseInterruptionEvent(resumed=False))
             return
         if pause.saved_state is not None:  # a pre-pause never changed the state
-            self._session._update_agent_state(pause.saved_state)
+            self._session.conversation.set_agent_state(pause.saved_state)
         self._session.output.audio.resume()
-        self._session._emit("agent_false_interruption",
+        self._session.conversation.emit("agent_false_interruption",
                             AgentFalseInterruptionEvent(resumed=True))

@@ -8,16 +8,49 @@ starting cancels it, so no LLM request can hold a function call without its outp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import msgspec
 
+from .agent import Agent
 from .chat import ChatContext, ChatMessage
+from .hosts import ActivityHost
 from .interruption import words
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class PreemptiveHost(Protocol):
+    """What preemptive generation needs from its activity."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def accepts_turns(self) -> bool: ...
+
+    @property
+    def tools_running(self) -> bool: ...
+
+    def tool_names(self) -> list[str]: ...
+
+    def generate_reply(self, *, user_message: ChatMessage | None = None,
+                       chat_ctx: ChatContext | None = None, instructions: str | None = None,
+                       tool_choice: str | None = None, allow_interruptions: bool | None = None,
+                       schedule: bool = True) -> SpeechHandle: ...
 
 
 class _Attempt(msgspec.Struct, kw_only=True):
@@ -31,7 +64,7 @@ class _Attempt(msgspec.Struct, kw_only=True):
 class PreemptiveGeneration:
     """At most one preemptive reply per activity."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: PreemptiveHost) -> None:
         self._activity = activity
         self._attempt: _Attempt | None = None
         self._attempts = 0
@@ -42,7 +75,7 @@ class PreemptiveGeneration:
     def start(self) -> None:
         activity = self._activity
         opts = activity.options.preemptive_generation
-        recognition = activity.session._recognition
+        recognition = activity.session.recognition
         current = activity.current_speech
         if (not opts.enabled or not activity.accepts_turns or activity.llm is None
                 or recognition is None or (current is not None and not current.interrupted)
@@ -54,7 +87,7 @@ class PreemptiveGeneration:
         self.cancel()
         self._attempts += 1
         message = ChatMessage(role="user", content=[transcript])
-        snapshot = activity.agent._chat_ctx.copy()
+        snapshot = activity.agent.live_chat_ctx.copy()
         handle = activity.generate_reply(user_message=message, chat_ctx=snapshot,
                                          schedule=False)
         self._attempt = _Attempt(handle=handle, user_message=message, transcript=transcript,

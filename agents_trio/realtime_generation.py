@@ -17,31 +17,41 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 from livekit import rtc
 
-from .generation import Generation, Segment
+from .generation import Generation, GenerationHost, Segment
 from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
     from .realtime import GenerationCreatedEvent, MessageGeneration
+    from .realtime_link import RealtimeLink
     from .realtime_response import RealtimeResponse
 
 logger = logging.getLogger("agents_trio")
 
 
+class RealtimeGenerationHost(GenerationHost, Protocol):
+    """What a realtime step needs from its activity: a generation host with a live link."""
+
+    @property
+    def realtime(self) -> RealtimeLink | None: ...
+
+
 class RealtimeGeneration(Generation):
     """Runs one realtime step for ``handle`` on ``activity``."""
 
+    activity: RealtimeGenerationHost
+
     async def run(self, tool_nursery: trio.Nursery) -> None:
         activity, handle = self.activity, self.handle
-        await handle._wait_scheduled()
+        await handle.wait_scheduled()
         link = activity.realtime
         assert link is not None
         link.end_responses("a newer turn was scheduled")
-        await handle._wait_authorized()
+        await handle.wait_authorized()
         self.step.authorized_at = trio.current_time()
         try:
             generation = await self._generation()
@@ -72,7 +82,7 @@ class RealtimeGeneration(Generation):
         if self.request.say_text is not None:
             return await call(lambda rt: rt.say(self.request.say_text))
         if self.request.sync_chat_ctx:
-            ctx = self.activity.agent._chat_ctx.copy(exclude_instructions=True)
+            ctx = self.activity.agent.live_chat_ctx.copy(exclude_instructions=True)
             try:
                 await call(lambda rt: rt.update_chat_ctx(ctx))
             except RealtimeUnavailable:

@@ -31,7 +31,6 @@ import msgspec
 from ._errors import StopResponse, ToolError
 from ._ids import now
 from .chat import FunctionCall, FunctionCallOutput
-from .run_context import RunContext
 
 __all__ = [
     "FunctionTool",
@@ -136,12 +135,19 @@ def _collect_args(section: str | None, body: list[str], out: dict[str, str]) -> 
 # Signatures and schemas
 
 
+class ToolContext:
+    """Base of the context a tool receives (``RunContext``): a tool parameter annotated with
+    a subclass gets the call's context, and the parameter is never shown to the LLM. Defined
+    here so that the tools do not depend on what the context holds (the session)."""
+
+
 def _is_run_context(annotation: Any) -> bool:
-    """True for ``RunContext``, its subclasses and parametrised forms (``RunContext[X]``)."""
+    """True for ``RunContext`` (any ``ToolContext``), its subclasses and parametrised forms
+    (``RunContext[X]``)."""
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     target = typing.get_origin(annotation) or annotation
-    return isinstance(target, type) and issubclass(target, RunContext)
+    return isinstance(target, type) and issubclass(target, ToolContext)
 
 
 def _has_description(annotation: Any) -> bool:
@@ -574,7 +580,7 @@ def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
 
 async def execute_function_call(
         call: FunctionCall, tools: Mapping[str, FunctionTool], *,
-        make_context: Callable[[FunctionCall], RunContext[Any]] | None = None,
+        make_context: Callable[[FunctionCall], ToolContext] | None = None,
         is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
     """Run one function call and map its result to a :class:`ToolOutcome`.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
@@ -17,10 +17,24 @@ from ._errors import StopResponse
 from .chat import ChatMessage
 from .events import EOUMetrics
 from .interruption import words
+from .preemptive import PreemptiveGeneration, PreemptiveHost
 from .recognition import EndOfTurnInfo
+from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class TurnHost(PreemptiveHost, Protocol):
+    """What the user-turn worker needs from its activity."""
+
+    @property
+    def preemptive(self) -> PreemptiveGeneration: ...
+
+    @property
+    def server_turn_detection(self) -> bool: ...
+
+    def interrupt_background_speeches(self) -> None: ...
+
+    def schedule(self, handle: SpeechHandle, *, force: bool = False) -> None: ...
 
 logger = logging.getLogger("agents_trio")
 
@@ -28,7 +42,7 @@ logger = logging.getLogger("agents_trio")
 class UserTurns:
     """The turn channel of an activity and the worker that consumes it."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: TurnHost) -> None:
         self._activity = activity
         self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
 
@@ -84,8 +98,8 @@ class UserTurns:
                 activity.preemptive.cancel()
                 return
             current.interrupt()
-            await current._wait_for_generation()
-        turn_ctx = activity.agent._chat_ctx.copy()
+            await current.wait_for_generation()
+        turn_ctx = activity.agent.live_chat_ctx.copy()
         hook_started = trio.current_time()
         try:
             await activity.agent.on_user_turn_completed(turn_ctx, message)
@@ -113,4 +127,4 @@ class UserTurns:
         if self.newer_turn_waiting:
             # a newer turn is already waiting: this reply is dropped, its message kept
             handle.interrupt()
-        activity._schedule(handle)
+        activity.schedule(handle)

@@ -88,10 +88,10 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         while pending:
             step = steps[pending.pop(0)]
             task = step.factory()
-            task._chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
+            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
             earlier = [i for i in visited if i != step.id]
             if earlier:
-                task._tools.append(self._out_of_scope_tool(task, earlier, steps))
+                await task.update_tools([*task.tools, self._out_of_scope_tool(task, earlier, steps)])
             try:
                 results[step.id] = await task
             except _OutOfScope as back:
@@ -103,7 +103,7 @@ class TaskGroup(AgentTask[TaskGroupResult]):
                     return
                 results[step.id] = e
             finally:
-                self._chat_ctx.merge(task._chat_ctx, exclude_function_calls=False)
+                self._chat_ctx.merge(task.live_chat_ctx, exclude_function_calls=False)
             if step.id not in visited:
                 visited.append(step.id)
             if self._on_task_completed is not None:
