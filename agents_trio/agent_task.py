@@ -58,7 +58,7 @@ class AgentTask(Agent, Generic[T]):
         self._session: ActivityHost[Activity] | None = None  # while awaited
         # keeps the active run open across the return handoff (released once the parent
         # resumed): taken by complete(), released by the awaiter
-        self._return_hold = RunHold(None)
+        self._return_hold = RunHold()
         self._return_scope = trio.CancelScope()  # the wait for the task's activity to drain
 
     def done(self) -> bool:

@@ -141,7 +141,7 @@ class Conversation:
         """Keep the active run open until the hold is released (a hold of nothing when no
         run is active)."""
         run = self.active_run
-        return run.hold() if run is not None else RunHold(None)
+        return run.hold() if run is not None else RunHold()
 
     def begin_run(self, run: RunResult[object]) -> None:
         """Make ``run`` the active run (the previous one is done)."""

@@ -122,26 +122,32 @@ class RunHold:
     Usable as a context manager: leaving the block releases it.
     """
 
-    def __init__(self, run: RunResult[Any] | None) -> None:
-        self._run = run  # None: holds nothing (no run was active), or released
+    def __init__(self, pending: dict[int, Any] | None = None,
+                 settle: Callable[[], object] | None = None) -> None:
+        # what the run waits for, and how it looks again; None: holds nothing (no run was
+        # active), or released
+        self._pending = pending
+        self._settle = settle
+        if pending is not None:
+            pending[id(self)] = self
 
     @property
     def released(self) -> bool:
-        return self._run is None
+        return self._pending is None
 
     def release(self) -> None:
         """End the hold (no-op when already released); the run may finish now."""
-        run, self._run = self._run, None
-        if run is not None:
-            run._release(self)  # noqa: SLF001 - RunHold is RunResult's own helper, same module
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.get(id(self)) is self:
+            del pending[id(self)]
+            if self._settle is not None:
+                self._settle()
 
     def __enter__(self) -> RunHold:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.release()
-
-
 
 
 class RunResult(Generic[T]):
@@ -297,17 +303,8 @@ class RunResult(Generic[T]):
             When the run is already done the hold holds nothing.
         """
         if self.done():
-            return RunHold(None)
-        hold = RunHold(self)
-        self._pending[id(hold)] = hold
-        return hold
-
-    def _release(self, hold: RunHold) -> None:
-        key = id(hold)
-        if self._pending.get(key) is not hold:
-            return
-        del self._pending[key]
-        self.check_done()
+            return RunHold()
+        return RunHold(self._pending, self.check_done)
 
     def check_done(self) -> bool:
         """Mark the run done if nothing is watched or held.

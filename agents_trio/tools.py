@@ -283,7 +283,8 @@ class FunctionTool:
         self.flags = ToolFlag(flags)
         self.raw_schema = raw_schema
         self.is_method = _defined_in_class(fn)
-        self._instance: Any = None
+        #: the object a method tool is bound to (None: unbound, or a plain function)
+        self.instance: object | None = None
         if raw_schema is not None:
             self._init_raw(raw_schema, name, description)
         else:
@@ -318,6 +319,11 @@ class FunctionTool:
                              "parameters": copy.deepcopy(self.parameters_schema)}}
 
     @property
+    def arg_names(self) -> tuple[str, ...]:
+        """The names of the arguments the LLM gives (empty for raw-schema tools)."""
+        return self._signature.arg_names if self._signature is not None else ()
+
+    @property
     def args_struct(self) -> Any:
         """The msgspec Struct type validating the arguments (None for raw-schema tools)."""
         return self._signature.struct if self._signature is not None else None
@@ -326,13 +332,13 @@ class FunctionTool:
         if instance is None or not self.is_method:
             return self
         bound = copy.copy(self)
-        bound._instance = instance
+        bound.instance = instance
         return bound
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function (awaiting it when it is async); bound tools pass ``self``."""
-        if self._instance is not None:
-            args = (self._instance, *args)
+        if self.instance is not None:
+            args = (self.instance, *args)
         result = self.fn(*args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
@@ -341,13 +347,13 @@ class FunctionTool:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FunctionTool):
             return NotImplemented
-        return (self.fn, self.name, self._instance) == (other.fn, other.name, other._instance)
+        return (self.fn, self.name, self.instance) == (other.fn, other.name, other.instance)
 
     def __hash__(self) -> int:
-        return hash((self.fn, self.name, id(self._instance)))
+        return hash((self.fn, self.name, id(self.instance)))
 
     def __repr__(self) -> str:
-        bound = f" bound to {self._instance!r}" if self._instance is not None else ""
+        bound = f" bound to {self.instance!r}" if self.instance is not None else ""
         return f"<FunctionTool {self.name!r}{bound}>"
 
 
@@ -452,7 +458,7 @@ def parse_arguments(tool: FunctionTool, arguments_json: str) -> dict[str, Any]:
         args = msgspec.convert(data, tool.args_struct, strict=False)
     except msgspec.ValidationError as exc:
         raise ToolError(f"Error parsing arguments for `{tool.name}`: {exc}") from None
-    return {name: getattr(args, name) for name in tool._signature.arg_names if name in data}
+    return {name: getattr(args, name) for name in tool.arg_names if name in data}
 
 
 # --------------------------------------------------------------------------------------------

@@ -687,3 +687,16 @@ async def test_items_recorded_while_running_visible_after_await(
     r.expect.next_event().is_function_call(name="f")
     r.expect.next_event().is_function_call_output(output="ok")
     r.expect.no_more_events()
+
+
+async def test_a_hold_is_released_once(autojump_clock: trio.abc.Clock) -> None:
+    r: RunResult[Any] = RunResult()
+    first, second = r.hold(), r.hold()
+    first.release()
+    first.release()  # the second release of the same hold does not end the other hold
+    assert first.released and not second.released
+    assert not r.check_done()
+    with second:
+        pass
+    assert r.done()
+    assert r.hold().released  # a hold taken on a finished run holds nothing
