@@ -29,7 +29,10 @@ class InterruptionOptions(msgspec.Struct, kw_only=True, frozen=True):
     min_words: Annotated[int, msgspec.Meta(ge=0)] = 0
     resume_false_interruption: bool = True
     false_interruption_timeout: NonNegative | None = 2.0
-    discard_audio_if_uninterruptible: bool = True
+    # LiveKit's default is True (the STT hears silence while an uninterruptible speech
+    # plays); agents_trio always passes the user's audio on, which is False. True is
+    # rejected when given (see ``_section``) rather than accepted and ignored.
+    discard_audio_if_uninterruptible: bool = False
 
 
 class PreemptiveOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -105,6 +108,10 @@ def _section(name: str, value: Any) -> dict[str, Any]:
     except msgspec.ValidationError as e:
         raise ValueError(f"turn_handling.{name}: {e}") from None
     given = {key: getattr(checked, key) for key in value}
+    if name == "interruption" and given.get("discard_audio_if_uninterruptible"):
+        raise ValueError("turn_handling.interruption.discard_audio_if_uninterruptible=True is "
+                         "not supported by agents_trio: the STT always hears the user's audio "
+                         "(give False, or leave it out)")
     # only within one layer: an agent may lower max_delay below the default min_delay
     if name == "endpointing" and {"min_delay", "max_delay"} <= set(given) \
             and given["max_delay"] < given["min_delay"]:

@@ -164,3 +164,14 @@ async def test_a_failing_turn_detector_is_reported_and_the_turn_still_ends(autoj
                     if getattr(ev.item, "role", "") == "user"]
     assert near(rec.t(committed), 2.0)
     assert [c.reason for c in rec.of("close")] == ["user_initiated"]
+
+
+def test_discard_audio_if_uninterruptible_true_is_rejected_false_accepted() -> None:
+    """LiveKit's option is not implemented: asking for it fails at construction instead of
+    being accepted and ignored."""
+    with pytest.raises(ValueError, match="discard_audio_if_uninterruptible=True is not supported"):
+        AgentSession(turn_handling={"interruption": {"discard_audio_if_uninterruptible": True}})
+    with pytest.raises(ValueError, match="discard_audio_if_uninterruptible=True is not supported"):
+        Agent(instructions="x",
+              turn_handling={"interruption": {"discard_audio_if_uninterruptible": True}})
+    AgentSession(turn_handling={"interruption": {"discard_audio_if_uninterruptible": False}})
