@@ -189,7 +189,7 @@ class Activity:
         if self._state is not ActivityState.RUNNING:
             await self._stopped.wait()
             return
-        self.preemptive.cancel()
+        self.preemptive.discard()
         self.block_new_turns()
         if self._hooks is _HookPhase.ENTERED:
             # on_exit follows on_enter: a handoff requested right after this agent started
@@ -534,7 +534,7 @@ class Activity:
                         tools: list[FunctionTool]) -> None:
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
-        self.preemptive.cancel()
+        self.preemptive.discard()
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
         token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
@@ -690,7 +690,7 @@ class Activity:
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
         """Interrupt the background, current and queued speeches (§4.6)."""
-        self.preemptive.cancel()
+        self.preemptive.discard()
         current = self.current_speech
         if current is not None and not current.allow_interruptions and not force:
             raise RuntimeError("the current speech does not allow interruptions")

@@ -8,6 +8,8 @@ starting cancels it, so no LLM request can hold a function call without its outp
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import msgspec
@@ -62,17 +64,29 @@ class _Attempt(msgspec.Struct, kw_only=True):
 
 
 class PreemptiveGeneration:
-    """At most one preemptive reply per activity."""
+    """The latest preemptive reply of an activity (at most one).
+
+    Latest wins: a new final transcript replaces the attempt, and so do the events that make
+    it stale — a tool starting, a drain, an interruption (``discard``). A user turn owns the
+    attempt while it is handled (``turn()``): it takes it as its reply when it is still
+    valid, and a turn that ends without a reply discards it.
+    """
 
     def __init__(self, activity: PreemptiveHost) -> None:
         self._activity = activity
         self._attempt: _Attempt | None = None
         self._attempts = 0
 
+    def _replace(self, attempt: _Attempt | None) -> _Attempt | None:
+        """Put ``attempt`` in the slot; the one it replaces is returned (not interrupted)."""
+        old, self._attempt = self._attempt, attempt
+        return old
+
     def reset_attempts(self) -> None:
         self._attempts = 0
 
     def start(self) -> None:
+        """Start a preemptive reply for the transcript so far, replacing the previous one."""
         activity = self._activity
         opts = activity.options.preemptive_generation
         recognition = activity.session.recognition
@@ -84,18 +98,26 @@ class PreemptiveGeneration:
                 or self._attempts >= opts.max_retries):
             return
         transcript = recognition.transcript
-        self.cancel()
+        self.discard()  # before the new reply exists: its events come after the old one ends
         self._attempts += 1
         message = ChatMessage(role="user", content=[transcript])
         snapshot = activity.agent.live_chat_ctx.copy()
         handle = activity.generate_reply(user_message=message, chat_ctx=snapshot,
                                          schedule=False)
-        self._attempt = _Attempt(handle=handle, user_message=message, transcript=transcript,
-                                 snapshot=snapshot, tool_names=activity.tool_names())
+        self._replace(_Attempt(handle=handle, user_message=message, transcript=transcript,
+                               snapshot=snapshot, tool_names=activity.tool_names()))
 
-    def take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
-        """The preemptive reply, if it is still valid for this turn; else cancel it."""
-        attempt, self._attempt = self._attempt, None
+    @contextmanager
+    def turn(self) -> Iterator[PreemptiveTurn]:
+        """Handle a user turn: ``take`` gives its reply; leaving the block without taking
+        discards the attempt (the turn is not answered)."""
+        turn = PreemptiveTurn(self._take)
+        yield turn
+        if not turn.taken:
+            self.discard()
+
+    def _take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+        attempt = self._replace(None)
         if attempt is None:
             return None
         valid = (not attempt.handle.done() and not attempt.handle.interrupted
@@ -109,7 +131,23 @@ class PreemptiveGeneration:
         attempt.user_message.content = [transcript]
         return attempt.handle
 
-    def cancel(self) -> None:
-        attempt, self._attempt = self._attempt, None
+    def discard(self) -> None:
+        """The attempt is stale (a tool started, the agent drains or is interrupted, a turn
+        went unanswered): interrupt it."""
+        attempt = self._replace(None)
         if attempt is not None:
             attempt.handle.interrupt(force=True)
+
+
+class PreemptiveTurn:
+    """A user turn's claim on the preemptive reply (see ``PreemptiveGeneration.turn``)."""
+
+    def __init__(self, take: Callable[[str, ChatContext], SpeechHandle | None]) -> None:
+        self._take = take
+        self.taken = False
+
+    def take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+        """The preemptive reply, if it is still valid for this turn (else it is discarded
+        and None returned)."""
+        self.taken = True
+        return self._take(transcript, turn_ctx)

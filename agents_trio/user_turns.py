@@ -17,7 +17,7 @@ from ._errors import StopResponse
 from .chat import ChatMessage
 from .events import EOUMetrics
 from .interruption import words
-from .preemptive import PreemptiveGeneration, PreemptiveHost
+from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
 from .speech_handle import SpeechHandle
 
@@ -72,7 +72,7 @@ class UserTurns:
             self._send.send_nowait(info)
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
-            activity.preemptive.cancel()
+            activity.preemptive.discard()
         return True
 
     async def run(self) -> None:
@@ -88,6 +88,13 @@ class UserTurns:
         activity = self._activity
         activity.preemptive.reset_attempts()
         activity.interrupt_background_speeches()
+        with activity.preemptive.turn() as preemptive:
+            await self._answer(info, preemptive)
+
+    async def _answer(self, info: EndOfTurnInfo, preemptive: PreemptiveTurn) -> None:
+        """Answer the turn (with the preemptive reply when it is still valid), or return
+        without a reply (the preemptive one is then discarded)."""
+        activity = self._activity
         message = ChatMessage(role="user", content=[info.new_transcript],
                               transcript_confidence=info.transcript_confidence)
         current = activity.current_speech
@@ -95,7 +102,6 @@ class UserTurns:
             if not current.allow_interruptions:
                 logger.info("skipping reply to the user turn: the current speech cannot be "
                             "interrupted")
-                activity.preemptive.cancel()
                 return
             current.interrupt()
             await current.wait_for_generation()
@@ -104,19 +110,16 @@ class UserTurns:
         try:
             await activity.agent.on_user_turn_completed(turn_ctx, message)
         except StopResponse:
-            activity.preemptive.cancel()
             return
         except Exception:
             logger.exception("error in on_user_turn_completed")
-            activity.preemptive.cancel()
             return
         hook_delay = trio.current_time() - hook_started
         if not activity.accepts_turns:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
-            activity.preemptive.cancel()
             return
-        handle = activity.preemptive.take(info.new_transcript, turn_ctx)
+        handle = preemptive.take(info.new_transcript, turn_ctx)
         if handle is None:
             handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
                                              schedule=False)
