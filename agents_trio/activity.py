@@ -22,6 +22,7 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import _NOT_GIVEN, Agent
+from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
 from .nurseries import PriorityQueue, TaskOwner, open_owner
@@ -90,6 +91,8 @@ class Activity:
         self._speeches: set[SpeechHandle] = set()
         self._speeches_changed = trio.lowlevel.ParkingLot()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
+        #: the one place that decides the agent's state while this activity runs
+        self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
@@ -411,8 +414,7 @@ class Activity:
         if user_message is not None:
             self.commit_item(user_message)
         self._queue.put_nowait(handle, handle.priority)
-        if handle.source != "say" and not handle.interrupted:
-            self.session.conversation.set_agent_state("thinking")
+        self.agent_state.on_scheduled(handle)
 
     # -- the scheduler and speeches -----------------------------------------------------------
     async def _scheduler(self) -> None:
@@ -449,7 +451,7 @@ class Activity:
             self._pending_user_messages.pop(handle, None)
             self.interruption.release(handle)
             handle.mark_done()
-            self._refresh_state_when_idle()
+            self.agent_state.on_speech_finished()
             self._note_progress()
 
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
@@ -500,24 +502,17 @@ class Activity:
             step.said = msg
         self.interruption.release(handle)
         handle.mark_generation_done()
-        state = self.session.agent_state
-        tools_busy = bool(step.calls) and not handle.interrupted
-        if tools_busy and state in ("speaking", "thinking"):
-            self.session.conversation.set_agent_state("thinking")
-        elif state == "speaking":
-            self.session.conversation.set_agent_state("listening")
-        elif state == "thinking" and not self._reply_pending(exclude=handle):
-            self.session.conversation.set_agent_state("listening")
+        self.agent_state.on_generation_finished(
+            handle, tools_busy=bool(step.calls) and not handle.interrupted)
 
-    def _reply_pending(self, *, exclude: SpeechHandle | None = None) -> bool:
+    def reply_pending(self, *, exclude: SpeechHandle | None = None) -> bool:
         """A scheduled generate_reply that has not finished its generation yet."""
         return any(h is not exclude and h.source != "say" and not h.done() for h in self._queue)
 
-    def _refresh_state_when_idle(self) -> None:
-        if (self.session.agent_state == "thinking" and self.current_speech is None
-                and not self._reply_pending() and not self.tools_running
-                and not any(h.scheduled for h in self._speeches)):
-            self.session.conversation.set_agent_state("listening")
+    @property
+    def speech_scheduled(self) -> bool:
+        """A speech of this activity is scheduled and not done."""
+        return any(h.scheduled for h in self._speeches)
 
     # -- tools --------------------------------------------------------------------------------
     def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
@@ -653,12 +648,10 @@ class Activity:
             text, enabled=self.session.output.transcription is not None)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
-        if self.current_speech is handle:
-            self.session.conversation.set_agent_state("speaking")
+        self.agent_state.on_playback_started(handle)
 
     def on_playback_started(self) -> None:
-        if self.current_speech is not None:
-            self.session.conversation.set_agent_state("speaking")
+        self.agent_state.on_playback_started()
 
     # -- user turns ---------------------------------------------------------------------------
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:

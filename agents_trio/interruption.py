@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import msgspec
 import trio
 
+from .agent_state import AgentStateRules
 from .events import AgentFalseInterruptionEvent
 from .hosts import ActivityHost
 from .nurseries import LatestSlot
@@ -37,6 +38,9 @@ class InterruptionHost(Protocol):
 
     @property
     def server_turn_detection(self) -> bool: ...
+
+    @property
+    def agent_state(self) -> AgentStateRules: ...
 
 
 def words(text: str) -> list[str]:
@@ -77,7 +81,7 @@ class AudioInterruption:
         self._cancel_resume()
         current = self._activity.current_speech
         # §4.3: the user started speaking before the reply played: hold its first frame
-        if (self._session.agent_state == "thinking" and self._pause is None
+        if (self._activity.agent_state.value == "thinking" and self._pause is None
                 and current is not None and current.allow_interruptions
                 and not current.interrupted and self._activity.options.interruption.enabled
                 and self.can_pause()):
@@ -122,9 +126,10 @@ class AudioInterruption:
                 return
         else:
             self._session.output.audio.pause()
-        self._pause = _Pause(speech=speech, saved_state=self._session.agent_state,
+        agent_state = self._activity.agent_state
+        self._pause = _Pause(speech=speech, saved_state=agent_state.value,
                              resume_after=opts.false_interruption_timeout or 0.0)
-        self._session.conversation.set_agent_state("listening")
+        agent_state.on_false_interruption_paused()
 
     def release(self, handle: SpeechHandle) -> None:
         """``handle`` finished its generation step or was interrupted: undo its pause."""
@@ -149,7 +154,7 @@ class AudioInterruption:
                                 AgentFalseInterruptionEvent(resumed=False))
             return
         if pause.saved_state is not None:  # a pre-pause never changed the state
-            self._session.conversation.set_agent_state(pause.saved_state)
+            self._activity.agent_state.on_false_interruption_resumed(pause.saved_state)
         self._session.output.audio.resume()
         self._session.conversation.emit("agent_false_interruption",
                             AgentFalseInterruptionEvent(resumed=True))
