@@ -8,8 +8,8 @@ outside that scope: interrupting a speech never cancels its running tools.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterable, AsyncIterator
+
 from typing import Any, Protocol
 
 import msgspec
@@ -17,13 +17,14 @@ import trio
 from livekit import rtc
 
 from .text_transforms import TextTransform, apply, played_prefix
+from ._iterators import aclosing
 from .agent import Agent
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
-from .io.audio import AudioOutputStalled, capture_frames
+from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .events import LLMMetrics, TTSMetrics
 from .hosts import ActivityHost
-from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
+from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
 from .options import TurnHandling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
@@ -64,17 +65,17 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     """Inputs of a pipeline reply step."""
 
     chat_ctx: ChatContext
-    tools: list[Any]
-    tool_choice: Any = None
+    tools: list[FunctionTool]
+    tool_choice: ToolChoice | None = None
     instructions: str | None = None
     in_on_enter: bool = False
-    say_text: Any = None
+    say_text: str | AsyncIterable[str] | None = None
     add_to_chat_ctx: bool = True
     generation: Any = None  # a realtime response the server started
     sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
 
 
-def _chunk_parts(chunk: Any) -> tuple[str | None, list[FunctionToolCall]]:
+def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
     if isinstance(chunk, str):
         return chunk, []
     if isinstance(chunk, ChatChunk):
@@ -103,7 +104,7 @@ async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
         yield burst
 
 
-async def _text_source(text: Any) -> AsyncIterator[str]:
+async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
     if isinstance(text, str):
         yield text
     else:
@@ -285,6 +286,7 @@ class Generation:
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         output = self.activity.session.output.audio
+        assert output is not None  # played only with an audio output
         timeout = self.activity.session.audio_write_timeout
         async for segment in played_recv:
             assert segment.frames is not None
@@ -313,7 +315,7 @@ class Generation:
                 self.activity.report_model_error(self.handle, e, source=output)
                 return
 
-    def _clear_output(self, output: Any, segment: Segment) -> None:
+    def _clear_output(self, output: AudioOutput, segment: Segment) -> None:
         ev = output.clear_buffer()
         self.step.heard_seconds = ev.playback_position if ev else 0.0
         self._record_played(segment, self.step.heard_seconds)

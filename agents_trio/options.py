@@ -73,7 +73,7 @@ def _unknown(names: set[str], prefix: str) -> ValueError:
     return ValueError(f"unknown turn_handling key(s): {full}")
 
 
-def check_turn_detection(value: Any) -> None:
+def check_turn_detection(value: object) -> None:
     """Accept a known mode, None, or a turn detector (an object with LiveKit's end-of-turn
     protocol: ``predict_end_of_turn``, ``unlikely_threshold``, ``supports_language``).
 
@@ -93,7 +93,7 @@ def check_turn_detection(value: Any) -> None:
                         f"supports_language methods); got {value!r}")
 
 
-def _section(name: str, value: Any) -> dict[str, Any]:
+def _section(name: str, value: object) -> dict[str, Any]:
     """One section's keys, checked for names, types and ranges."""
     if isinstance(value, msgspec.Struct):
         value = msgspec.structs.asdict(value)
@@ -158,11 +158,13 @@ def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
                 sections[key].update(_section(key, value))
     return TurnHandling(
         turn_detection=merged.get("turn_detection"),
-        **{name: cls(**sections[name]) for name, cls in _SECTIONS.items()},
+        endpointing=EndpointingOptions(**sections["endpointing"]),
+        interruption=InterruptionOptions(**sections["interruption"]),
+        preemptive_generation=PreemptiveOptions(**sections["preemptive_generation"]),
     )
 
 
-def check_non_negative(name: str, value: Any, *, allow_none: bool = False,
+def check_non_negative(name: str, value: object, *, allow_none: bool = False,
                        positive: bool = False) -> None:
     """Raise ``ValueError`` naming the option unless ``value`` is a number ≥ 0 (> 0 when
     ``positive``), or None when ``allow_none``."""
