@@ -11,7 +11,9 @@ import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent
+from .events import CloseReason
+from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
+                     ToolChoice)
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
@@ -57,14 +59,15 @@ class SessionView(Protocol):
             add_to_chat_ctx: bool = True) -> SpeechHandle: ...
 
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
-                       tool_choice: str | None = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle: ...
 
     def interrupt(self, *, force: bool = False) -> Awaitable[None]: ...
 
     def update_agent(self, agent: Agent) -> None: ...
 
-    def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None: ...
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None: ...
 
     def on(self, name: str, callback: Callable[[Any], object] | None = None) -> object: ...
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .conversation import Conversation
+from .events import AgentState
 from .speech_handle import SpeechHandle
 
 
@@ -44,10 +45,10 @@ class AgentStateRules:
         self._facts = facts
 
     @property
-    def value(self) -> str:
+    def value(self) -> AgentState:
         return self._conversation.agent_state
 
-    def _set(self, state: str) -> None:
+    def _set(self, state: AgentState) -> None:
         self._conversation.set_agent_state(state)
 
     def on_scheduled(self, handle: SpeechHandle) -> None:
@@ -84,6 +85,6 @@ class AgentStateRules:
         to restore if it turns out to be a false interruption)."""
         self._set("listening")
 
-    def on_false_interruption_resumed(self, saved: str) -> None:
+    def on_false_interruption_resumed(self, saved: AgentState) -> None:
         """The output resumes after a false interruption: back to the state it had."""
         self._set(saved)

@@ -22,7 +22,7 @@ import trio
 
 from ._errors import APIError
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
-from .events import (AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
+from .events import (AgentState, AgentStateChangedEvent, UserState, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserStateChangedEvent)
 from .models import ModelSettings
 from .nurseries import EventFanout
@@ -76,8 +76,8 @@ class Conversation:
                  on_state_changed: Callable[[], None]) -> None:
         self.events = EventFanout()
         self.history = ChatContext()
-        self._agent_state = "initializing"
-        self._user_state = "listening"
+        self._agent_state: AgentState = "initializing"
+        self._user_state: UserState = "listening"
         self._errors = errors
         self._on_agent_speaking = on_agent_speaking
         self._on_state_changed = on_state_changed
@@ -93,14 +93,14 @@ class Conversation:
 
     # -- agent and user state -------------------------------------------------------------
     @property
-    def agent_state(self) -> str:
+    def agent_state(self) -> AgentState:
         return self._agent_state
 
     @property
-    def user_state(self) -> str:
+    def user_state(self) -> UserState:
         return self._user_state
 
-    def set_agent_state(self, state: str) -> None:
+    def set_agent_state(self, state: AgentState) -> None:
         """Move the agent to ``state`` (no event when it is already there)."""
         if state == self._agent_state:
             return
@@ -121,7 +121,7 @@ class Conversation:
         """Back to ``initializing`` without an event (the session closed)."""
         self._agent_state = "initializing"
 
-    def set_user_state(self, state: str, created_at: float) -> None:
+    def set_user_state(self, state: UserState, created_at: float) -> None:
         """Move the user to ``state`` (no event when they are already there)."""
         if state == self._user_state:
             return

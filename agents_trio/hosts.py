@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 from .agent import SessionView
 from .chat import AgentHandoff
 from .conversation import Conversation
+from .events import AgentMetrics
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
 from .recognition import AudioRecognition
@@ -77,7 +78,7 @@ class ActivityHost(SessionView, Protocol[A]):
     @property
     def aec_warmup_active(self) -> bool: ...
 
-    def emit_metrics(self, metrics: object) -> None: ...
+    def emit_metrics(self, metrics: AgentMetrics) -> None: ...
 
     def switch_current(self, activity: A, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:

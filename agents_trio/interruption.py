@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from .agent_state import AgentStateRules
-from .events import AgentFalseInterruptionEvent
+from .events import AgentFalseInterruptionEvent, AgentState
 from .hosts import ActivityHost
 from .nurseries import LatestSlot
 from .options import TurnHandling
@@ -52,7 +52,7 @@ class _Pause(msgspec.Struct, kw_only=True):
     """The audio output is paused for ``speech`` (a possible false interruption)."""
 
     speech: SpeechHandle
-    saved_state: str | None = None      # None while only pre-paused (§4.3)
+    saved_state: AgentState | None = None  # None while only pre-paused (§4.3)
     resume_after: float = 0.0           # from the user's end of speech; 0 for a pre-pause
 
 

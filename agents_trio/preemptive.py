@@ -18,6 +18,7 @@ from .agent import Agent
 from .chat import ChatContext, ChatMessage
 from .hosts import ActivityHost
 from .interruption import words
+from .models import ToolChoice
 from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
@@ -51,7 +52,8 @@ class PreemptiveHost(Protocol):
 
     def generate_reply(self, *, user_message: ChatMessage | None = None,
                        chat_ctx: ChatContext | None = None, instructions: str | None = None,
-                       tool_choice: str | None = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        schedule: bool = True) -> SpeechHandle: ...
 
 

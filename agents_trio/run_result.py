@@ -103,7 +103,7 @@ RunEvent = Union[ChatMessageEvent, FunctionCallEvent, FunctionCallOutputEvent, A
 class _Watchable(Protocol):
     def done(self) -> bool: ...
 
-    def add_done_callback(self, cb: Callable[[Any], Any]) -> Any: ...
+    def add_done_callback(self, cb: Callable[[Any], object]) -> object: ...
 
     def exception(self) -> BaseException | None: ...
 
@@ -228,8 +228,8 @@ class RunResult(Generic[T]):
 
     # -- the runtime's side (the session and its activities) --------------------------------------------------
 
-    def record_item(self, item: ChatItem, *, old_agent: Any = None,
-                     new_agent: Any = None) -> RunEvent | None:
+    def record_item(self, item: ChatItem, *, old_agent: object = None,
+                    new_agent: object = None) -> RunEvent | None:
         """Record a chat item as a run event, inserted by creation time.
 
         Only assistant messages are recorded (user and system messages are not);
@@ -279,7 +279,7 @@ class RunResult(Generic[T]):
             return
         handle.add_done_callback(self._on_handle_done)
 
-    def watches(self, handle: Any) -> bool:
+    def watches(self, handle: object) -> bool:
         """Whether ``handle`` was ever watched by this run (its items belong to the run)."""
         return handle in self._seen
 
@@ -316,7 +316,7 @@ class RunResult(Generic[T]):
             self._done_ev.set()
         return self.done()
 
-    def set_final_output(self, value: Any) -> None:
+    def set_final_output(self, value: T) -> None:
         """Set the value :attr:`final_output` returns once the run is done."""
         self._final_output = value
 
@@ -332,7 +332,7 @@ class RunResult(Generic[T]):
         self._pending.clear()
         self._done_ev.set()
 
-    def _on_handle_done(self, handle: Any) -> None:
+    def _on_handle_done(self, handle: _Watchable) -> None:
         key = id(handle)
         if self._pending.get(key) is not handle:
             return  # unwatched meanwhile, or already processed

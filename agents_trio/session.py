@@ -14,29 +14,34 @@ from __future__ import annotations
 import enum
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 from typing import Any
 
 import trio
+from livekit import rtc
 
 from ._errors import APIError, SessionClosedError
 from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
-from .conversation import Conversation
-from .events import (CloseEvent, CloseOverrun, ErrorEvent, MetricsCollectedEvent,
-                     UserInputTranscribedEvent)
+from .conversation import Conversation, TranscriptionNode
+from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason, ErrorEvent,
+                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent,
+                     UserInputTranscribedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
-from .models import ModelSettings, SpeechEvent, VADEvent
-from .nurseries import LatestSlot
+from .models import LLM, STT, TTS, VAD, ModelSettings, SpeechEvent, ToolChoice, VADEvent
+from .nurseries import LatestSlot, Subscription
 from .options import TurnHandling, check_non_negative, check_turn_handling, resolve_turn_handling
-from .realtime import is_realtime_model
-from .recognition import AudioRecognition, EndOfTurnInfo
+from .realtime import RealtimeModel, is_realtime_model
+from .recognition import AudioRecognition, EndOfTurnInfo, SttNode
 from .recognition_streams import RestartPolicy
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
+from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .tools import FunctionTool
 
@@ -102,11 +107,13 @@ class AgentSession:
             type or out of range, an unknown ``turn_detection``) or a negative option.
     """
 
-    def __init__(self, *, stt: Any = None, vad: Any = None, llm: Any = None, tts: Any = None,
+    def __init__(self, *, stt: STT | None = None, vad: VAD | None = None,
+                 llm: LLM | RealtimeModel | None = None, tts: TTS | None = None,
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
-                 max_unrecoverable_errors: int = 3, userdata: Any = _NOT_GIVEN,
-                 tts_text_transforms: Sequence[Any] | None = DEFAULT_TRANSFORMS,
+                 max_unrecoverable_errors: int = 3,
+                 userdata: Any = _NOT_GIVEN,  # noqa: ANN401 - any object of the user's
+                 tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
                  min_consecutive_speech_delay: float = 0.0,
                  user_away_timeout: float | None = 15.0,
                  aec_warmup_duration: float | None = 3.0,
@@ -150,14 +157,14 @@ class AgentSession:
         self._agent: Agent | None = None
         self._activity: Activity | None = None
         self._recognition: AudioRecognition | None = None
-        self._close_reason = "user_initiated"
+        self._close_reason: CloseReason = "user_initiated"
         self._close_error: Any = None
         self._close_overrun: CloseOverrun | None = None
         #: the tool calls executing now (read by the close's overrun report)
         self.running_tools = RunningTools()
         #: the AgentTasks awaited inline and not yet returned (the close unwinds them)
         self.inline_tasks = InlineTaskStack()
-        self._nursery_manager: Any = None
+        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
@@ -172,11 +179,19 @@ class AgentSession:
         self._state = SessionState.ENTERED
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        """Close the session (``aclose``), then wait for every task it owns.
+
+        Cancellation: cancelling the block cancels the session's whole tree; the close still
+        runs its shielded cleanup (``on_exit``, the trailing transcript, clearing audio)
+        within ``close_grace``.
+        """
+        assert self._nursery_manager is not None
         try:
             await self.aclose()
         finally:
-            suppress = await self._nursery_manager.__aexit__(*exc_info)
+            suppress = await self._nursery_manager.__aexit__(exc_type, exc, tb)
         return suppress
 
     # -- properties ---------------------------------------------------------------------------
@@ -200,21 +215,21 @@ class AgentSession:
         return self._activity
 
     @property
-    def agent_state(self) -> str:
+    def agent_state(self) -> AgentState:
         return self.conversation.agent_state
 
     @property
-    def user_state(self) -> str:
+    def user_state(self) -> UserState:
         return self.conversation.user_state
 
     @property
-    def userdata(self) -> Any:
+    def userdata(self) -> Any:  # noqa: ANN401 - any object of the user's
         if self._userdata is _NOT_GIVEN:
             raise ValueError("VoiceAgent userdata is not set")
         return self._userdata
 
     @userdata.setter
-    def userdata(self, value: Any) -> None:
+    def userdata(self, value: Any) -> None:  # noqa: ANN401 - any object of the user's
         self._userdata = value
 
     @property
@@ -233,19 +248,22 @@ class AgentSession:
         return self._state in (SessionState.CLOSING, SessionState.CLOSED)
 
     # -- events -------------------------------------------------------------------------------
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    def on(self, name: str, callback: Callable[[Any], object] | None = None
+           ) -> Callable[..., object]:
         """Register a plain function for an event; usable as a decorator."""
         events = self.conversation.events
-        return events.on(name, callback) if callback else events.on(name)
+        registered: Callable[..., object] = (events.on(name, callback) if callback
+                                             else events.on(name))
+        return registered
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
         self.conversation.events.off(name, callback)
 
-    def events(self) -> Any:
+    def events(self) -> _EventIterator:
         """``async for ev in session.events():`` yields every event until the session closes."""
         return _EventIterator(self.conversation.events.subscribe())
 
-    def emit_metrics(self, metrics: Any) -> None:
+    def emit_metrics(self, metrics: AgentMetrics) -> None:
         self.conversation.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
 
     def _start_aec_warmup(self) -> None:
@@ -465,7 +483,8 @@ class AgentSession:
         recognition.clear_user_turn()
         activity.commit_item(message)
 
-    async def start_service(self, async_fn: Callable[..., Any], *args: Any) -> Any:
+    async def start_service(self, async_fn: Callable[..., Awaitable[object]],
+                            *args: object) -> object:
         """Start a long-running service in the session's nursery, like ``nursery.start``.
 
         The session owns the service, so it must return once the session closes (when
@@ -480,7 +499,7 @@ class AgentSession:
             raise RuntimeError("start_service() needs an open session (inside `async with`)")
         return await self._nursery.start(async_fn, *args)
 
-    def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None:
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks)."""
         if self._nursery is None or self._state is not SessionState.RUNNING:
             return
@@ -499,14 +518,15 @@ class AgentSession:
             raise RuntimeError("the session is not running")
         return self._activity
 
-    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
         """Speak ``text`` (a string or an async iterable of strings) through the TTS."""
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
                                                add_to_chat_ctx=add_to_chat_ctx)
 
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
-                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle:
         """Generate a reply with the LLM; ``user_input`` becomes a user message.
 
@@ -583,21 +603,21 @@ class AgentSession:
         self.shutdown(drain=False, reason="error")
 
     # -- output -------------------------------------------------------------------------------
-    def _on_playback_started(self, _ev: Any) -> None:
+    def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
 
-    def _on_playback_finished(self, ev: Any) -> None:
+    def _on_playback_finished(self, ev: PlaybackFinishedEvent) -> None:
         if not ev.interrupted:
             self.conversation.forgive("audio_output")  # the output plays again
 
-    def _push_realtime_audio(self, frame: Any) -> None:
+    def _push_realtime_audio(self, frame: rtc.AudioFrame) -> None:
         if self._activity is not None:
             self._activity.push_realtime_audio(frame)
 
     async def _forward_transcription(self, scope: trio.CancelScope, done: trio.Event) -> None:
         """The agent's transcription, through the current agent's node, to the output."""
-        def node() -> Any:
+        def node() -> TranscriptionNode | None:
             return self._agent.transcription_node if self._agent is not None else None
 
         with scope:
@@ -605,7 +625,7 @@ class AgentSession:
                 lambda: self.output.transcription, node, done)
 
 
-def _overridden_stt_node(agent: Agent) -> Any:
+def _overridden_stt_node(agent: Agent) -> SttNode | None:
     """The starting agent's ``stt_node`` if it overrides the default, else None (the session
     then pushes frames straight into the STT stream, with no channel hop)."""
     if type(agent).stt_node is Agent.stt_node:
@@ -637,7 +657,7 @@ class _Interruption:
     def __init__(self, handles: list[SpeechHandle]) -> None:
         self.handles = handles
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, None]:
         async def _wait() -> None:
             for h in self.handles:
                 await h.wait_for_playout()
@@ -646,13 +666,13 @@ class _Interruption:
 
 
 class _EventIterator:
-    def __init__(self, subscription: Any) -> None:
+    def __init__(self, subscription: Subscription) -> None:
         self._sub = subscription
 
     def __aiter__(self) -> _EventIterator:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> object:
         item = await self._sub.__anext__()
         return item.event
 

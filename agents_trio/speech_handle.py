@@ -16,6 +16,7 @@ import trio
 
 from ._ids import short_id
 from .chat import ChatItem, new_item_id
+from .events import SpeechSource
 
 SPEECH_PRIORITY_LOW = 0
 SPEECH_PRIORITY_NORMAL = 5
@@ -40,7 +41,8 @@ class SpeechHandle:
     SPEECH_PRIORITY_HIGH = SPEECH_PRIORITY_HIGH
 
     def __init__(self, *, allow_interruptions: bool = True,
-                 priority: int = SPEECH_PRIORITY_NORMAL, source: str = "generate_reply") -> None:
+                 priority: int = SPEECH_PRIORITY_NORMAL,
+                 source: SpeechSource = "generate_reply") -> None:
         self.id = short_id("speech")
         self.priority = priority
         self.source = source

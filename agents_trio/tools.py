@@ -141,7 +141,7 @@ class ToolContext:
     here so that the tools do not depend on what the context holds (the session)."""
 
 
-def _is_run_context(annotation: Any) -> bool:
+def _is_run_context(annotation: object) -> bool:
     """True for ``RunContext`` (any ``ToolContext``), its subclasses and parametrised forms
     (``RunContext[X]``)."""
     if typing.get_origin(annotation) is typing.Annotated:
@@ -150,11 +150,11 @@ def _is_run_context(annotation: Any) -> bool:
     return isinstance(target, type) and issubclass(target, ToolContext)
 
 
-def _has_description(annotation: Any) -> bool:
+def _has_description(annotation: object) -> bool:
     """True when an ``Annotated`` type already carries a ``msgspec.Meta`` description."""
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
-    return any(isinstance(m, msgspec.Meta) and m.description for m in annotation.__metadata__)
+    return any(isinstance(m, msgspec.Meta) and m.description for m in typing.get_args(annotation)[1:])
 
 
 def _resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -186,7 +186,7 @@ def _struct_name(tool_name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in parts if p) + "Args"
 
 
-def _default_field(default: Any) -> Any:
+def _default_field(default: object) -> object:
     """A msgspec default for a parameter default (factories for non-empty mutables)."""
     if isinstance(default, (list, dict, set, bytearray)) and default:
         return msgspec.field(default_factory=lambda: copy.deepcopy(default))
@@ -226,7 +226,7 @@ def _analyse(fn: Callable[..., Any], tool_name: str, arg_docs: Mapping[str, str]
                       context_params=tuple(context))
 
 
-def _field_spec(param: inspect.Parameter, annotation: Any, doc: str | None) -> tuple[Any, ...]:
+def _field_spec(param: inspect.Parameter, annotation: object, doc: str | None) -> tuple[Any, ...]:
     """The ``defstruct`` field for one parameter: name, type (with description), default."""
     if doc and not _has_description(annotation):
         annotation = typing.Annotated[annotation, msgspec.Meta(description=doc)]
@@ -235,7 +235,7 @@ def _field_spec(param: inspect.Parameter, annotation: Any, doc: str | None) -> t
     return (param.name, annotation, _default_field(param.default))
 
 
-def _object_schema(struct: Any) -> dict[str, Any]:
+def _object_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     """The JSON schema of ``struct`` with its own definition inlined at the top level."""
     schema = msgspec.json.schema(struct)
     defs: dict[str, Any] = schema.pop("$defs", {})
@@ -285,6 +285,7 @@ class FunctionTool:
         self.is_method = _defined_in_class(fn)
         #: the object a method tool is bound to (None: unbound, or a plain function)
         self.instance: object | None = None
+        self._signature: _Signature | None = None  # None for raw-schema tools
         if raw_schema is not None:
             self._init_raw(raw_schema, name, description)
         else:
@@ -294,9 +295,9 @@ class FunctionTool:
         summary, arg_docs = _parse_docstring(self.fn.__doc__)
         self.name = name or self.fn.__name__
         self.description = description if description is not None else summary
-        self._signature = _analyse(self.fn, self.name, arg_docs, self.is_method)
-        self.parameters_schema = _object_schema(self._signature.struct)
-        self.context_params = self._signature.context_params
+        signature = self._signature = _analyse(self.fn, self.name, arg_docs, self.is_method)
+        self.parameters_schema = _object_schema(signature.struct)
+        self.context_params = signature.context_params
 
     def _init_raw(self, raw_schema: dict[str, Any], name: str | None,
                   description: str | None) -> None:
@@ -324,18 +325,18 @@ class FunctionTool:
         return self._signature.arg_names if self._signature is not None else ()
 
     @property
-    def args_struct(self) -> Any:
+    def args_struct(self) -> type[msgspec.Struct] | None:
         """The msgspec Struct type validating the arguments (None for raw-schema tools)."""
         return self._signature.struct if self._signature is not None else None
 
-    def __get__(self, instance: Any, owner: type | None = None) -> FunctionTool:
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool:
         if instance is None or not self.is_method:
             return self
         bound = copy.copy(self)
         bound.instance = instance
         return bound
 
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    async def __call__(self, *args: object, **kwargs: object) -> object:
         """Call the function (awaiting it when it is async); bound tools pass ``self``."""
         if self.instance is not None:
             args = (self.instance, *args)
@@ -395,7 +396,7 @@ def function_tool(fn: Callable[..., Any] | None = None, /, *, name: str | None =
     return decorate if fn is None else decorate(fn)
 
 
-def find_function_tools(obj: Any) -> list[FunctionTool]:
+def find_function_tools(obj: object) -> list[FunctionTool]:
     """The function tools defined on ``type(obj)``, bound to ``obj``, in definition order.
 
     Base classes come first; a subclass attribute with the same name replaces the base's tool
@@ -483,7 +484,7 @@ class ToolOutcome:
     exception: BaseException | None = None
 
 
-def _never_agent(_: Any) -> bool:
+def _never_agent(_: object) -> bool:
     return False
 
 
@@ -509,7 +510,7 @@ def cancelled_outcome(call: FunctionCall, *, closing: bool) -> ToolOutcome:
     return ToolOutcome(output=_output(call, text, is_error=True), reply_required=False)
 
 
-def _is_valid_output(value: Any) -> bool:
+def _is_valid_output(value: object) -> bool:
     """True for str/int/float/bool/None and lists/tuples/sets/dicts of those."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return True
@@ -521,7 +522,7 @@ def _is_valid_output(value: Any) -> bool:
     return False
 
 
-def _output_text(value: Any) -> str:
+def _output_text(value: object) -> str:
     """The output text of a valid return value (JSON for containers, "" for None)."""
     if value is None:
         return ""
@@ -530,7 +531,8 @@ def _output_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _split_agent(value: Any, is_agent: Callable[[Any], bool]) -> tuple[list[Any], Any]:
+def _split_agent(value: object, is_agent: Callable[[object], bool]
+                 ) -> tuple[list[object], object]:
     """Separate the agents from a return value.
 
     Returns:
@@ -548,7 +550,7 @@ def _split_agent(value: Any, is_agent: Callable[[Any], bool]) -> tuple[list[Any]
     return agents, (None if not rest else rest[0] if len(rest) == 1 else rest)
 
 
-def _outcome_from_value(call: FunctionCall, value: Any,
+def _outcome_from_value(call: FunctionCall, value: object,
                         is_agent: Callable[[Any], bool]) -> ToolOutcome:
     """Map a tool's return value to its outcome (see module docs / reference 5.2)."""
     agents, rest = _split_agent(value, is_agent)
