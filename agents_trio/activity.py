@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextvars
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -21,10 +21,11 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
                    FunctionCall, FunctionCallOutput)
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
-from .agent import _NOT_GIVEN, Agent
+from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
+from .models import ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -82,8 +83,8 @@ class Activity:
         self.min_consecutive_speech_delay = (
             agent.min_consecutive_speech_delay if agent.min_consecutive_speech_delay is not None
             else session.min_consecutive_speech_delay)
-        self.llm = session.llm if agent.llm is _NOT_GIVEN else agent.llm
-        self.tts = session.tts if agent.tts is _NOT_GIVEN else agent.tts
+        self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
+        self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -353,7 +354,7 @@ class Activity:
         """The session's tools, then the agent's."""
         return [*self.session.tools, *self.agent.tools]
 
-    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
         self._check_can_schedule()
         realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
@@ -369,7 +370,8 @@ class Activity:
 
     def generate_reply(self, *, user_message: ChatMessage | None = None,
                        chat_ctx: ChatContext | None = None, instructions: str | None = None,
-                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        schedule: bool = True) -> SpeechHandle:
         self._check_can_schedule()
         if self.llm is None:
@@ -559,13 +561,13 @@ class Activity:
         interrupted = handle.interrupted or not may_reply
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
-        agents: list[Any] = []
+        agents: list[Agent] = []
         reply_required = False
         for call, outcome in zip(step.calls, outcomes):
             if outcome is None:
                 outputs.append(None)
                 continue
-            output = outcome.output
+            output: FunctionCallOutput = outcome.output
             if outcome.agent is not None:
                 if interrupted:
                     output = FunctionCallOutput(call_id=call.call_id, name=call.name,
@@ -580,10 +582,10 @@ class Activity:
                                         has_tool_reply=reply_required and not interrupted,
                                         has_agent_handoff=len(agents) == 1)
         self.session.conversation.emit("function_tools_executed", ev)
-        for call, output in zip(step.calls, outputs):
+        for call, call_output in zip(step.calls, outputs):
             self.commit_item(call, handle)
-            if output is not None:
-                self.commit_item(output, handle)
+            if call_output is not None:
+                self.commit_item(call_output, handle)
         if ev.has_agent_handoff:
             self.session.update_agent(agents[0])
         elif len(agents) > 1:
@@ -618,8 +620,8 @@ class Activity:
         turn's speech and must not answer it — its own reply will, exactly once.
         """
         ctx = request.chat_ctx.copy()
-        produced = [step.said] if step.said is not None else []
-        produced += step.calls + [o for o in outputs if o is not None] + step.gained
+        produced: list[ChatItem] = [step.said] if step.said is not None else []
+        produced += [*step.calls, *(o for o in outputs if o is not None), *step.gained]
         ctx.merge(ChatContext(produced), exclude_function_calls=False)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
@@ -639,7 +641,7 @@ class Activity:
                           cancelled=handle.interrupted)
 
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
-                           source: Any) -> None:
+                           source: object) -> None:
         handle.set_error(error)
         self.session.conversation.report_error(error, source)
 
@@ -704,5 +706,5 @@ class Activity:
         return interrupted
 
 
-def _is_agent(value: Any) -> bool:
+def _is_agent(value: object) -> bool:
     return isinstance(value, Agent)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import (AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable,
+                             Iterator)
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -12,13 +13,21 @@ from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .events import CloseReason
+from .realtime import RealtimeModel
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
 
-_NOT_GIVEN: Any = object()
+class NotGiven:
+    """An agent model that was not given: the session's is used (None disables it)."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = NotGiven()
 
 
 class SessionView(Protocol):
@@ -47,7 +56,7 @@ class SessionView(Protocol):
     def stt(self) -> STT | None: ...
 
     @property
-    def llm(self) -> object: ...
+    def llm(self) -> LLM | RealtimeModel | None: ...
 
     @property
     def tts(self) -> TTS | None: ...
@@ -79,7 +88,7 @@ class AgentActivity(Protocol):
     def session(self) -> SessionView: ...
 
     @property
-    def llm(self) -> object: ...
+    def llm(self) -> LLM | RealtimeModel | None: ...
 
     @property
     def tts(self) -> TTS | None: ...
@@ -99,7 +108,7 @@ def _snake_case(name: str) -> str:
 
 @trio.as_safe_channel
 async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
-                      ) -> AsyncIterator[SpeechEvent]:
+                      ) -> AsyncGenerator[SpeechEvent, None]:
     """Push ``audio`` into an STT stream while yielding its events (a safe channel: the
     pushing task lives in the channel's own nursery)."""
     async with stt.stream() as stream, trio.open_nursery() as nursery:
@@ -134,8 +143,9 @@ class Agent:
 
     def __init__(self, *, instructions: str, id: str | None = None,
                  chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
-                 stt: STT | None = _NOT_GIVEN, vad: VAD | None = _NOT_GIVEN,
-                 llm: LLM | None = _NOT_GIVEN, tts: TTS | None = _NOT_GIVEN,
+                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:
@@ -186,19 +196,19 @@ class Agent:
         return self._activity.session
 
     @property
-    def stt(self) -> Any:
+    def stt(self) -> STT | None | NotGiven:
         return self._stt
 
     @property
-    def vad(self) -> Any:
+    def vad(self) -> VAD | None | NotGiven:
         return self._vad
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM | RealtimeModel | None | NotGiven:
         return self._llm
 
     @property
-    def tts(self) -> Any:
+    def tts(self) -> TTS | None | NotGiven:
         return self._tts
 
     @property
@@ -246,7 +256,7 @@ class Agent:
                        ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
         """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``)."""
         llm = self._require_activity().llm
-        if llm is None:
+        if not isinstance(llm, LLM):  # None, or a realtime model (its steps have no llm_node)
             raise RuntimeError("no LLM is configured for this agent or session")
         async with llm.chat(chat_ctx=chat_ctx, tools=tools,
                             tool_choice=model_settings.tool_choice) as stream:
@@ -271,7 +281,8 @@ class Agent:
         ``async for ev in super().stt_node(audio, model_settings): yield ev``. The session
         consumes the node in one task and closes it when recognition stops.
         """
-        stt = self._stt if self._stt is not _NOT_GIVEN else self._require_activity().session.stt
+        stt = (self._require_activity().session.stt if isinstance(self._stt, NotGiven)
+               else self._stt)
         if stt is None:
             raise RuntimeError("no STT is configured for this agent or session")
         async with _stt_events(stt, audio) as events:

@@ -18,6 +18,7 @@ import trio
 from .agent_state import AgentStateRules
 from .events import AgentFalseInterruptionEvent, AgentState
 from .hosts import ActivityHost
+from .io.audio import AudioOutput
 from .nurseries import LatestSlot
 from .options import TurnHandling
 from .speech_handle import SpeechHandle
@@ -71,6 +72,13 @@ class AudioInterruption:
     def _session(self) -> ActivityHost[Any]:
         return self._activity.session
 
+    @property
+    def _paused_output(self) -> AudioOutput:
+        """The output a pause acts on: there is one (``can_pause`` checked it)."""
+        output = self._session.output.audio
+        assert output is not None
+        return output
+
     def can_pause(self) -> bool:
         opts = self._activity.options.interruption
         output = self._session.output.audio
@@ -86,7 +94,7 @@ class AudioInterruption:
                 and not current.interrupted and self._activity.options.interruption.enabled
                 and self.can_pause()):
             self._pause = _Pause(speech=current, resume_after=0.0)
-            self._session.output.audio.pause()
+            self._paused_output.pause()
 
     def on_vad_inference(self, speech_duration: float) -> None:
         if speech_duration >= self._activity.options.interruption.min_duration:
@@ -125,7 +133,7 @@ class AudioInterruption:
             if self._pause.saved_state is not None:
                 return
         else:
-            self._session.output.audio.pause()
+            self._paused_output.pause()
         agent_state = self._activity.agent_state
         self._pause = _Pause(speech=speech, saved_state=agent_state.value,
                              resume_after=opts.false_interruption_timeout or 0.0)
@@ -137,7 +145,7 @@ class AudioInterruption:
         if pause is not None and pause.speech is handle:
             self._pause = None
             self._cancel_resume()
-            self._session.output.audio.resume()
+            self._paused_output.resume()
 
     def _cancel_resume(self) -> None:
         if self._resume_slot is not None:
@@ -149,12 +157,12 @@ class AudioInterruption:
         if pause is None:
             return
         if pause.speech.done() or pause.speech is not self._activity.current_speech:
-            self._session.output.audio.resume()  # the pause outlived its speech: undo it
+            self._paused_output.resume()  # the pause outlived its speech: undo it
             self._session.conversation.emit("agent_false_interruption",
-                                AgentFalseInterruptionEvent(resumed=False))
+                                            AgentFalseInterruptionEvent(resumed=False))
             return
         if pause.saved_state is not None:  # a pre-pause never changed the state
             self._activity.agent_state.on_false_interruption_resumed(pause.saved_state)
-        self._session.output.audio.resume()
+        self._paused_output.resume()
         self._session.conversation.emit("agent_false_interruption",
-                            AgentFalseInterruptionEvent(resumed=True))
+                                        AgentFalseInterruptionEvent(resumed=True))

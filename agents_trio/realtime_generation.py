@@ -26,6 +26,7 @@ from .generation import Generation, GenerationHost, Segment
 from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
+    from .chat import FunctionCall
     from .realtime import GenerationCreatedEvent, MessageGeneration
     from .realtime_link import RealtimeLink
     from .realtime_response import RealtimeResponse
@@ -75,7 +76,8 @@ class RealtimeGeneration(Generation):
 
     async def _generation(self) -> GenerationCreatedEvent:
         if self.request.generation is not None:
-            return self.request.generation
+            generation: GenerationCreatedEvent = self.request.generation
+            return generation
         link = self.activity.realtime
         assert link is not None
         call = link.call
@@ -96,7 +98,7 @@ class RealtimeGeneration(Generation):
         """Interrupted: stop the response and cut the message at what the user heard."""
         link = self.activity.realtime
         rt = link.session if link is not None else None
-        if rt is None:
+        if link is None or rt is None:
             return
         rt.interrupt()
         if self.step.current_message_id is not None and link.capabilities.message_truncation:
@@ -123,7 +125,8 @@ class RealtimeGeneration(Generation):
             self.activity.report_model_error(self.handle, response.stall_error,
                                              source=self.activity.llm)
 
-    async def _messages(self, messages: Any, played_send: trio.MemorySendChannel[Segment],
+    async def _messages(self, messages: trio.MemoryReceiveChannel[MessageGeneration],
+                        played_send: trio.MemorySendChannel[Segment],
                         response: RealtimeResponse) -> None:
         async with trio.open_nursery() as nursery:
             async for message in messages:
@@ -170,7 +173,8 @@ class RealtimeGeneration(Generation):
             self.step.played_text += segment.text
             self.activity.forward_transcription_nowait(segment.text)
 
-    async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery,
+    async def _dispatch_functions(self, calls: trio.MemoryReceiveChannel[FunctionCall],
+                                  tool_nursery: trio.Nursery,
                                   response: RealtimeResponse) -> None:
         async for call in calls:
             response.progress()

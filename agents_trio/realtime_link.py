@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 import trio
+from livekit import rtc
 
 from .agent import Agent
 from .chat import ChatContext, ChatItem, ChatMessage
@@ -28,7 +29,7 @@ from .generation import ReplyRequest
 from .hosts import ActivityHost
 from .options import TurnHandling
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
-                       RealtimeModel, RealtimeUnavailable)
+                       RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool
@@ -160,7 +161,7 @@ class RealtimeLink:
         self._detach()
         await self._closed.wait()
 
-    async def _sync(self, rt: Any) -> None:
+    async def _sync(self, rt: RealtimeSession) -> None:
         agent = self._activity.agent
         await rt.update_instructions(agent.instructions)
         await rt.update_tools(self._activity.tools())
@@ -186,7 +187,7 @@ class RealtimeLink:
             raise RealtimeUnavailable("the realtime session closed during the call")
         return result[0]
 
-    def push_audio(self, frame: Any) -> None:
+    def push_audio(self, frame: rtc.AudioFrame) -> None:
         rt = self.session
         if rt is not None:
             rt.push_audio(frame)
@@ -226,11 +227,11 @@ class RealtimeLink:
             response.end(reason)
 
     # -- server events -------------------------------------------------------------------------
-    async def _consume_events(self, rt: Any) -> None:
+    async def _consume_events(self, rt: RealtimeSession) -> None:
         async for ev in rt.events():
             self._on_event(ev)
 
-    def _on_event(self, ev: Any) -> None:
+    def _on_event(self, ev: RealtimeEvent) -> None:
         activity = self._activity
         session = activity.session
         now = trio.current_time()

@@ -359,7 +359,9 @@ class FunctionTool:
 
 
 @overload
-def function_tool(fn: F, /) -> FunctionTool: ...
+def function_tool(fn: F, /, *, name: str | None = None, description: str | None = None,
+                  raw_schema: dict[str, Any] | None = None,
+                  flags: ToolFlag = ToolFlag.NONE) -> FunctionTool: ...
 
 
 @overload

@@ -20,6 +20,7 @@ import msgspec
 from ._errors import ToolError
 from .agent_task import AgentTask
 from .chat import ChatContext
+from .models import LLM
 from .tools import FunctionTool, function_tool
 
 logger = logging.getLogger("agents_trio")
@@ -138,6 +139,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     async def _summarize_chat_ctx(self) -> None:
         llm = self.session.llm
         if llm is None:
+            return
+        if not isinstance(llm, LLM):  # a realtime model has no chat to summarize with
+            logger.error("summarizing the task group's conversation needs an LLM; keeping it")
             return
         ctx = self._chat_ctx.copy(exclude_instructions=True, exclude_function_calls=True)
         ctx.add_message(role="system", content=SUMMARY_INSTRUCTIONS)
