@@ -22,8 +22,8 @@ import trio
 
 from ._errors import APIError
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
-from .events import (AgentState, AgentStateChangedEvent, UserState, ConversationItemAddedEvent, ErrorEvent,
-                     SpeechCreatedEvent, UserStateChangedEvent)
+from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
+                     SpeechCreatedEvent, UserState, UserStateChangedEvent)
 from .models import ModelSettings
 from .nurseries import EventFanout
 from .run_result import RunHold, RunResult

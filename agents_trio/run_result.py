@@ -226,7 +226,7 @@ class RunResult(Generic[T]):
     def __await__(self) -> Generator[Any, None, RunResult[T]]:
         return self.wait().__await__()
 
-    # -- the runtime's side (the session and its activities) --------------------------------------------------
+    # -- the runtime's side (the session and its activities) ----------------------------
 
     def record_item(self, item: ChatItem, *, old_agent: object = None,
                     new_agent: object = None) -> RunEvent | None:

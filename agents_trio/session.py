@@ -22,10 +22,10 @@ from typing import Any
 import trio
 from livekit import rtc
 
-from ._errors import APIError, SessionClosedError
+from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
-from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason, ErrorEvent,
                      MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent,
@@ -389,7 +389,7 @@ class AgentSession:
                     self.switch_current(activity, handoff, old_agent=old.agent)
                     activity.enter()
                 finally:
-                    request.release()
+                    request.run_hold.release()
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:
@@ -413,8 +413,7 @@ class AgentSession:
             self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
-        run = self.conversation.active_run
-        self._switch_send.send_nowait(_SwitchRequest(agent, run.hold() if run is not None else None))
+        self._switch_send.send_nowait(_SwitchRequest(agent, self.conversation.hold_run()))
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
@@ -642,13 +641,9 @@ def _check_user_input(user_input: str | None) -> None:
 class _SwitchRequest:
     """A handoff request; holds the run that was active when it was made."""
 
-    def __init__(self, agent: Agent, run_hold: RunHold | None) -> None:
+    def __init__(self, agent: Agent, run_hold: RunHold) -> None:
         self.agent = agent
-        self._run_hold = run_hold
-
-    def release(self) -> None:
-        if self._run_hold is not None:
-            self._run_hold.release()
+        self.run_hold = run_hold
 
 
 class _Interruption:

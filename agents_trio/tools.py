@@ -154,7 +154,8 @@ def _has_description(annotation: object) -> bool:
     """True when an ``Annotated`` type already carries a ``msgspec.Meta`` description."""
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
-    return any(isinstance(m, msgspec.Meta) and m.description for m in typing.get_args(annotation)[1:])
+    metadata = typing.get_args(annotation)[1:]
+    return any(isinstance(m, msgspec.Meta) and m.description for m in metadata)
 
 
 def _resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:

@@ -92,7 +92,8 @@ class TaskGroup(AgentTask[TaskGroupResult]):
             task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
             earlier = [i for i in visited if i != step.id]
             if earlier:
-                await task.update_tools([*task.tools, self._out_of_scope_tool(task, earlier, steps)])
+                back = self._out_of_scope_tool(task, earlier, steps)
+                await task.update_tools([*task.tools, back])
             try:
                 results[step.id] = await task
             except _OutOfScope as back:
