@@ -340,6 +340,10 @@ class Activity:
         self._stop.set()
 
     async def wait_stopped(self) -> None:
+        """Wait until ``run`` has returned (``on_exit`` done).
+
+        Cancellation: a checkpoint; the activity is not affected.
+        """
         await self._stopped.wait()
 
     # -- creating speeches --------------------------------------------------------------------

@@ -217,20 +217,29 @@ class Agent:
 
     # -- updates ------------------------------------------------------------------------------
     async def update_instructions(self, instructions: str) -> None:
-        """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running)."""
+        """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running).
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         self._instructions = instructions
         if self._activity is not None:
             self._activity.on_instructions_updated()
 
     async def update_tools(self, tools: list[FunctionTool]) -> None:
-        """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed)."""
+        """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed).
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         old = {t.name for t in self._tools}
         self._tools = list(tools)
         if self._activity is not None:
             self._activity.on_tools_updated(old)
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
-        """Replace the chat context; calls and outputs of unknown tools are dropped."""
+        """Replace the chat context; calls and outputs of unknown tools are dropped.
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         names = {t.name for t in self._tools}
         items = [i for i in chat_ctx.items
                  if i.type not in ("function_call", "function_call_output")
@@ -241,20 +250,37 @@ class Agent:
 
     # -- hooks --------------------------------------------------------------------------------
     async def on_enter(self) -> None:
-        """Called when the agent becomes active (launched, not awaited, by the session)."""
+        """Called when the agent becomes active (launched, not awaited, by the session).
+
+        Cancellation: it runs in the agent's activity; a handoff waits for it to return (or
+        to await an AgentTask), and closing the session cancels it. An exception is logged.
+        """
 
     async def on_exit(self) -> None:
-        """Called when the agent stops being active (handoff or close)."""
+        """Called when the agent stops being active (handoff or close).
+
+        Cancellation: runs once per ``on_enter``, also when the session closes, then shielded
+        for at most the session's ``close_grace``; past the grace it is cancelled. An
+        exception is logged.
+        """
 
     async def on_user_turn_completed(self, turn_ctx: ChatContext,
                                      new_message: ChatMessage) -> None:
-        """Called when the user finished a turn, before the reply; raise StopResponse to skip."""
+        """Called when the user finished a turn, before the reply; raise StopResponse to skip.
+
+        Cancellation: the turn waits for it; closing the session cancels it, and the turn is
+        then not answered.
+        """
 
     # -- nodes --------------------------------------------------------------------------------
     async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],
                        model_settings: ModelSettings
                        ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
-        """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``)."""
+        """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``).
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed
+        (``aclose``) in the task that iterated it, and the LLM stream with it.
+        """
         llm = self._require_activity().llm
         if not isinstance(llm, LLM):  # None, or a realtime model (its steps have no llm_node)
             raise RuntimeError("no LLM is configured for this agent or session")
@@ -265,7 +291,11 @@ class Agent:
 
     async def tts_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                        ) -> AsyncIterator[rtc.AudioFrame]:
-        """Synthesize one segment of text into audio frames."""
+        """Synthesize one segment of text into audio frames.
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed in the
+        task that iterated it, and the TTS stream with it.
+        """
         tts = self._require_activity().tts
         if tts is None:
             raise RuntimeError("no TTS is configured for this agent or session")
@@ -280,6 +310,9 @@ class Agent:
         An override may transform the events and delegate with
         ``async for ev in super().stt_node(audio, model_settings): yield ev``. The session
         consumes the node in one task and closes it when recognition stops.
+
+        Cancellation: when recognition stops (the session closes), the node is closed and
+        the STT stream with it.
         """
         stt = (self._require_activity().session.stt if isinstance(self._stt, NotGiven)
                else self._stt)
@@ -291,7 +324,11 @@ class Agent:
 
     async def transcription_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                                  ) -> AsyncIterator[str]:
-        """Transform the text sent to the transcription output (passthrough by default)."""
+        """Transform the text sent to the transcription output (passthrough by default).
+
+        Cancellation: the forwarding is cancelled when the session's close grace ends; the
+        text it was transforming is then lost.
+        """
         async for chunk in text:
             yield chunk
 

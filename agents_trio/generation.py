@@ -162,7 +162,12 @@ class Generation:
         self.settings = ModelSettings(tool_choice=request.tool_choice)
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
-        """Generate, wait for the scheduler, play; tools start in ``tool_nursery``."""
+        """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.
+
+        Cancellation: cancelled through the speech's step scope (an interruption or the
+        close); what was played is recorded in the step, the output is cleared, and the tools
+        already started keep running in ``tool_nursery``.
+        """
         activity, handle = self.activity, self.handle
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)

@@ -131,7 +131,11 @@ RealtimeEvent = Union[GenerationCreatedEvent, InputSpeechStartedEvent, InputSpee
 
 
 class RealtimeSession(Protocol):
-    """One connection to a realtime model (see the module docstring)."""
+    """One connection to a realtime model (see the module docstring).
+
+    Cancellation: the async methods are cancelled when the activity pauses, hands over or
+    closes (the link then closes the session); they must be safe to cancel at any checkpoint.
+    """
 
     def events(self) -> AsyncIterator[RealtimeEvent]: ...
     async def update_instructions(self, instructions: str) -> None: ...

@@ -47,6 +47,11 @@ class RealtimeGeneration(Generation):
     activity: RealtimeGenerationHost
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
+        """Ask for (or take) the response, wait for the scheduler, play it.
+
+        Cancellation: as ``Generation.run``; the server is also told to stop the response
+        and the message is truncated at what the user heard.
+        """
         activity, handle = self.activity, self.handle
         await handle.wait_scheduled()
         link = activity.realtime

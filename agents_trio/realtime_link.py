@@ -157,7 +157,10 @@ class RealtimeLink:
         self._ended.set()
 
     async def suspend(self) -> None:
-        """The activity paused: detach now and return once the session is closed."""
+        """The activity paused: detach now and return once the session is closed.
+
+        Cancellation: the link stays detached; the session closes on its own.
+        """
         self._detach()
         await self._closed.wait()
 
@@ -193,7 +196,11 @@ class RealtimeLink:
             rt.push_audio(frame)
 
     async def push_tool_outputs(self) -> None:
-        """Tool outputs go to this activity's own live session, never another one."""
+        """Tool outputs go to this activity's own live session, never another one.
+
+        Cancellation: the outputs may not have reached the server; the next sync sends the
+        whole context again.
+        """
         ctx = self._activity.agent.live_chat_ctx.copy(exclude_instructions=True)
         try:
             await self.call(lambda rt: rt.update_chat_ctx(ctx))

@@ -211,6 +211,8 @@ class RunResult(Generic[T]):
     async def wait(self) -> RunResult[T]:
         """Wait until the run is done.
 
+        Cancellation: a checkpoint; the run goes on (another ``wait`` can be started).
+
         Returns:
             This result.
 

@@ -172,6 +172,14 @@ class AgentSession:
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession:
+        """Open the session's nursery; ``start`` then runs the agent in it.
+
+        Cancellation: not a blocking call; cancelling the enclosing scope later cancels the
+        whole session (see ``__aexit__``).
+
+        Raises:
+            RuntimeError: the session was entered before.
+        """
         if self._state is not SessionState.CREATED:
             raise RuntimeError("an AgentSession can be entered once")
         self._nursery_manager = trio.open_nursery()
@@ -418,6 +426,9 @@ class AgentSession:
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
 
+        Cancellation: cancelling the wait leaves the agent draining (it accepts no new user
+        turn); the session goes on until it is closed.
+
         Raises:
             RuntimeError: the session is not running.
         """
@@ -490,6 +501,10 @@ class AgentSession:
         ``session.events()`` ends); ``SessionHost.serve`` does. Returns the value the service
         passes to ``task_status.started()``.
 
+        Cancellation: as ``nursery.start``: cancelling the caller before the service called
+        ``task_status.started()`` cancels the service; after, it keeps running until the
+        session closes.
+
         Raises:
             RuntimeError: outside ``async with session:``, or the session is closing.
         """
@@ -519,7 +534,13 @@ class AgentSession:
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
-        """Speak ``text`` (a string or an async iterable of strings) through the TTS."""
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS.
+
+        Returns at once with the speech's handle: the speech runs in the agent's activity,
+        not in the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops
+        the speech (the played part is committed as interrupted), and closing the session
+        cancels it.
+        """
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
                                                add_to_chat_ctx=add_to_chat_ctx)
 
@@ -528,6 +549,11 @@ class AgentSession:
                        allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle:
         """Generate a reply with the LLM; ``user_input`` becomes a user message.
+
+        Returns at once with the reply's handle: the reply runs in the agent's activity, not in
+        the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops the
+        reply (its running tools are not cancelled, and they get their outputs), and closing
+        the session cancels it.
 
         Raises:
             ValueError: ``user_input`` is empty or blank (omit it for a reply without one).

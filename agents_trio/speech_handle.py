@@ -176,18 +176,23 @@ class SpeechHandle:
             self._scheduled_event.set()
 
     async def wait_scheduled(self) -> None:
+        """Wait until the speech is scheduled (or done). Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._scheduled_event.wait()
 
     def authorize(self) -> None:
         self._authorized.set()
 
     async def wait_authorized(self) -> None:
+        """Wait until the scheduler lets the current step play (or the speech is done).
+        Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._authorized.wait()
 
     def mark_generation_done(self) -> None:
         self._generation_done.set()
 
     async def wait_for_generation(self) -> None:
+        """Wait until the current step finished generating (or the speech is done).
+        Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._generation_done.wait()
 
     def add_item(self, item: ChatItem) -> None:

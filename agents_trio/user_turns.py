@@ -76,7 +76,11 @@ class UserTurns:
         return True
 
     async def run(self) -> None:
-        """Handle turns in order until the channel closes."""
+        """Handle turns in order until the channel closes.
+
+        Cancellation: the turn being handled is dropped (its reply not scheduled); the
+        preemptive reply it owned is left to the activity's cancellation.
+        """
         async for info in self._recv:
             try:
                 await self._completed(info)

@@ -82,6 +82,11 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         return self
 
     async def on_enter(self) -> None:
+        """Run the group's tasks in order, then complete with their results.
+
+        Cancellation: cancelling it (the session closes) cancels the task being awaited; the
+        group does not complete.
+        """
         results: dict[str, Any] = {}
         pending = [s.id for s in self._steps]
         visited: list[str] = []
