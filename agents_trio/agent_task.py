@@ -22,10 +22,13 @@ import trio
 
 from ._errors import ToolError
 from .activity import Activity, InlineScope, current_inline
-from .agent import Agent
-from .chat import AgentHandoff
+from .agent import NOT_GIVEN, Agent, NotGiven
+from .chat import AgentHandoff, ChatContext
 from .hosts import ActivityHost
+from .models import LLM, STT, TTS, VAD
+from .realtime import RealtimeModel
 from .run_result import RunHold
+from .tools import FunctionTool
 
 T = TypeVar("T")
 
@@ -44,12 +47,23 @@ class AgentTask(Agent, Generic[T]):
     Args:
         preserve_function_call_history: Merge the task's tool calls into the parent's
             context too (by default only messages are merged).
-        **kwargs: As for ``Agent``.
+        id, chat_ctx, tools, stt, vad, llm, tts, turn_handling, allow_interruptions,
+            min_consecutive_speech_delay: As for ``Agent``.
     """
 
     def __init__(self, *, instructions: str, preserve_function_call_history: bool = False,
-                 **kwargs: Any) -> None:  # noqa: ANN401 - Agent's keyword arguments, passed on
-        super().__init__(instructions=instructions, **kwargs)
+                 id: str | None = None, chat_ctx: ChatContext | None = None,
+                 tools: list[FunctionTool] | None = None,
+                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | None | NotGiven = NOT_GIVEN,
+                 turn_handling: dict[str, Any] | None = None,
+                 allow_interruptions: bool | None = None,
+                 min_consecutive_speech_delay: float | None = None) -> None:
+        super().__init__(instructions=instructions, id=id, chat_ctx=chat_ctx, tools=tools,
+                         stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling,
+                         allow_interruptions=allow_interruptions,
+                         min_consecutive_speech_delay=min_consecutive_speech_delay)
         self.preserve_function_call_history = preserve_function_call_history
         self._phase = _TaskPhase.CREATED
         self._completed = trio.Event()

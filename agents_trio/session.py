@@ -112,7 +112,7 @@ class AgentSession:
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
-                 userdata: Any = _NOT_GIVEN,  # noqa: ANN401 - any object of the user's
+                 userdata: object = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
                  min_consecutive_speech_delay: float = 0.0,
                  user_away_timeout: float | None = 15.0,
@@ -237,7 +237,7 @@ class AgentSession:
         return self._userdata
 
     @userdata.setter
-    def userdata(self, value: Any) -> None:  # noqa: ANN401 - any object of the user's
+    def userdata(self, value: object) -> None:
         self._userdata = value
 
     @property
