@@ -131,7 +131,9 @@ class Agent:
         id: Defaults to the snake_case class name (``"default_agent"`` for a plain Agent).
         chat_ctx: The conversation the agent starts with.
         tools: Extra tools; ``@function_tool`` methods of the class are always included.
-        stt, vad, llm, tts: Per-agent models; omitted means the session's, None disables.
+        stt, llm, tts: Per-agent models; omitted means the session's, None disables. The
+            agent's ``stt`` is used by its default ``stt_node``.
+        vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
@@ -139,6 +141,7 @@ class Agent:
     Raises:
         ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
             type or out of range, an unknown ``turn_detection``) or a negative delay.
+        ValueError: ``vad`` was given.
     """
 
     def __init__(self, *, instructions: str, id: str | None = None,
@@ -152,6 +155,10 @@ class Agent:
         check_turn_handling(turn_handling)
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
+        if not isinstance(vad, NotGiven):
+            # LiveKit runs the agent's own VAD; here one recognition serves the whole session
+            raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
+                             "VAD serves every agent (give it to AgentSession)")
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id

@@ -175,3 +175,11 @@ def test_discard_audio_if_uninterruptible_true_is_rejected_false_accepted() -> N
         Agent(instructions="x",
               turn_handling={"interruption": {"discard_audio_if_uninterruptible": True}})
     AgentSession(turn_handling={"interruption": {"discard_audio_if_uninterruptible": False}})
+
+
+def test_a_per_agent_vad_is_rejected() -> None:
+    """Agent(vad=...) was accepted and never read: the session's VAD serves every agent."""
+    with pytest.raises(ValueError, match="per-agent vad is not supported"):
+        Agent(instructions="x", vad=None)
+    with pytest.raises(ValueError, match="per-agent vad is not supported"):
+        AgentTask(instructions="x", vad=None)
