@@ -27,16 +27,16 @@ from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
-from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason, ErrorEvent,
-                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent,
-                     UserInputTranscribedEvent, UserState)
+from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
+                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
-from .models import LLM, STT, TTS, VAD, ModelSettings, SpeechEvent, ToolChoice, VADEvent
+from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
-from .options import TurnHandling, check_non_negative, check_turn_handling, resolve_turn_handling
+from .options import check_non_negative, check_turn_handling
 from .realtime import RealtimeModel, is_realtime_model
-from .recognition import AudioRecognition, EndOfTurnInfo, SttNode
+from .recognition import AudioRecognition, SttNode
+from .recognition_router import RecognitionRouter, SessionErrorRules
 from .recognition_streams import RestartPolicy
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
@@ -151,7 +151,7 @@ class AgentSession:
         self.output = SessionOutput()
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
-            errors=_ErrorRules(self, give_up=self._close_for_error),
+            errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
@@ -335,8 +335,8 @@ class AgentSession:
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
-                            _RecognitionRouter(self, refresh_away=self._refresh_away,
-                                               close_for_error=self._close_for_error),
+                            RecognitionRouter(self, refresh_away=self._refresh_away,
+                                              close_for_error=self._close_for_error),
                             vad=self.vad, stt=self.stt,
                             stt_node=_overridden_stt_node(agent),
                             restart_policy=RestartPolicy(
@@ -699,105 +699,3 @@ class _EventIterator:
 
     async def aclose(self) -> None:
         await self._sub.aclose()
-
-
-class _ErrorRules:
-    """The session's error policy: what kind an error's source is, and closing the session
-    when errors of one kind pile up."""
-
-    def __init__(self, session: AgentSession, *,
-                 give_up: Callable[[BaseException], None]) -> None:
-        self._session = session
-        self.give_up = give_up
-
-    def classify(self, source: object) -> tuple[str, int]:
-        session = self._session
-        if source is not None and source is session.output.audio:
-            # a stalled output: the next stall with no speech played to its end closes
-            return "audio_output", 1
-        kind = ("llm" if source is session.llm else "tts" if source is session.tts
-                else "stt" if source is session.stt else "other")
-        return kind, session.max_unrecoverable_errors
-
-
-class _RecognitionRouter:
-    """Delivers recognition decisions to the session and its current activity.
-
-    While the session closes, transcripts still become events but no longer reach the
-    activity (no interruption, no preemptive reply): close commits the trailing turn itself.
-    """
-
-    def __init__(self, session: AgentSession, *, refresh_away: Callable[[], None],
-                 close_for_error: Callable[[BaseException], None]) -> None:
-        self._session = session
-        self._conversation = session.conversation
-        self._refresh_away = refresh_away
-        self._close_for_error = close_for_error
-
-    @property
-    def _activity(self) -> Activity | None:
-        session = self._session
-        return None if session.closing else session.activity
-
-    def turn_options(self) -> TurnHandling:
-        activity = self._session.activity
-        if activity is None:
-            return resolve_turn_handling(self._session.turn_handling_overrides)
-        return activity.options
-
-    def turn_context(self, transcript: str) -> ChatContext:
-        activity = self._session.activity
-        ctx = activity.agent.chat_ctx.copy() if activity is not None else ChatContext()
-        ctx.add_message(role="user", content=transcript)
-        return ctx
-
-    def server_detects_turns(self) -> bool:
-        activity = self._session.activity
-        return activity is not None and activity.server_turn_detection
-
-    def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None:
-        self._conversation.set_user_state("speaking", started_at)
-        if self._activity is not None:
-            self._activity.interruption.on_start_of_speech()
-
-    def on_vad_inference(self, ev: VADEvent) -> None:
-        if self._activity is not None:
-            self._activity.interruption.on_vad_inference(ev.speech_duration)
-
-    def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
-        self._conversation.set_user_state("listening", stopped_at)
-        if self._activity is not None:
-            self._activity.interruption.on_end_of_speech()
-
-    def on_interim_transcript(self, ev: SpeechEvent) -> None:
-        text = ev.alternatives[0].text if ev.alternatives else ""
-        self._conversation.emit("user_input_transcribed",
-                                UserInputTranscribedEvent(transcript=text, is_final=False))
-        if self._session.vad is None and text and self._activity is not None:
-            # without a VAD, interim transcripts are the first sign of the user's voice
-            self._activity.interruption.interrupt_by_audio_activity()
-
-    def on_final_transcript(self, ev: SpeechEvent) -> None:
-        alt = ev.alternatives[0]
-        if self._conversation.user_state == "away":
-            self._conversation.set_user_state("listening", trio.current_time())
-        else:
-            self._refresh_away()
-        self._conversation.emit("user_input_transcribed", UserInputTranscribedEvent(
-            transcript=alt.text, is_final=True, language=alt.language or None))
-        if self._activity is not None:
-            self._activity.on_final_transcript(alt.text)
-
-    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
-        activity = self._session.activity
-        if activity is None:
-            return True
-        return activity.on_end_of_turn(info)
-
-    def on_recognition_error(self, error: BaseException, source: object) -> None:
-        # not counted here: the recognition's restart policy decides when to give up
-        self._conversation.emit("error", ErrorEvent(
-            error=error, source=source if source is not None else self._session.llm))
-
-    def on_recognition_given_up(self, error: BaseException, source: object) -> None:
-        self._close_for_error(error)
