@@ -1,7 +1,13 @@
 """agents_trio: a voice-agent runtime on Trio's structured concurrency.
 
-Dependencies point one way: ``nurseries`` ← speech/tools/generation ← activity ← session;
-``io`` depends on the model protocols and events, never on the session.
+Dependencies point one way, each layer importing only the ones before it:
+``chat``, ``models``, ``events``, ``options``, ``tools``, ``run_result``, ``speech_handle`` ←
+``conversation`` (the state every activity shares) and ``agent`` ← ``hosts`` (the session as an
+activity sees it) and ``agent_state`` ← the activity's helpers (``generation``,
+``interruption``, ``preemptive``, ``user_turns``, ``realtime_link``, ``realtime_generation``),
+each typed against a small protocol of what it needs ← ``activity`` ← ``agent_task`` and
+``session`` ← ``workflows``. ``io`` depends on the model protocols and events, never on the
+session. ``tests/test_layers.py`` holds the package to it.
 """
 
 from ._errors import AgentsTrioError, APIError, SessionClosedError, StopResponse, ToolError
@@ -59,6 +65,12 @@ __all__ = [
 ]
 # faults and option checks (issue 15)
 __all__ += ["AudioOutputStalled", "TurnDetector"]
+# the objects and types of the core's seams (issue 10)
+from .agent import NotGiven, SessionView  # noqa: E402
+from .conversation import Conversation  # noqa: E402
+from .run_result import RunHold  # noqa: E402
+
+__all__ += ["Conversation", "NotGiven", "RunHold", "SessionView"]
 
 # LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in
 # asyncio: trio_asyncio is imported only when a bridge opens (see agents_trio/io/bridge.py).

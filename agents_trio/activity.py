@@ -10,17 +10,22 @@ from __future__ import annotations
 import contextvars
 import enum
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import Any
 
 import msgspec
 import trio
+from livekit import rtc
 
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
 from .generation import Generation, ReplyRequest, StepState
-from .agent import _NOT_GIVEN, Agent
+from .agent import Agent, NotGiven
+from .agent_state import AgentStateRules
+from .hosts import ActivityHost
 from .interruption import AudioInterruption
+from .models import ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -30,11 +35,9 @@ from .realtime_link import RealtimeLink
 from .options import resolve_turn_handling
 from .recognition import EndOfTurnInfo
 from .run_context import RunContext
+from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
-
-if TYPE_CHECKING:
-    from .session import AgentSession
 
 logger = logging.getLogger("agents_trio")
 
@@ -44,8 +47,8 @@ _HANDOFF_INTERRUPTED = "the agent handoff was interrupted and did not happen"
 class InlineScope(msgspec.Struct, kw_only=True):
     """Where user code that may await an AgentTask runs: a tool, or on_enter/on_exit."""
 
-    activity: Any
-    speech_handle: Any = None
+    activity: Activity
+    speech_handle: SpeechHandle | None = None
     function_call: FunctionCall | None = None
     hook: str | None = None  # "on_enter" / "on_exit" when awaited from a hook
     # what the AgentTasks awaited here said (merged into the agent's context on return): the
@@ -73,15 +76,15 @@ class _HookPhase(enum.Enum):
 class Activity:
     """Runs one agent inside the session. Created and owned by the session's activity host."""
 
-    def __init__(self, session: AgentSession, agent: Agent) -> None:
+    def __init__(self, session: ActivityHost[Activity], agent: Agent) -> None:
         self.session = session
         self.agent = agent
         self.options = resolve_turn_handling(session.turn_handling_overrides, agent.turn_handling)
         self.min_consecutive_speech_delay = (
-            agent._min_consecutive_speech_delay if agent._min_consecutive_speech_delay is not None
+            agent.min_consecutive_speech_delay if agent.min_consecutive_speech_delay is not None
             else session.min_consecutive_speech_delay)
-        self.llm = session.llm if agent.llm is _NOT_GIVEN else agent.llm
-        self.tts = session.tts if agent.tts is _NOT_GIVEN else agent.tts
+        self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
+        self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -89,6 +92,8 @@ class Activity:
         self._speeches: set[SpeechHandle] = set()
         self._speeches_changed = trio.lowlevel.ParkingLot()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
+        #: the one place that decides the agent's state while this activity runs
+        self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.preemptive = PreemptiveGeneration(self)
@@ -102,7 +107,7 @@ class Activity:
         # set when on_enter returned, or handed the floor to an AgentTask it awaits
         self.enter_settled = trio.Event()
         self.enter_finished = trio.Event()
-        self._on_enter_watch: tuple[Any, object] | None = None
+        self._on_enter_hold: RunHold | None = None  # the active run waits for on_enter
         # AgentTasks awaited by parallel tool calls of one turn run one after another
         self.inline_task_lock = trio.Lock()
 
@@ -116,7 +121,7 @@ class Activity:
         """The speech the scheduler authorized, until its generation step is done (then it
         only waits for its tools, as a background speech)."""
         speech = self._current_speech
-        if speech is None or speech._generation_done.is_set():
+        if speech is None or speech.generation_done:
             return None
         return speech
 
@@ -134,50 +139,51 @@ class Activity:
         Cancellation: cancelling the caller cancels every speech and tool of the agent; its
         ``on_exit`` (if ``on_enter`` was started) still runs under the session's shielded grace.
         """
-        self.agent._activity = self
         owner: TaskOwner | None = None
         try:
-            async with open_owner(grace=self.session.close_grace,
-                                  name=f"activity:{self.agent.id}") as owner:
-                self._nursery = owner.nursery
-                self.interruption.bind(owner.nursery)
-                self._record_config()
-                if self.realtime is not None:
-                    await owner.start(self.realtime.run)
-                owner.start_soon(self._scheduler)
-                owner.start_soon(self.turns.run)
-                self._state = ActivityState.RUNNING
-                task_status.started()
-                await self._stop.wait()
-                owner.cancel()
+            with self.agent.running_in(self):
+                try:
+                    async with open_owner(grace=self.session.close_grace,
+                                          name=f"activity:{self.agent.id}") as owner:
+                        self._nursery = owner.nursery
+                        self.interruption.bind(owner.nursery)
+                        self._record_config()
+                        if self.realtime is not None:
+                            await owner.start(self.realtime.run)
+                        owner.start_soon(self._scheduler)
+                        owner.start_soon(self.turns.run)
+                        self._state = ActivityState.RUNNING
+                        task_status.started()
+                        await self._stop.wait()
+                        owner.cancel()
+                finally:
+                    if owner is not None:
+                        with owner.cleanup_scope():
+                            await self._run_on_exit()
+                    self._state = ActivityState.CLOSED
+                    self._queue.close()
         finally:
-            if owner is not None:
-                with owner.cleanup_scope():
-                    await self._run_on_exit()
-            self._state = ActivityState.CLOSED
-            self._queue.close()
-            self.agent._activity = None
             self._stopped.set()
 
     def enter(self) -> None:
         """Launch ``on_enter`` (not awaited); called once the session points at this activity."""
         if self._hooks is _HookPhase.NOT_ENTERED and self._nursery is not None:
             self._hooks = _HookPhase.ENTERED
-            run = self.session._active_run
+            run = self.session.conversation.active_run
             if run is not None:
                 # an active run watches on_enter (without awaiting it): its speeches belong to it
                 self.watch_on_enter(run)
             self._nursery.start_soon(self._run_on_enter)
 
-    def watch_on_enter(self, run: Any) -> None:
+    def watch_on_enter(self, run: RunResult[Any]) -> None:
         """Keep ``run`` open until on_enter returns (or hands the floor to an AgentTask)."""
-        if self._on_enter_watch is None and not self.enter_finished.is_set():
-            self._on_enter_watch = (run, run._hold())
+        if self._on_enter_hold is None and not self.enter_finished.is_set():
+            self._on_enter_hold = run.hold()
 
     def unwatch_on_enter(self) -> None:
-        watch, self._on_enter_watch = self._on_enter_watch, None
-        if watch is not None:
-            watch[0]._release(watch[1])
+        hold, self._on_enter_hold = self._on_enter_hold, None
+        if hold is not None:
+            hold.release()
 
     async def drain(self) -> None:
         """Run ``on_exit``, let queued speeches and tool replies finish, then stop.
@@ -187,7 +193,7 @@ class Activity:
         if self._state is not ActivityState.RUNNING:
             await self._stopped.wait()
             return
-        self.preemptive.cancel()
+        self.preemptive.discard()
         self.block_new_turns()
         if self._hooks is _HookPhase.ENTERED:
             # on_exit follows on_enter: a handoff requested right after this agent started
@@ -209,12 +215,12 @@ class Activity:
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
         return (self.enter_settled.is_set() and not self.tools_running
                 and (self.realtime is not None
-                     or not any(h.scheduled and not h._generation_done.is_set()
+                     or not any(h.scheduled and not h.generation_done
                                 for h in self._speeches)))
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()
-        self.session._activity_progressed()
+        self.session.conversation.progressed()
 
     def block_new_turns(self) -> None:
         """Stop accepting user turns (a handoff was requested or the agent drains)."""
@@ -229,7 +235,12 @@ class Activity:
     def server_turn_detection(self) -> bool:
         return self.realtime is not None and self.realtime.server_turn_detection
 
-    def push_realtime_audio(self, frame: Any) -> None:
+    def start_soon(self, async_fn: Callable[[], Awaitable[object]]) -> None:
+        """Run ``async_fn`` in the activity's nursery (cancelled when the activity ends)."""
+        assert self._nursery is not None
+        self._nursery.start_soon(async_fn)
+
+    def push_realtime_audio(self, frame: rtc.AudioFrame) -> None:
         if self.realtime is not None:
             self.realtime.push_audio(frame)
 
@@ -270,7 +281,7 @@ class Activity:
             self.scheduling_open = trio.Event()
             self.scheduling_closed.set()
         while (playing := self.current_speech) is not None:
-            await playing._wait_for_generation()
+            await playing.wait_for_generation()
         if self.realtime is not None:
             await self.realtime.suspend()
 
@@ -279,11 +290,11 @@ class Activity:
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
-            self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                                tools_added=[t.name for t in self.agent.tools]))
+            self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+                                               tools_added=[t.name for t in self.agent.tools]))
 
     def _record_config(self) -> None:
-        ctx = self.agent._chat_ctx
+        ctx = self.agent.live_chat_ctx
         instructions = ChatMessage(role="system", content=[self.agent.instructions],
                                    id=INSTRUCTIONS_ID, created_at=0.0)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
@@ -291,14 +302,14 @@ class Activity:
             ctx.items.insert(0, instructions)
         else:
             ctx.items[idx] = instructions
-        self._commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                            tools_added=[t.name for t in self.agent.tools]))
+        self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+                                           tools_added=[t.name for t in self.agent.tools]))
 
     def on_instructions_updated(self) -> None:
         self._record_config_change(AgentConfigUpdate(instructions=self.agent.instructions))
-        idx = self.agent._chat_ctx.index_by_id(INSTRUCTIONS_ID)
+        idx = self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
-            self.agent._chat_ctx.items[idx] = ChatMessage(
+            self.agent.live_chat_ctx.items[idx] = ChatMessage(
                 role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
                 created_at=0.0)
 
@@ -310,24 +321,29 @@ class Activity:
                 tools_removed=sorted(old_names - new_names) or None))
 
     def on_chat_ctx_replaced(self) -> None:
-        if self.agent._chat_ctx.index_by_id(INSTRUCTIONS_ID) is None:
-            self.agent._chat_ctx.items.insert(0, ChatMessage(
+        if self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID) is None:
+            self.agent.live_chat_ctx.items.insert(0, ChatMessage(
                 role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
                 created_at=0.0))
 
     def _record_config_change(self, update: AgentConfigUpdate) -> None:
-        self._commit_item(update)
+        self.commit_item(update)
 
     # -- committing ---------------------------------------------------------------------------
-    def _commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None:
-        self.agent._chat_ctx.insert(item)
-        self.session._commit_history(item, handle)
+    def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None:
+        """Record ``item`` in the agent's context and in the conversation."""
+        self.agent.live_chat_ctx.insert(item)
+        self.session.conversation.commit(item, handle)
 
     def stop(self) -> None:
         """Leave ``run``: its nursery is cancelled and ``on_exit`` runs if it has not."""
         self._stop.set()
 
     async def wait_stopped(self) -> None:
+        """Wait until ``run`` has returned (``on_exit`` done).
+
+        Cancellation: a checkpoint; the activity is not affected.
+        """
         await self._stopped.wait()
 
     # -- creating speeches --------------------------------------------------------------------
@@ -338,10 +354,11 @@ class Activity:
         raise RuntimeError(f"the activity of {self.agent.id!r} is {self._state.value}; "
                            "cannot schedule a new speech")
 
-    def _tools(self) -> list[FunctionTool]:
+    def tools(self) -> list[FunctionTool]:
+        """The session's tools, then the agent's."""
         return [*self.session.tools, *self.agent.tools]
 
-    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
         self._check_can_schedule()
         realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
@@ -351,13 +368,14 @@ class Activity:
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
         request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
                                add_to_chat_ctx=add_to_chat_ctx)
-        self._start_speech(handle, request)
-        self._schedule(handle)
+        self.start_speech(handle, request)
+        self.schedule(handle)
         return handle
 
     def generate_reply(self, *, user_message: ChatMessage | None = None,
                        chat_ctx: ChatContext | None = None, instructions: str | None = None,
-                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        schedule: bool = True) -> SpeechHandle:
         self._check_can_schedule()
         if self.llm is None:
@@ -365,7 +383,7 @@ class Activity:
         inline = current_inline.get()
         if tool_choice is None and inline is not None and inline.function_call is not None:
             tool_choice = "none"
-        ctx = (chat_ctx if chat_ctx is not None else self.agent._chat_ctx).copy()
+        ctx = (chat_ctx if chat_ctx is not None else self.agent.live_chat_ctx).copy()
         if user_message is not None:
             ctx.insert(user_message)
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions))
@@ -375,35 +393,34 @@ class Activity:
         # the request's tools) do not see IGNORE_ON_ENTER tools
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
-        tools = [t for t in self._tools()
+        tools = [t for t in self.tools()
                  if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=instructions, in_on_enter=in_on_enter,
                                sync_chat_ctx=self.realtime is not None)
-        self._start_speech(handle, request)
+        self.start_speech(handle, request)
         if schedule:
-            self._schedule(handle)
+            self.schedule(handle)
         return handle
 
     def _allow(self, allow: bool | None) -> bool:
         return self.allow_interruptions if allow is None else allow
 
-    def _start_speech(self, handle: SpeechHandle, request: ReplyRequest, *,
+    def start_speech(self, handle: SpeechHandle, request: ReplyRequest, *,
                       user_initiated: bool = True) -> None:
         assert self._nursery is not None
         self._speeches.add(handle)
-        self.session._on_speech_created(handle, user_initiated=user_initiated)
+        self.session.conversation.speech_created(handle, user_initiated=user_initiated)
         self._nursery.start_soon(self._speech_task, handle, request)
 
-    def _schedule(self, handle: SpeechHandle, *, force: bool = False) -> None:
+    def schedule(self, handle: SpeechHandle, *, force: bool = False) -> None:
         self._check_can_schedule(force=force)
-        handle._mark_scheduled()
+        handle.mark_scheduled()
         user_message = self._pending_user_messages.pop(handle, None)
         if user_message is not None:
-            self._commit_item(user_message)
+            self.commit_item(user_message)
         self._queue.put_nowait(handle, handle.priority)
-        if handle.source != "say" and not handle.interrupted:
-            self.session._update_agent_state("thinking")
+        self.agent_state.on_scheduled(handle)
 
     # -- the scheduler and speeches -----------------------------------------------------------
     async def _scheduler(self) -> None:
@@ -421,8 +438,8 @@ class Activity:
             if handle.done():
                 continue
             self._current_speech = handle
-            handle._authorize()
-            await handle._wait_for_generation()
+            handle.authorize()
+            await handle.wait_for_generation()
             self._current_speech = None
             self._note_progress()
             if self.min_consecutive_speech_delay > 0:
@@ -434,13 +451,13 @@ class Activity:
                 request = await self._reply_step(handle, request)
         except Exception as e:
             logger.exception("speech %s failed", handle.id)
-            handle._set_error(e)
+            handle.set_error(e)
         finally:
             self._speeches.discard(handle)
             self._pending_user_messages.pop(handle, None)
             self.interruption.release(handle)
-            handle._mark_done()
-            self._refresh_state_when_idle()
+            handle.mark_done()
+            self.agent_state.on_speech_finished()
             self._note_progress()
 
     async def _reply_step(self, handle: SpeechHandle, request: ReplyRequest
@@ -452,13 +469,13 @@ class Activity:
         one, else by an error output saying the close cancelled it — before the cancellation
         propagates.
         """
-        step = StepState(handle._step_message_id)
+        step = StepState(handle.step_message_id)
         realtime = self.realtime is not None and (
             request.say_text is None or self.realtime.capabilities.supports_say)
         generation_type = RealtimeGeneration if realtime else Generation
         try:
             async with trio.open_nursery() as tool_nursery:
-                with handle._step_scope:
+                with handle.step_scope:
                     try:
                         await generation_type(self, handle, request, step).run(tool_nursery)
                     except BaseException:
@@ -479,7 +496,7 @@ class Activity:
                            step: StepState, *, cut_short: bool) -> None:
         """Commit what was played (``cut_short``: interrupted, failed or closed first)."""
         if step.error is not None:
-            handle._set_error(step.error)
+            handle.set_error(step.error)
         text = step.played_text.strip()
         if text and request.add_to_chat_ctx:
             msg = ChatMessage(role="assistant", content=[text],
@@ -487,28 +504,21 @@ class Activity:
                               id=step.message_id,
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
-            self._commit_item(msg, handle)
+            self.commit_item(msg, handle)
             step.said = msg
         self.interruption.release(handle)
-        handle._mark_generation_done()
-        state = self.session.agent_state
-        tools_busy = bool(step.calls) and not handle.interrupted
-        if tools_busy and state in ("speaking", "thinking"):
-            self.session._update_agent_state("thinking")
-        elif state == "speaking":
-            self.session._update_agent_state("listening")
-        elif state == "thinking" and not self._reply_pending(exclude=handle):
-            self.session._update_agent_state("listening")
+        handle.mark_generation_done()
+        self.agent_state.on_generation_finished(
+            handle, tools_busy=bool(step.calls) and not handle.interrupted)
 
-    def _reply_pending(self, *, exclude: SpeechHandle | None = None) -> bool:
+    def reply_pending(self, *, exclude: SpeechHandle | None = None) -> bool:
         """A scheduled generate_reply that has not finished its generation yet."""
         return any(h is not exclude and h.source != "say" and not h.done() for h in self._queue)
 
-    def _refresh_state_when_idle(self) -> None:
-        if (self.session.agent_state == "thinking" and self.current_speech is None
-                and not self._reply_pending() and not self.tools_running
-                and not any(h.scheduled for h in self._speeches)):
-            self.session._update_agent_state("listening")
+    @property
+    def speech_scheduled(self) -> bool:
+        """A speech of this activity is scheduled and not done."""
+        return any(h.scheduled for h in self._speeches)
 
     # -- tools --------------------------------------------------------------------------------
     def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
@@ -524,11 +534,11 @@ class Activity:
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
                         tools: list[FunctionTool]) -> None:
         call.created_at = trio.current_time()
-        self.session._refresh_away()
-        self.preemptive.cancel()
+        self.session.conversation.refresh()
+        self.preemptive.discard()
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
         token = current_inline.set(scope)
-        self.session._record_run_item(call, handle)
+        self.session.conversation.record_run_item(call, handle)
         try:
             step.outcomes[call.call_id] = await execute_function_call(
                 call, {t.name: t for t in tools},
@@ -538,12 +548,12 @@ class Activity:
         finally:
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
-                    call, closing=self.session._closing)
+                    call, closing=self.session.closing)
             current_inline.reset(token)
             step.gained.extend(scope.gained)
             self.session.running_tools.discard(call)
             self._note_progress()
-            self.session._refresh_away()  # the away window restarts in full after a tool
+            self.session.conversation.refresh()  # the away window restarts in full after a tool
 
     def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState, *,
                       may_reply: bool) -> ReplyRequest | None:
@@ -555,13 +565,13 @@ class Activity:
         interrupted = handle.interrupted or not may_reply
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
-        agents: list[Any] = []
+        agents: list[Agent] = []
         reply_required = False
         for call, outcome in zip(step.calls, outcomes):
             if outcome is None:
                 outputs.append(None)
                 continue
-            output = outcome.output
+            output: FunctionCallOutput = outcome.output
             if outcome.agent is not None:
                 if interrupted:
                     output = FunctionCallOutput(call_id=call.call_id, name=call.name,
@@ -575,32 +585,31 @@ class Activity:
                                         function_call_outputs=outputs,
                                         has_tool_reply=reply_required and not interrupted,
                                         has_agent_handoff=len(agents) == 1)
-        self.session._emit("function_tools_executed", ev)
-        for call, output in zip(step.calls, outputs):
-            self._commit_item(call, handle)
-            if output is not None:
-                self._commit_item(output, handle)
+        self.session.conversation.emit("function_tools_executed", ev)
+        for call, call_output in zip(step.calls, outputs):
+            self.commit_item(call, handle)
+            if call_output is not None:
+                self.commit_item(call_output, handle)
         if ev.has_agent_handoff:
             self.session.update_agent(agents[0])
         elif len(agents) > 1:
             logger.error("a step returned more than one agent; no handoff")
-        if not ev.has_tool_reply or self.session._closing:
+        if not ev.has_tool_reply or self.session.closing:
             return None
-        chat_ctx = (self.agent._chat_ctx.copy() if self.realtime is not None
+        chat_ctx = (self.agent.live_chat_ctx.copy() if self.realtime is not None
                     else self._tool_reply_context(request, step, outputs))
         if self.realtime is not None and (
                 self.realtime.capabilities.auto_tool_reply_generation or ev.has_agent_handoff):
             return None  # the server answers itself, or the session is handed over
         steps_before = handle.num_steps
-        handle._num_steps += 1
         tool_choice = request.tool_choice
         if (steps_before >= self.session.max_tool_steps + 1 or self._state is not
                 ActivityState.RUNNING or tool_choice == "none" or ev.has_agent_handoff):
             tool_choice = "none"
         elif tool_choice is None or tool_choice == "required":
             tool_choice = "auto"
-        handle._new_step()
-        self._schedule(handle, force=True)
+        handle.next_step()
+        self.schedule(handle, force=True)
         return ReplyRequest(chat_ctx=chat_ctx, tools=request.tools,
                             tool_choice=tool_choice, in_on_enter=request.in_on_enter)
 
@@ -615,8 +624,8 @@ class Activity:
         turn's speech and must not answer it — its own reply will, exactly once.
         """
         ctx = request.chat_ctx.copy()
-        produced = [step.said] if step.said is not None else []
-        produced += step.calls + [o for o in outputs if o is not None] + step.gained
+        produced: list[ChatItem] = [step.said] if step.said is not None else []
+        produced += [*step.calls, *(o for o in outputs if o is not None), *step.gained]
         ctx.merge(ChatContext(produced), exclude_function_calls=False)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
@@ -636,20 +645,19 @@ class Activity:
                           cancelled=handle.interrupted)
 
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
-                           source: Any) -> None:
-        handle._set_error(error)
-        self.session._report_error(error, source)
+                           source: object) -> None:
+        handle.set_error(error)
+        self.session.conversation.report_error(error, source)
 
     def forward_transcription_nowait(self, text: str) -> None:
-        self.session._forward_transcription(text)
+        self.session.conversation.send_transcription(
+            text, enabled=self.session.output.transcription is not None)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
-        if self.current_speech is handle:
-            self.session._update_agent_state("speaking")
+        self.agent_state.on_playback_started(handle)
 
     def on_playback_started(self) -> None:
-        if self.current_speech is not None:
-            self.session._update_agent_state("speaking")
+        self.agent_state.on_playback_started()
 
     # -- user turns ---------------------------------------------------------------------------
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
@@ -670,24 +678,24 @@ class Activity:
         return self.session.running_tools.owned_by(self)
 
     def tool_names(self) -> list[str]:
-        return [t.name for t in self._tools()]
+        return [t.name for t in self.tools()]
 
     def interrupt_background_speeches(self) -> None:
         """Interrupt the speeches waiting for their tools (a new user turn is answered)."""
         for h in list(self._speeches):
             if (h is not self.current_speech and h.scheduled and not h.done()
-                    and h._generation_done.is_set() and h.allow_interruptions):
+                    and h.generation_done and h.allow_interruptions):
                 h.interrupt()
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]:
         """Interrupt the background, current and queued speeches (§4.6)."""
-        self.preemptive.cancel()
+        self.preemptive.discard()
         current = self.current_speech
         if current is not None and not current.allow_interruptions and not force:
             raise RuntimeError("the current speech does not allow interruptions")
         interrupted: list[SpeechHandle] = []
         for h in list(self._speeches):
-            if h is not current and h._generation_done.is_set() and (
+            if h is not current and h.generation_done and (
                     h.allow_interruptions or force):
                 interrupted.append(h.interrupt(force=force))
         if current is not None:
@@ -702,5 +710,5 @@ class Activity:
         return interrupted
 
 
-def _is_agent(value: Any) -> bool:
+def _is_agent(value: object) -> bool:
     return isinstance(value, Agent)

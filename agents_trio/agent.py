@@ -3,22 +3,103 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import (AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable,
+                             Iterator)
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .models import LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent
+from .events import CloseReason
+from .realtime import RealtimeModel
+from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
+                     ToolChoice)
 from .options import check_non_negative, check_turn_handling
+from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
 
-if TYPE_CHECKING:
-    from .activity import Activity
-    from .session import AgentSession
+class NotGiven:
+    """An agent model that was not given: the session's is used (None disables it)."""
 
-_NOT_GIVEN: Any = object()
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = NotGiven()
+
+
+class SessionView(Protocol):
+    """The session as an agent and its tools see it (``agent.session``, ``ctx.session``);
+    ``AgentSession`` satisfies it."""
+
+    @property
+    def history(self) -> ChatContext: ...
+
+    @property
+    def current_agent(self) -> Agent: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def agent_state(self) -> str: ...
+
+    @property
+    def user_state(self) -> str: ...
+
+    @property
+    def userdata(self) -> Any: ...  # noqa: ANN401 - whatever object the user gave
+
+    @property
+    def stt(self) -> STT | None: ...
+
+    @property
+    def llm(self) -> LLM | RealtimeModel | None: ...
+
+    @property
+    def tts(self) -> TTS | None: ...
+
+    @property
+    def tools(self) -> list[FunctionTool]: ...
+
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
+            add_to_chat_ctx: bool = True) -> SpeechHandle: ...
+
+    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
+                       chat_ctx: ChatContext | None = None) -> SpeechHandle: ...
+
+    def interrupt(self, *, force: bool = False) -> Awaitable[None]: ...
+
+    def update_agent(self, agent: Agent) -> None: ...
+
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None: ...
+
+    def on(self, name: str, callback: Callable[[Any], object] | None = None) -> object: ...
+
+
+class AgentActivity(Protocol):
+    """What a running agent needs from the activity that runs it."""
+
+    @property
+    def session(self) -> SessionView: ...
+
+    @property
+    def llm(self) -> LLM | RealtimeModel | None: ...
+
+    @property
+    def tts(self) -> TTS | None: ...
+
+    def on_instructions_updated(self) -> None: ...
+
+    def on_tools_updated(self, old_names: set[str]) -> None: ...
+
+    def on_chat_ctx_replaced(self) -> None: ...
+
+    def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
 
 def _snake_case(name: str) -> str:
@@ -27,7 +108,7 @@ def _snake_case(name: str) -> str:
 
 @trio.as_safe_channel
 async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
-                      ) -> AsyncIterator[SpeechEvent]:
+                      ) -> AsyncGenerator[SpeechEvent, None]:
     """Push ``audio`` into an STT stream while yielding its events (a safe channel: the
     pushing task lives in the channel's own nursery)."""
     async with stt.stream() as stream, trio.open_nursery() as nursery:
@@ -50,7 +131,9 @@ class Agent:
         id: Defaults to the snake_case class name (``"default_agent"`` for a plain Agent).
         chat_ctx: The conversation the agent starts with.
         tools: Extra tools; ``@function_tool`` methods of the class are always included.
-        stt, vad, llm, tts: Per-agent models; omitted means the session's, None disables.
+        stt, llm, tts: Per-agent models; omitted means the session's, None disables. The
+            agent's ``stt`` is used by its default ``stt_node``.
+        vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
@@ -58,18 +141,24 @@ class Agent:
     Raises:
         ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
             type or out of range, an unknown ``turn_detection``) or a negative delay.
+        ValueError: ``vad`` was given.
     """
 
     def __init__(self, *, instructions: str, id: str | None = None,
                  chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
-                 stt: STT | None = _NOT_GIVEN, vad: VAD | None = _NOT_GIVEN,
-                 llm: LLM | None = _NOT_GIVEN, tts: TTS | None = _NOT_GIVEN,
+                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:
         check_turn_handling(turn_handling)
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
+        if not isinstance(vad, NotGiven):
+            # LiveKit runs the agent's own VAD; here one recognition serves the whole session
+            raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
+                             "VAD serves every agent (give it to AgentSession)")
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id
@@ -83,7 +172,7 @@ class Agent:
             interruption["enabled"] = allow_interruptions
             self._turn_handling["interruption"] = interruption
         self._min_consecutive_speech_delay = min_consecutive_speech_delay
-        self._activity: Activity | None = None
+        self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -108,25 +197,25 @@ class Agent:
         return ReadOnlyChatContext(self._chat_ctx.items)
 
     @property
-    def session(self) -> AgentSession:
+    def session(self) -> SessionView:
         if self._activity is None:
             raise RuntimeError("the agent is not running in a session")
         return self._activity.session
 
     @property
-    def stt(self) -> Any:
+    def stt(self) -> STT | None | NotGiven:
         return self._stt
 
     @property
-    def vad(self) -> Any:
+    def vad(self) -> VAD | None | NotGiven:
         return self._vad
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM | RealtimeModel | None | NotGiven:
         return self._llm
 
     @property
-    def tts(self) -> Any:
+    def tts(self) -> TTS | None | NotGiven:
         return self._tts
 
     @property
@@ -135,20 +224,29 @@ class Agent:
 
     # -- updates ------------------------------------------------------------------------------
     async def update_instructions(self, instructions: str) -> None:
-        """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running)."""
+        """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running).
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         self._instructions = instructions
         if self._activity is not None:
             self._activity.on_instructions_updated()
 
     async def update_tools(self, tools: list[FunctionTool]) -> None:
-        """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed)."""
+        """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed).
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         old = {t.name for t in self._tools}
         self._tools = list(tools)
         if self._activity is not None:
             self._activity.on_tools_updated(old)
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
-        """Replace the chat context; calls and outputs of unknown tools are dropped."""
+        """Replace the chat context; calls and outputs of unknown tools are dropped.
+
+        Cancellation: not a checkpoint; the update happens at once.
+        """
         names = {t.name for t in self._tools}
         items = [i for i in chat_ctx.items
                  if i.type not in ("function_call", "function_call_output")
@@ -159,22 +257,39 @@ class Agent:
 
     # -- hooks --------------------------------------------------------------------------------
     async def on_enter(self) -> None:
-        """Called when the agent becomes active (launched, not awaited, by the session)."""
+        """Called when the agent becomes active (launched, not awaited, by the session).
+
+        Cancellation: it runs in the agent's activity; a handoff waits for it to return (or
+        to await an AgentTask), and closing the session cancels it. An exception is logged.
+        """
 
     async def on_exit(self) -> None:
-        """Called when the agent stops being active (handoff or close)."""
+        """Called when the agent stops being active (handoff or close).
+
+        Cancellation: runs once per ``on_enter``, also when the session closes, then shielded
+        for at most the session's ``close_grace``; past the grace it is cancelled. An
+        exception is logged.
+        """
 
     async def on_user_turn_completed(self, turn_ctx: ChatContext,
                                      new_message: ChatMessage) -> None:
-        """Called when the user finished a turn, before the reply; raise StopResponse to skip."""
+        """Called when the user finished a turn, before the reply; raise StopResponse to skip.
+
+        Cancellation: the turn waits for it; closing the session cancels it, and the turn is
+        then not answered.
+        """
 
     # -- nodes --------------------------------------------------------------------------------
     async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],
                        model_settings: ModelSettings
                        ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
-        """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``)."""
+        """Run the LLM: yields chunks (``str``, ``ChatChunk`` or ``FlushSentinel``).
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed
+        (``aclose``) in the task that iterated it, and the LLM stream with it.
+        """
         llm = self._require_activity().llm
-        if llm is None:
+        if not isinstance(llm, LLM):  # None, or a realtime model (its steps have no llm_node)
             raise RuntimeError("no LLM is configured for this agent or session")
         async with llm.chat(chat_ctx=chat_ctx, tools=tools,
                             tool_choice=model_settings.tool_choice) as stream:
@@ -183,7 +298,11 @@ class Agent:
 
     async def tts_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                        ) -> AsyncIterator[rtc.AudioFrame]:
-        """Synthesize one segment of text into audio frames."""
+        """Synthesize one segment of text into audio frames.
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed in the
+        task that iterated it, and the TTS stream with it.
+        """
         tts = self._require_activity().tts
         if tts is None:
             raise RuntimeError("no TTS is configured for this agent or session")
@@ -198,8 +317,12 @@ class Agent:
         An override may transform the events and delegate with
         ``async for ev in super().stt_node(audio, model_settings): yield ev``. The session
         consumes the node in one task and closes it when recognition stops.
+
+        Cancellation: when recognition stops (the session closes), the node is closed and
+        the STT stream with it.
         """
-        stt = self._stt if self._stt is not _NOT_GIVEN else self._require_activity().session.stt
+        stt = (self._require_activity().session.stt if isinstance(self._stt, NotGiven)
+               else self._stt)
         if stt is None:
             raise RuntimeError("no STT is configured for this agent or session")
         async with _stt_events(stt, audio) as events:
@@ -208,11 +331,40 @@ class Agent:
 
     async def transcription_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                                  ) -> AsyncIterator[str]:
-        """Transform the text sent to the transcription output (passthrough by default)."""
+        """Transform the text sent to the transcription output (passthrough by default).
+
+        Cancellation: the forwarding is cancelled when the session's close grace ends; the
+        text it was transforming is then lost.
+        """
         async for chunk in text:
             yield chunk
 
-    def _require_activity(self) -> Activity:
+    @contextmanager
+    def running_in(self, activity: AgentActivity) -> Iterator[None]:
+        """The agent runs in ``activity`` for the duration of the block (used by the
+        activity; ``session``, the updates and the nodes reach it meanwhile)."""
+        self._activity = activity
+        try:
+            yield
+        finally:
+            self._activity = None
+
+    @property
+    def live_chat_ctx(self) -> ChatContext:
+        """The agent's own, mutable chat context (the runtime records the conversation into
+        it; ``chat_ctx`` is the read-only view for user code)."""
+        return self._chat_ctx
+
+    @live_chat_ctx.setter
+    def live_chat_ctx(self, ctx: ChatContext) -> None:
+        self._chat_ctx = ctx
+
+    @property
+    def min_consecutive_speech_delay(self) -> float | None:
+        """This agent's minimum gap between two speeches (None: the session's)."""
+        return self._min_consecutive_speech_delay
+
+    def _require_activity(self) -> AgentActivity:
         if self._activity is None:
             raise RuntimeError("the agent is not running in a session")
         return self._activity

@@ -16,18 +16,19 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import trio
 
 from ._errors import ToolError
-from .activity import Activity, current_inline
-from .agent import Agent
-from .chat import AgentHandoff
-
-if TYPE_CHECKING:
-    from .activity import InlineScope
-    from .session import AgentSession
+from .activity import Activity, InlineScope, current_inline
+from .agent import NOT_GIVEN, Agent, NotGiven
+from .chat import AgentHandoff, ChatContext
+from .hosts import ActivityHost
+from .models import LLM, STT, TTS, VAD
+from .realtime import RealtimeModel
+from .run_result import RunHold
+from .tools import FunctionTool
 
 T = TypeVar("T")
 
@@ -46,18 +47,32 @@ class AgentTask(Agent, Generic[T]):
     Args:
         preserve_function_call_history: Merge the task's tool calls into the parent's
             context too (by default only messages are merged).
-        **kwargs: As for ``Agent``.
+        id, chat_ctx, tools, stt, vad, llm, tts, turn_handling, allow_interruptions,
+            min_consecutive_speech_delay: As for ``Agent``.
     """
 
     def __init__(self, *, instructions: str, preserve_function_call_history: bool = False,
-                 **kwargs: Any) -> None:
-        super().__init__(instructions=instructions, **kwargs)
+                 id: str | None = None, chat_ctx: ChatContext | None = None,
+                 tools: list[FunctionTool] | None = None,
+                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | None | NotGiven = NOT_GIVEN,
+                 turn_handling: dict[str, Any] | None = None,
+                 allow_interruptions: bool | None = None,
+                 min_consecutive_speech_delay: float | None = None) -> None:
+        super().__init__(instructions=instructions, id=id, chat_ctx=chat_ctx, tools=tools,
+                         stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling,
+                         allow_interruptions=allow_interruptions,
+                         min_consecutive_speech_delay=min_consecutive_speech_delay)
         self.preserve_function_call_history = preserve_function_call_history
         self._phase = _TaskPhase.CREATED
         self._completed = trio.Event()
-        self._result: Any = None
+        self._result: T | None = None
         self._exception: BaseException | None = None
-        self._run_hold: tuple[Any, object] | None = None
+        self._session: ActivityHost[Activity] | None = None  # while awaited
+        # keeps the active run open across the return handoff (released once the parent
+        # resumed): taken by complete(), released by the awaiter
+        self._return_hold = RunHold()
         self._return_scope = trio.CancelScope()  # the wait for the task's activity to drain
 
     def done(self) -> bool:
@@ -76,13 +91,12 @@ class AgentTask(Agent, Generic[T]):
             self._exception = result
         else:
             self._result = result
-        activity = self._activity
-        run = activity.session._active_run if activity is not None else None
+        session = self._session if self._activity is not None else None
+        run = session.conversation.active_run if session is not None else None
         if run is not None:
-            # keep the run open across the return handoff (released once the parent resumed)
-            self._run_hold = (run, run._hold())
+            self._return_hold = run.hold()
             if not isinstance(result, BaseException):
-                run._set_final_output(result)
+                run.set_final_output(result)
         self._completed.set()
 
     def cancel(self) -> None:
@@ -104,108 +118,99 @@ class AgentTask(Agent, Generic[T]):
         if self._phase is not _TaskPhase.CREATED:
             raise RuntimeError(f"AgentTask {self.id} was already awaited")
         self._phase = _TaskPhase.RUNNING
-        parent: Activity = scope.activity
+        parent = scope.activity
         async with parent.inline_task_lock:
             handle = scope.speech_handle
             if handle is not None and handle.interrupted:
                 raise RuntimeError("the speech that awaited the AgentTask was interrupted")
-            if parent.session._closing:
+            if parent.session.closing:
                 raise ToolError("the activity that awaited the inline task is closing")
-            await _run_task(parent.session, self, parent, scope)
+            await self._run_inline(parent.session, parent, scope)
         if self._exception is not None:
             raise self._exception
-        return self._result
+        return self._result  # type: ignore[return-value]  # set with the phase: a T
 
+    async def _run_inline(self, session: ActivityHost[Activity], parent: Activity,
+                          scope: InlineScope) -> None:
+        self._session = session
+        handle = scope.speech_handle
+        run = session.conversation.active_run
+        hold = session.conversation.hold_run()
+        if run is not None and handle is not None:
+            run.unwatch(handle)  # the run may end while the task waits for the user
+        # on the session's stack from here: a close cancels it (ToolError for the awaiter),
+        # even while the parent is still pausing or the task's activity is still starting
+        with session.inline_tasks.enter(self):
+            with hold:
+                await parent.pause()
+                if not self.done():
+                    await self._run_child(session, parent, scope, hold)
+            known = {item.id for item in parent.agent.live_chat_ctx.items}
+            parent.agent.live_chat_ctx.merge(
+                self.live_chat_ctx,
+                exclude_function_calls=not self.preserve_function_call_history)
+            scope.gained.extend(i for i in parent.agent.live_chat_ctx.items
+                                if i.id not in known)
+            if session.closing:
+                pass  # the close cancels the parent next: nothing more may start there
+            elif session.current_agent is parent.agent:
+                parent.resume()
+            else:
+                # another agent took over while the task ran (update_agent): the parent does
+                # not come back; it ends (its on_exit runs) and this awaiter with it
+                logger.warning("the agent changed while %s ran; %s is closed instead of "
+                               "resumed", self.id, parent.agent.id)
+                parent.stop()
+        run = session.conversation.active_run
+        if run is not None and handle is not None:
+            run.watch(handle)
+        if run is not None and scope.hook == "on_enter":
+            parent.watch_on_enter(run)  # the rest of on_enter belongs to the run again
+        self._return_hold.release()
 
-async def _run_task(session: AgentSession, task: AgentTask[Any], parent: Activity,
-                    scope: InlineScope) -> None:
-    handle = scope.speech_handle
-    run = session._active_run
-    hold = run._hold() if run is not None else None
-    if run is not None and handle is not None:
-        run._unwatch(handle)  # the run may end while the task waits for the user
-    # on the session's stack from here: a close cancels it (ToolError for the awaiter), even
-    # while the parent is still pausing or the task's activity is still starting
-    with session.inline_tasks.enter(task):
+    async def _run_child(self, session: ActivityHost[Activity], parent: Activity,
+                         scope: InlineScope, hold: RunHold) -> None:
+        """Run the task's activity until the task completes; the session points at it
+        meanwhile. Releases the run's ``hold`` once the task has the floor."""
+        child = Activity(session, self)
+        took_floor = False
         try:
-            await parent.pause()
-            if not task.done():
-                await _run_child(session, task, parent, scope, run, hold)
-                hold = None
+            async with trio.open_nursery() as nursery:
+                await nursery.start(child.run)
+                session.switch_current(child, AgentHandoff(
+                    old_agent_id=parent.agent.id, new_agent_id=self.id),
+                    old_agent=parent.agent)
+                took_floor = True
+                child.enter()  # the run now watches the task's on_enter instead
+                if scope.hook == "on_enter":
+                    # the parent's on_enter is blocked on the task: the child carries on
+                    parent.enter_settled.set()
+                    parent.unwatch_on_enter()
+                    session.conversation.progressed()
+                hold.release()
+                nursery.start_soon(self._fail_if_replaced, child)
+                await self._completed.wait()
+                if not session.closing:
+                    # cancel() (the close unwinding) stops waiting for a graceful drain,
+                    # which a tool of the task that never returns would hold up
+                    with self._return_scope:
+                        await child.drain()
+                # drained (no-op), or closing / drain given up: cancel the task's speeches
+                # and tools; its on_exit still runs
+                child.stop()
         finally:
-            if run is not None and hold is not None:
-                run._release(hold)
-        known = {item.id for item in parent.agent._chat_ctx.items}
-        parent.agent._chat_ctx.merge(
-            task._chat_ctx, exclude_function_calls=not task.preserve_function_call_history)
-        scope.gained.extend(i for i in parent.agent._chat_ctx.items if i.id not in known)
-        if session._closing:
-            pass  # the close cancels the parent next: nothing more may start there
-        elif session.current_agent is parent.agent:
-            parent.resume()
-        else:
-            # another agent took over while the task ran (update_agent): the parent does not
-            # come back; it ends (its on_exit runs) and this awaiter with it
-            logger.warning("the agent changed while %s ran; %s is closed instead of resumed",
-                           task.id, parent.agent.id)
-            parent.stop()
-    run = session._active_run
-    if run is not None and handle is not None:
-        run._watch(handle)
-    if run is not None and scope.hook == "on_enter":
-        parent.watch_on_enter(run)  # the rest of on_enter belongs to the run again
-    if task._run_hold is not None:
-        held_run, token = task._run_hold
-        task._run_hold = None
-        held_run._release(token)
+            hold.release()
+            # update_agent() names the next agent at once: if it named another one while
+            # the task ran, the floor is not given back to the parent
+            if took_floor and session.current_agent is self:
+                session.switch_current(parent)
+                session.conversation.commit(
+                    AgentHandoff(old_agent_id=self.id, new_agent_id=parent.agent.id),
+                    old_agent=self, new_agent=parent.agent)
 
-
-async def _run_child(session: AgentSession, task: AgentTask[Any], parent: Activity,
-                     scope: InlineScope, run: Any, hold: object | None) -> None:
-    """Run the task's activity until the task completes; the session points at it meanwhile.
-    Releases the run's ``hold`` once the task has the floor."""
-    child = Activity(session, task)
-    took_floor = False
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(child.run)
-            session._switch_current(child, AgentHandoff(
-                old_agent_id=parent.agent.id, new_agent_id=task.id), old_agent=parent.agent)
-            took_floor = True
-            child.enter()  # the run now watches the task's on_enter instead
-            if scope.hook == "on_enter":
-                # the parent's on_enter is blocked on the task: the child carries on for it
-                parent.enter_settled.set()
-                parent.unwatch_on_enter()
-                session._activity_progressed()
-            if run is not None and hold is not None:
-                run._release(hold)
-                hold = None
-            nursery.start_soon(_fail_if_replaced, task, child)
-            await task._completed.wait()
-            if not session._closing:
-                # cancel() (the close unwinding) stops waiting for a graceful drain, which a
-                # tool of the task that never returns would hold up
-                with task._return_scope:
-                    await child.drain()
-            # drained (no-op), or closing / drain given up: cancel the task's speeches and
-            # tools; its on_exit still runs
-            child.stop()
-    finally:
-        if run is not None and hold is not None:
-            run._release(hold)
-        # update_agent() names the next agent at once: if it named another one while the
-        # task ran, the floor is not given back to the parent
-        if took_floor and session.current_agent is task:
-            session._switch_current(parent)
-            session._commit_handoff(
-                AgentHandoff(old_agent_id=task.id, new_agent_id=parent.agent.id),
-                old_agent=task, new_agent=parent.agent)
-
-
-async def _fail_if_replaced(task: AgentTask[Any], child: Activity) -> None:
-    """The task's activity ended without completing it (a handoff replaced it): the awaiter
-    gets an error instead of waiting for ever."""
-    await child.wait_stopped()
-    if not task.done():
-        task.complete(ToolError(f"AgentTask {task.id} ended: another agent took over"))
+    async def _fail_if_replaced(self, child: Activity) -> None:
+        """The task's activity ended without completing it (a handoff replaced it): the
+        awaiter gets an error instead of waiting for ever."""
+        await child.wait_stopped()
+        if not self.done():
+            self.complete(ToolError(f"AgentTask {self.id} ended: another agent took over"))

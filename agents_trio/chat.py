@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal, NoReturn, Union
 
 import msgspec
 
@@ -241,7 +241,7 @@ class ChatContext:
 class ReadOnlyChatContext(ChatContext):
     """A view of an agent's chat context; mutating it raises RuntimeError."""
 
-    def _refuse(self, *_: Any, **__: Any) -> Any:
+    def _refuse(self, *_: object, **__: object) -> NoReturn:
         raise RuntimeError("the agent's chat_ctx is read-only; use agent.update_chat_ctx()")
 
-    insert = append = add_message = upsert = merge = _refuse  # type: ignore[assignment]
+    insert = append = add_message = upsert = merge = _refuse

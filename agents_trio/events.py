@@ -15,6 +15,7 @@ from .chat import ChatMessage, AgentHandoff, FunctionCall, FunctionCallOutput
 
 AgentState = Literal["initializing", "idle", "listening", "thinking", "speaking"]
 UserState = Literal["listening", "speaking", "away"]
+SpeechSource = Literal["say", "generate_reply", "tool_response"]
 CloseReason = Literal["error", "job_shutdown", "participant_disconnected", "user_initiated",
                       "task_completed"]
 
@@ -123,7 +124,7 @@ class MetricsCollectedEvent(_Event):
 class SpeechCreatedEvent(_Event):
     speech_handle: Any
     user_initiated: bool = True
-    source: Literal["say", "generate_reply", "tool_response"] = "generate_reply"
+    source: SpeechSource = "generate_reply"
     type: Literal["speech_created"] = "speech_created"
 
 

@@ -8,25 +8,27 @@ outside that scope: interrupting a speech never cancels its running tools.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, AsyncIterator
+
+from typing import Any, Protocol
 
 import msgspec
 import trio
 from livekit import rtc
 
-from . import text_transforms
+from .text_transforms import TextTransform, apply, played_prefix
+from ._iterators import aclosing
+from .agent import Agent
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
-from .io.audio import AudioOutputStalled, capture_frames
+from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
-from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings
+from .events import LLMMetrics, TTSMetrics
+from .hosts import ActivityHost
+from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
-from .tools import ToolOutcome
-
-if TYPE_CHECKING:
-    from .activity import Activity
+from .tools import FunctionTool, ToolOutcome
 
 
 class Segment:
@@ -64,17 +66,17 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     """Inputs of a pipeline reply step."""
 
     chat_ctx: ChatContext
-    tools: list[Any]
-    tool_choice: Any = None
+    tools: list[FunctionTool]
+    tool_choice: ToolChoice | None = None
     instructions: str | None = None
     in_on_enter: bool = False
-    say_text: Any = None
+    say_text: str | AsyncIterable[str] | None = None
     add_to_chat_ctx: bool = True
     generation: Any = None  # a realtime response the server started
     sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
 
 
-def _chunk_parts(chunk: Any) -> tuple[str | None, list[FunctionToolCall]]:
+def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
     if isinstance(chunk, str):
         return chunk, []
     if isinstance(chunk, ChatChunk):
@@ -103,7 +105,7 @@ async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
         yield burst
 
 
-async def _text_source(text: Any) -> AsyncIterator[str]:
+async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
     if isinstance(text, str):
         yield text
     else:
@@ -111,10 +113,48 @@ async def _text_source(text: Any) -> AsyncIterator[str]:
             yield chunk
 
 
+class GenerationHost(Protocol):
+    """What a generation step needs from the activity it runs for."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def tts(self) -> object: ...
+
+    @property
+    def audio_output_enabled(self) -> bool: ...
+
+    def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
+                           source: object) -> None: ...
+
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float
+                    ) -> LLMMetrics: ...
+
+    def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
+                    audio_duration: float, characters: int) -> TTSMetrics: ...
+
+    def on_text_playback_started(self, handle: SpeechHandle) -> None: ...
+
+    def forward_transcription_nowait(self, text: str) -> None: ...
+
+    def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
+                      tools: list[FunctionTool], tool_nursery: trio.Nursery) -> None: ...
+
+
 class Generation:
     """Runs one pipeline step for ``handle`` on ``activity``."""
 
-    def __init__(self, activity: Activity, handle: SpeechHandle, request: ReplyRequest,
+    def __init__(self, activity: GenerationHost, handle: SpeechHandle, request: ReplyRequest,
                  step: StepState) -> None:
         self.activity = activity
         self.handle = handle
@@ -123,7 +163,12 @@ class Generation:
         self.settings = ModelSettings(tool_choice=request.tool_choice)
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
-        """Generate, wait for the scheduler, play; tools start in ``tool_nursery``."""
+        """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.
+
+        Cancellation: cancelled through the speech's step scope (an interruption or the
+        close); what was played is recorded in the step, the output is cleared, and the tools
+        already started keep running in ``tool_nursery``.
+        """
         activity, handle = self.activity, self.handle
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
@@ -133,11 +178,11 @@ class Generation:
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
             if audio and activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle._wait_scheduled()
+            await handle.wait_scheduled()
             self._flush_metrics()
             if audio and not activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle._wait_authorized()
+            await handle.wait_authorized()
             self.step.authorized_at = trio.current_time()
             nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
             if audio:
@@ -239,15 +284,16 @@ class Generation:
 
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
-                           transforms: list[text_transforms.TextTransform]) -> AsyncIterator[str]:
+                           transforms: list[TextTransform]) -> AsyncIterator[str]:
         async for text in recv:
-            out = text_transforms.apply(transforms, text)
+            out = apply(transforms, text)
             if out:
                 yield out
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         output = self.activity.session.output.audio
+        assert output is not None  # played only with an audio output
         timeout = self.activity.session.audio_write_timeout
         async for segment in played_recv:
             assert segment.frames is not None
@@ -276,7 +322,7 @@ class Generation:
                 self.activity.report_model_error(self.handle, e, source=output)
                 return
 
-    def _clear_output(self, output: Any, segment: Segment) -> None:
+    def _clear_output(self, output: AudioOutput, segment: Segment) -> None:
         ev = output.clear_buffer()
         self.step.heard_seconds = ev.playback_position if ev else 0.0
         self._record_played(segment, self.step.heard_seconds)
@@ -297,7 +343,7 @@ class Generation:
         if position >= segment.audio_duration:
             text = segment.text
         else:
-            text = text_transforms.played_prefix(segment.text, position, segment.audio_duration)
+            text = played_prefix(segment.text, position, segment.audio_duration)
         self.step.played_text += text
         self.activity.forward_transcription_nowait(text)
 

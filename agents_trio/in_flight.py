@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Protocol
 
 import trio
 
@@ -24,20 +24,26 @@ class RunningTools:
     its own tools run, the close asks it which tools hold it up)."""
 
     def __init__(self) -> None:
-        self._calls: dict[int, tuple[FunctionCall, Any]] = {}
+        self._calls: dict[int, tuple[FunctionCall, object]] = {}
 
-    def add(self, call: FunctionCall, owner: Any) -> None:
+    def add(self, call: FunctionCall, owner: object) -> None:
         self._calls[id(call)] = (call, owner)
 
     def discard(self, call: FunctionCall) -> None:
         self._calls.pop(id(call), None)
 
-    def owned_by(self, owner: Any) -> bool:
+    def owned_by(self, owner: object) -> bool:
         """Whether a call of ``owner`` is running."""
         return any(o is owner for _, o in self._calls.values())
 
     def names(self) -> list[str]:
         return [call.name for call, _ in self._calls.values()]
+
+
+class Cancellable(Protocol):
+    """An AgentTask as the stack sees it."""
+
+    def cancel(self) -> None: ...
 
 
 class InlineTaskStack:
@@ -49,11 +55,11 @@ class InlineTaskStack:
     """
 
     def __init__(self) -> None:
-        self._tasks: list[Any] = []
+        self._tasks: list[Cancellable] = []
         self._changed = trio.lowlevel.ParkingLot()
 
     @contextmanager
-    def enter(self, task: Any) -> Iterator[None]:
+    def enter(self, task: Cancellable) -> Iterator[None]:
         self._tasks.append(task)
         try:
             yield

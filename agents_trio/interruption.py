@@ -10,17 +10,38 @@ real interruption replaces or cancels it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import msgspec
 import trio
 
-from .events import AgentFalseInterruptionEvent
+from .agent_state import AgentStateRules
+from .events import AgentFalseInterruptionEvent, AgentState
+from .hosts import ActivityHost
+from .io.audio import AudioOutput
 from .nurseries import LatestSlot
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class InterruptionHost(Protocol):
+    """What the interruption logic needs from its activity."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def server_turn_detection(self) -> bool: ...
+
+    @property
+    def agent_state(self) -> AgentStateRules: ...
 
 
 def words(text: str) -> list[str]:
@@ -32,14 +53,14 @@ class _Pause(msgspec.Struct, kw_only=True):
     """The audio output is paused for ``speech`` (a possible false interruption)."""
 
     speech: SpeechHandle
-    saved_state: str | None = None      # None while only pre-paused (§4.3)
+    saved_state: AgentState | None = None  # None while only pre-paused (§4.3)
     resume_after: float = 0.0           # from the user's end of speech; 0 for a pre-pause
 
 
 class AudioInterruption:
     """Decides what the user's voice does to the activity's current speech."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: InterruptionHost) -> None:
         self._activity = activity
         self._pause: _Pause | None = None
         self._resume_slot: LatestSlot | None = None
@@ -48,8 +69,15 @@ class AudioInterruption:
         self._resume_slot = LatestSlot(nursery)
 
     @property
-    def _session(self):  # noqa: ANN202 - the activity's session
+    def _session(self) -> ActivityHost[Any]:
         return self._activity.session
+
+    @property
+    def _paused_output(self) -> AudioOutput:
+        """The output a pause acts on: there is one (``can_pause`` checked it)."""
+        output = self._session.output.audio
+        assert output is not None
+        return output
 
     def can_pause(self) -> bool:
         opts = self._activity.options.interruption
@@ -61,12 +89,12 @@ class AudioInterruption:
         self._cancel_resume()
         current = self._activity.current_speech
         # §4.3: the user started speaking before the reply played: hold its first frame
-        if (self._session.agent_state == "thinking" and self._pause is None
+        if (self._activity.agent_state.value == "thinking" and self._pause is None
                 and current is not None and current.allow_interruptions
                 and not current.interrupted and self._activity.options.interruption.enabled
                 and self.can_pause()):
             self._pause = _Pause(speech=current, resume_after=0.0)
-            self._session.output.audio.pause()
+            self._paused_output.pause()
 
     def on_vad_inference(self, speech_duration: float) -> None:
         if speech_duration >= self._activity.options.interruption.min_duration:
@@ -93,7 +121,7 @@ class AudioInterruption:
                 or not opts.enabled or self._activity.server_turn_detection
                 or self._session.aec_warmup_active):
             return
-        recognition = self._session._recognition
+        recognition = self._session.recognition
         if (opts.min_words > 0 and recognition is not None and self._session.stt is not None
                 and len(words(recognition.current_transcript)) < opts.min_words):
             return
@@ -105,10 +133,11 @@ class AudioInterruption:
             if self._pause.saved_state is not None:
                 return
         else:
-            self._session.output.audio.pause()
-        self._pause = _Pause(speech=speech, saved_state=self._session.agent_state,
+            self._paused_output.pause()
+        agent_state = self._activity.agent_state
+        self._pause = _Pause(speech=speech, saved_state=agent_state.value,
                              resume_after=opts.false_interruption_timeout or 0.0)
-        self._session._update_agent_state("listening")
+        agent_state.on_false_interruption_paused()
 
     def release(self, handle: SpeechHandle) -> None:
         """``handle`` finished its generation step or was interrupted: undo its pause."""
@@ -116,7 +145,7 @@ class AudioInterruption:
         if pause is not None and pause.speech is handle:
             self._pause = None
             self._cancel_resume()
-            self._session.output.audio.resume()
+            self._paused_output.resume()
 
     def _cancel_resume(self) -> None:
         if self._resume_slot is not None:
@@ -128,12 +157,12 @@ class AudioInterruption:
         if pause is None:
             return
         if pause.speech.done() or pause.speech is not self._activity.current_speech:
-            self._session.output.audio.resume()  # the pause outlived its speech: undo it
-            self._session._emit("agent_false_interruption",
-                                AgentFalseInterruptionEvent(resumed=False))
+            self._paused_output.resume()  # the pause outlived its speech: undo it
+            self._session.conversation.emit("agent_false_interruption",
+                                            AgentFalseInterruptionEvent(resumed=False))
             return
         if pause.saved_state is not None:  # a pre-pause never changed the state
-            self._session._update_agent_state(pause.saved_state)
-        self._session.output.audio.resume()
-        self._session._emit("agent_false_interruption",
-                            AgentFalseInterruptionEvent(resumed=True))
+            self._activity.agent_state.on_false_interruption_resumed(pause.saved_state)
+        self._paused_output.resume()
+        self._session.conversation.emit("agent_false_interruption",
+                                        AgentFalseInterruptionEvent(resumed=True))

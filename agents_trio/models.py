@@ -149,6 +149,9 @@ class TurnDetector(Protocol):
     ``turn_handling={"turn_detection": detector}``. When its end-of-turn probability for the
     conversation so far is below ``unlikely_threshold``, the turn waits for
     ``endpointing.max_delay`` instead of ``min_delay``. Its methods are Trio async functions.
+
+    Cancellation: a prediction is cancelled when the user speaks again or the session closes;
+    the methods must be safe to cancel at any checkpoint.
     """
 
     async def unlikely_threshold(self, language: str | None) -> float | None: ...

@@ -29,7 +29,10 @@ class InterruptionOptions(msgspec.Struct, kw_only=True, frozen=True):
     min_words: Annotated[int, msgspec.Meta(ge=0)] = 0
     resume_false_interruption: bool = True
     false_interruption_timeout: NonNegative | None = 2.0
-    discard_audio_if_uninterruptible: bool = True
+    # LiveKit's default is True (the STT hears silence while an uninterruptible speech
+    # plays); agents_trio always passes the user's audio on, which is False. True is
+    # rejected when given (see ``_section``) rather than accepted and ignored.
+    discard_audio_if_uninterruptible: bool = False
 
 
 class PreemptiveOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -70,7 +73,7 @@ def _unknown(names: set[str], prefix: str) -> ValueError:
     return ValueError(f"unknown turn_handling key(s): {full}")
 
 
-def check_turn_detection(value: Any) -> None:
+def check_turn_detection(value: object) -> None:
     """Accept a known mode, None, or a turn detector (an object with LiveKit's end-of-turn
     protocol: ``predict_end_of_turn``, ``unlikely_threshold``, ``supports_language``).
 
@@ -90,7 +93,7 @@ def check_turn_detection(value: Any) -> None:
                         f"supports_language methods); got {value!r}")
 
 
-def _section(name: str, value: Any) -> dict[str, Any]:
+def _section(name: str, value: object) -> dict[str, Any]:
     """One section's keys, checked for names, types and ranges."""
     if isinstance(value, msgspec.Struct):
         value = msgspec.structs.asdict(value)
@@ -105,6 +108,10 @@ def _section(name: str, value: Any) -> dict[str, Any]:
     except msgspec.ValidationError as e:
         raise ValueError(f"turn_handling.{name}: {e}") from None
     given = {key: getattr(checked, key) for key in value}
+    if name == "interruption" and given.get("discard_audio_if_uninterruptible"):
+        raise ValueError("turn_handling.interruption.discard_audio_if_uninterruptible=True is "
+                         "not supported by agents_trio: the STT always hears the user's audio "
+                         "(give False, or leave it out)")
     # only within one layer: an agent may lower max_delay below the default min_delay
     if name == "endpointing" and {"min_delay", "max_delay"} <= set(given) \
             and given["max_delay"] < given["min_delay"]:
@@ -151,11 +158,13 @@ def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
                 sections[key].update(_section(key, value))
     return TurnHandling(
         turn_detection=merged.get("turn_detection"),
-        **{name: cls(**sections[name]) for name, cls in _SECTIONS.items()},
+        endpointing=EndpointingOptions(**sections["endpointing"]),
+        interruption=InterruptionOptions(**sections["interruption"]),
+        preemptive_generation=PreemptiveOptions(**sections["preemptive_generation"]),
     )
 
 
-def check_non_negative(name: str, value: Any, *, allow_none: bool = False,
+def check_non_negative(name: str, value: object, *, allow_none: bool = False,
                        positive: bool = False) -> None:
     """Raise ``ValueError`` naming the option unless ``value`` is a number ≥ 0 (> 0 when
     ``positive``), or None when ``allow_none``."""

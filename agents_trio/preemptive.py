@@ -8,16 +8,53 @@ starting cancels it, so no LLM request can hold a function call without its outp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import msgspec
 
+from .agent import Agent
 from .chat import ChatContext, ChatMessage
+from .hosts import ActivityHost
 from .interruption import words
+from .models import ToolChoice
+from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class PreemptiveHost(Protocol):
+    """What preemptive generation needs from its activity."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def llm(self) -> object: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def accepts_turns(self) -> bool: ...
+
+    @property
+    def tools_running(self) -> bool: ...
+
+    def tool_names(self) -> list[str]: ...
+
+    def generate_reply(self, *, user_message: ChatMessage | None = None,
+                       chat_ctx: ChatContext | None = None, instructions: str | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
+                       schedule: bool = True) -> SpeechHandle: ...
 
 
 class _Attempt(msgspec.Struct, kw_only=True):
@@ -29,20 +66,32 @@ class _Attempt(msgspec.Struct, kw_only=True):
 
 
 class PreemptiveGeneration:
-    """At most one preemptive reply per activity."""
+    """The latest preemptive reply of an activity (at most one).
 
-    def __init__(self, activity: Activity) -> None:
+    Latest wins: a new final transcript replaces the attempt, and so do the events that make
+    it stale — a tool starting, a drain, an interruption (``discard``). A user turn owns the
+    attempt while it is handled (``turn()``): it takes it as its reply when it is still
+    valid, and a turn that ends without a reply discards it.
+    """
+
+    def __init__(self, activity: PreemptiveHost) -> None:
         self._activity = activity
         self._attempt: _Attempt | None = None
         self._attempts = 0
+
+    def _replace(self, attempt: _Attempt | None) -> _Attempt | None:
+        """Put ``attempt`` in the slot; the one it replaces is returned (not interrupted)."""
+        old, self._attempt = self._attempt, attempt
+        return old
 
     def reset_attempts(self) -> None:
         self._attempts = 0
 
     def start(self) -> None:
+        """Start a preemptive reply for the transcript so far, replacing the previous one."""
         activity = self._activity
         opts = activity.options.preemptive_generation
-        recognition = activity.session._recognition
+        recognition = activity.session.recognition
         current = activity.current_speech
         if (not opts.enabled or not activity.accepts_turns or activity.llm is None
                 or recognition is None or (current is not None and not current.interrupted)
@@ -51,18 +100,26 @@ class PreemptiveGeneration:
                 or self._attempts >= opts.max_retries):
             return
         transcript = recognition.transcript
-        self.cancel()
+        self.discard()  # before the new reply exists: its events come after the old one ends
         self._attempts += 1
         message = ChatMessage(role="user", content=[transcript])
-        snapshot = activity.agent._chat_ctx.copy()
+        snapshot = activity.agent.live_chat_ctx.copy()
         handle = activity.generate_reply(user_message=message, chat_ctx=snapshot,
                                          schedule=False)
-        self._attempt = _Attempt(handle=handle, user_message=message, transcript=transcript,
-                                 snapshot=snapshot, tool_names=activity.tool_names())
+        self._replace(_Attempt(handle=handle, user_message=message, transcript=transcript,
+                               snapshot=snapshot, tool_names=activity.tool_names()))
 
-    def take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
-        """The preemptive reply, if it is still valid for this turn; else cancel it."""
-        attempt, self._attempt = self._attempt, None
+    @contextmanager
+    def turn(self) -> Iterator[PreemptiveTurn]:
+        """Handle a user turn: ``take`` gives its reply; leaving the block without taking
+        discards the attempt (the turn is not answered)."""
+        turn = PreemptiveTurn(self._take)
+        yield turn
+        if not turn.taken:
+            self.discard()
+
+    def _take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+        attempt = self._replace(None)
         if attempt is None:
             return None
         valid = (not attempt.handle.done() and not attempt.handle.interrupted
@@ -76,7 +133,23 @@ class PreemptiveGeneration:
         attempt.user_message.content = [transcript]
         return attempt.handle
 
-    def cancel(self) -> None:
-        attempt, self._attempt = self._attempt, None
+    def discard(self) -> None:
+        """The attempt is stale (a tool started, the agent drains or is interrupted, a turn
+        went unanswered): interrupt it."""
+        attempt = self._replace(None)
         if attempt is not None:
             attempt.handle.interrupt(force=True)
+
+
+class PreemptiveTurn:
+    """A user turn's claim on the preemptive reply (see ``PreemptiveGeneration.turn``)."""
+
+    def __init__(self, take: Callable[[str, ChatContext], SpeechHandle | None]) -> None:
+        self._take = take
+        self.taken = False
+
+    def take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+        """The preemptive reply, if it is still valid for this turn (else it is discarded
+        and None returned)."""
+        self.taken = True
+        return self._take(transcript, turn_ctx)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, Protocol, Union, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, Union, runtime_checkable
 
 import msgspec
 import trio
@@ -22,6 +22,7 @@ from livekit import rtc
 
 from ._errors import AgentsTrioError, APIError
 from .chat import ChatContext, FunctionCall
+from .models import ToolChoice
 
 
 DEFAULT_RESPONSE_STALL_TIMEOUT = 15.0
@@ -130,7 +131,11 @@ RealtimeEvent = Union[GenerationCreatedEvent, InputSpeechStartedEvent, InputSpee
 
 
 class RealtimeSession(Protocol):
-    """One connection to a realtime model (see the module docstring)."""
+    """One connection to a realtime model (see the module docstring).
+
+    Cancellation: the async methods are cancelled when the activity pauses, hands over or
+    closes (the link then closes the session); they must be safe to cancel at any checkpoint.
+    """
 
     def events(self) -> AsyncIterator[RealtimeEvent]: ...
     async def update_instructions(self, instructions: str) -> None: ...
@@ -140,7 +145,7 @@ class RealtimeSession(Protocol):
     def commit_audio(self) -> None: ...
     def clear_audio(self) -> None: ...
     async def generate_reply(self, *, instructions: str | None = None,
-                             tool_choice: Any = None) -> GenerationCreatedEvent: ...
+                             tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent: ...
     def interrupt(self) -> None: ...
     def truncate(self, *, message_id: str, audio_end_ms: int,
                  audio_transcript: str | None = None) -> None: ...
@@ -162,7 +167,8 @@ class RealtimeModel(Protocol):
     def session(self) -> AbstractAsyncContextManager[RealtimeSession]: ...
 
 
-def is_realtime_model(model: Any) -> bool:
+def is_realtime_model(model: object) -> TypeGuard[RealtimeModel]:
+    """A realtime model (a ``session()`` with ``capabilities``), not a pipeline LLM."""
     return model is not None and hasattr(model, "capabilities") and hasattr(model, "session") \
         and not hasattr(model, "chat")
 

@@ -17,31 +17,47 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 from livekit import rtc
 
-from .generation import Generation, Segment
+from .generation import Generation, GenerationHost, Segment
 from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
+    from .chat import FunctionCall
     from .realtime import GenerationCreatedEvent, MessageGeneration
+    from .realtime_link import RealtimeLink
     from .realtime_response import RealtimeResponse
 
 logger = logging.getLogger("agents_trio")
 
 
+class RealtimeGenerationHost(GenerationHost, Protocol):
+    """What a realtime step needs from its activity: a generation host with a live link."""
+
+    @property
+    def realtime(self) -> RealtimeLink | None: ...
+
+
 class RealtimeGeneration(Generation):
     """Runs one realtime step for ``handle`` on ``activity``."""
 
+    activity: RealtimeGenerationHost
+
     async def run(self, tool_nursery: trio.Nursery) -> None:
+        """Ask for (or take) the response, wait for the scheduler, play it.
+
+        Cancellation: as ``Generation.run``; the server is also told to stop the response
+        and the message is truncated at what the user heard.
+        """
         activity, handle = self.activity, self.handle
-        await handle._wait_scheduled()
+        await handle.wait_scheduled()
         link = activity.realtime
         assert link is not None
         link.end_responses("a newer turn was scheduled")
-        await handle._wait_authorized()
+        await handle.wait_authorized()
         self.step.authorized_at = trio.current_time()
         try:
             generation = await self._generation()
@@ -65,14 +81,15 @@ class RealtimeGeneration(Generation):
 
     async def _generation(self) -> GenerationCreatedEvent:
         if self.request.generation is not None:
-            return self.request.generation
+            generation: GenerationCreatedEvent = self.request.generation
+            return generation
         link = self.activity.realtime
         assert link is not None
         call = link.call
         if self.request.say_text is not None:
             return await call(lambda rt: rt.say(self.request.say_text))
         if self.request.sync_chat_ctx:
-            ctx = self.activity.agent._chat_ctx.copy(exclude_instructions=True)
+            ctx = self.activity.agent.live_chat_ctx.copy(exclude_instructions=True)
             try:
                 await call(lambda rt: rt.update_chat_ctx(ctx))
             except RealtimeUnavailable:
@@ -86,7 +103,7 @@ class RealtimeGeneration(Generation):
         """Interrupted: stop the response and cut the message at what the user heard."""
         link = self.activity.realtime
         rt = link.session if link is not None else None
-        if rt is None:
+        if link is None or rt is None:
             return
         rt.interrupt()
         if self.step.current_message_id is not None and link.capabilities.message_truncation:
@@ -113,7 +130,8 @@ class RealtimeGeneration(Generation):
             self.activity.report_model_error(self.handle, response.stall_error,
                                              source=self.activity.llm)
 
-    async def _messages(self, messages: Any, played_send: trio.MemorySendChannel[Segment],
+    async def _messages(self, messages: trio.MemoryReceiveChannel[MessageGeneration],
+                        played_send: trio.MemorySendChannel[Segment],
                         response: RealtimeResponse) -> None:
         async with trio.open_nursery() as nursery:
             async for message in messages:
@@ -160,7 +178,8 @@ class RealtimeGeneration(Generation):
             self.step.played_text += segment.text
             self.activity.forward_transcription_nowait(segment.text)
 
-    async def _dispatch_functions(self, calls: Any, tool_nursery: trio.Nursery,
+    async def _dispatch_functions(self, calls: trio.MemoryReceiveChannel[FunctionCall],
+                                  tool_nursery: trio.Nursery,
                                   response: RealtimeResponse) -> None:
         async for call in calls:
             response.progress()

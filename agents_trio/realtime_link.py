@@ -17,20 +17,66 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import trio
+from livekit import rtc
 
-from .chat import ChatContext, ChatMessage
+from .agent import Agent
+from .chat import ChatContext, ChatItem, ChatMessage
 from .events import ErrorEvent, UserInputTranscribedEvent
 from .generation import ReplyRequest
+from .hosts import ActivityHost
+from .options import TurnHandling
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
-                       RealtimeUnavailable)
+                       RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
 from .speech_handle import SpeechHandle
+from .tools import FunctionTool
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class RealtimeHost(Protocol):
+    """What a realtime link needs from its activity."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def accepts_turns(self) -> bool: ...
+
+    @property
+    def allow_interruptions(self) -> bool: ...
+
+    @property
+    def scheduling_open(self) -> trio.Event:
+        """Set while the activity's scheduler runs (replaced by each pause)."""
+        ...
+
+    @property
+    def scheduling_closed(self) -> trio.Event:
+        """Set while the activity is paused (replaced by each resume)."""
+        ...
+
+    def tools(self) -> list[FunctionTool]: ...
+
+    def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
+
+    def start_speech(self, handle: SpeechHandle, request: ReplyRequest, *,
+                     user_initiated: bool = True) -> None: ...
+
+    def schedule(self, handle: SpeechHandle, *, force: bool = False) -> None: ...
+
+    def start_soon(self, async_fn: Callable[[], Awaitable[object]]) -> None: ...
 
 logger = logging.getLogger("agents_trio")
 T = TypeVar("T")
@@ -44,7 +90,7 @@ async def _cancel_when(event: trio.Event, nursery: trio.Nursery) -> None:
 class RealtimeLink:
     """The realtime session of one activity (see the module docstring)."""
 
-    def __init__(self, activity: Activity, model: Any) -> None:
+    def __init__(self, activity: RealtimeHost, model: RealtimeModel) -> None:
         self._activity = activity
         self.model = model
         self.session: Any = None  # the live session, set only while it is open and unpaused
@@ -111,15 +157,18 @@ class RealtimeLink:
         self._ended.set()
 
     async def suspend(self) -> None:
-        """The activity paused: detach now and return once the session is closed."""
+        """The activity paused: detach now and return once the session is closed.
+
+        Cancellation: the link stays detached; the session closes on its own.
+        """
         self._detach()
         await self._closed.wait()
 
-    async def _sync(self, rt: Any) -> None:
+    async def _sync(self, rt: RealtimeSession) -> None:
         agent = self._activity.agent
         await rt.update_instructions(agent.instructions)
-        await rt.update_tools(self._activity._tools())
-        await rt.update_chat_ctx(agent._chat_ctx.copy(exclude_instructions=True))
+        await rt.update_tools(self._activity.tools())
+        await rt.update_chat_ctx(agent.live_chat_ctx.copy(exclude_instructions=True))
 
     # -- calls ---------------------------------------------------------------------------------
     async def call(self, call: Callable[[Any], Awaitable[T]]) -> T:
@@ -141,14 +190,18 @@ class RealtimeLink:
             raise RealtimeUnavailable("the realtime session closed during the call")
         return result[0]
 
-    def push_audio(self, frame: Any) -> None:
+    def push_audio(self, frame: rtc.AudioFrame) -> None:
         rt = self.session
         if rt is not None:
             rt.push_audio(frame)
 
     async def push_tool_outputs(self) -> None:
-        """Tool outputs go to this activity's own live session, never another one."""
-        ctx = self._activity.agent._chat_ctx.copy(exclude_instructions=True)
+        """Tool outputs go to this activity's own live session, never another one.
+
+        Cancellation: the outputs may not have reached the server; the next sync sends the
+        whole context again.
+        """
+        ctx = self._activity.agent.live_chat_ctx.copy(exclude_instructions=True)
         try:
             await self.call(lambda rt: rt.update_chat_ctx(ctx))
         except RealtimeUnavailable:
@@ -181,43 +234,42 @@ class RealtimeLink:
             response.end(reason)
 
     # -- server events -------------------------------------------------------------------------
-    async def _consume_events(self, rt: Any) -> None:
+    async def _consume_events(self, rt: RealtimeSession) -> None:
         async for ev in rt.events():
             self._on_event(ev)
 
-    def _on_event(self, ev: Any) -> None:
+    def _on_event(self, ev: RealtimeEvent) -> None:
         activity = self._activity
         session = activity.session
         now = trio.current_time()
         if ev.type == "input_speech_started":
-            session._update_user_state("speaking", now)
+            session.conversation.set_user_state("speaking", now)
             current = activity.current_speech
             if (self.server_turn_detection and current is not None
                     and current.allow_interruptions and not current.interrupted):
                 current.interrupt()
         elif ev.type == "input_speech_stopped":
-            session._update_user_state("listening", now)
+            session.conversation.set_user_state("listening", now)
         elif ev.type == "input_audio_transcription_completed":
-            session._emit("user_input_transcribed", UserInputTranscribedEvent(
+            session.conversation.emit("user_input_transcribed", UserInputTranscribedEvent(
                 transcript=ev.transcript, is_final=ev.is_final, item_id=ev.item_id))
             if ev.is_final and ev.transcript:
-                activity._commit_item(ChatMessage(
+                activity.commit_item(ChatMessage(
                     role="user", content=[ev.transcript], id=ev.item_id,
                     created_at=now if ev.turn_started_at is None else ev.turn_started_at))
         elif ev.type == "generation_created":
             if not activity.accepts_turns or not activity.scheduling_open.is_set():
                 return  # ignored while paused or draining (reference 7.4)
             handle = SpeechHandle(allow_interruptions=activity.allow_interruptions)
-            activity._start_speech(handle, ReplyRequest(
-                chat_ctx=ChatContext(), tools=activity._tools(), generation=ev),
+            activity.start_speech(handle, ReplyRequest(
+                chat_ctx=ChatContext(), tools=activity.tools(), generation=ev),
                 user_initiated=False)
-            activity._schedule(handle)
+            activity.schedule(handle)
         elif ev.type == "session_reconnected":
             self.end_responses("the realtime session reconnected")
-            if activity._nursery is not None:
-                activity._nursery.start_soon(self._resync)
+            activity.start_soon(self._resync)
         elif ev.type == "error":
             if ev.recoverable:
-                session._emit("error", ErrorEvent(error=ev.error, source=self.model))
+                session.conversation.emit("error", ErrorEvent(error=ev.error, source=self.model))
             else:
-                session._report_error(ev.error, self.model)
+                session.conversation.report_error(ev.error, self.model)

@@ -17,16 +17,18 @@ import enum
 import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import msgspec
 import trio
+from livekit import rtc
 
+from ._iterators import aclosing
 from .chat import ChatContext
 from .io.audio import silence_frame
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
-                     VADEventType)
+                     TurnDetector, VADEventType)
 from .nurseries import LatestSlot
 from .options import TurnHandling
 from .recognition_streams import RestartPolicy, StreamHooks, StreamState, SupervisedStream
@@ -49,7 +51,7 @@ class _NodeStream:
         self._send = send
         self._events = events
 
-    def push_frame(self, frame: Any) -> None:
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
         self._send.send_nowait(frame)
 
     def end_input(self) -> None:
@@ -78,8 +80,8 @@ class RecognitionHooks(Protocol):
     def on_interim_transcript(self, ev: SpeechEvent) -> None: ...
     def on_final_transcript(self, ev: SpeechEvent) -> None: ...
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
-    def on_recognition_error(self, error: BaseException, source: Any) -> None: ...
-    def on_recognition_given_up(self, error: BaseException, source: Any) -> None: ...
+    def on_recognition_error(self, error: BaseException, source: object) -> None: ...
+    def on_recognition_given_up(self, error: BaseException, source: object) -> None: ...
 
 
 class RecognitionPhase(enum.Enum):
@@ -144,7 +146,7 @@ class AudioRecognition:
         return value
 
     @property
-    def turn_detector(self) -> Any:
+    def turn_detector(self) -> TurnDetector | None:
         """The turn detector object in force, or None."""
         value = self._hooks.turn_options().turn_detection
         return None if value is None or isinstance(value, str) else value
@@ -211,7 +213,7 @@ class AudioRecognition:
                     if stream is not None:
                         stream.end_input()
 
-    def _supervised(self, open_stream: Callable[[], Any], *, source: Any, name: str,
+    def _supervised(self, open_stream: Callable[[], Any], *, source: object, name: str,
                     on_event: Callable[[Any], None], on_lost: Callable[[], None]
                     ) -> SupervisedStream:
         hooks = StreamHooks(
@@ -240,7 +242,7 @@ class AudioRecognition:
             if stt_stream is not None:
                 stt_stream.push_frame(frame)
 
-    def _push_to_sink(self, frame: Any) -> None:
+    def _push_to_sink(self, frame: rtc.AudioFrame) -> None:
         assert self.audio_sink is not None
         try:
             self.audio_sink(frame)
@@ -410,7 +412,7 @@ class AudioRecognition:
             self._interim = ""
             self._confidences.clear()
 
-    async def _end_of_turn_unlikely(self, detector: Any) -> bool:
+    async def _end_of_turn_unlikely(self, detector: TurnDetector) -> bool:
         """Ask the turn detector (reference 3.3 step 1): below its threshold, the turn waits
         for ``max_delay``. A failing detector is reported and ignored for this turn."""
         language = self._language or None
@@ -426,4 +428,4 @@ class AudioRecognition:
             logger.warning("the turn detector failed: %r", e)
             self._hooks.on_recognition_error(e, detector)
             return False
-        return probability < threshold
+        return bool(probability < threshold)

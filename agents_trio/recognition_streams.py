@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 import trio
+from livekit import rtc
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -46,7 +47,7 @@ class RestartPolicy(msgspec.Struct, kw_only=True, frozen=True):
 
     def delay(self, failures: int) -> float:
         """The wait before the restart that follows the ``failures``-th consecutive failure."""
-        return min(self.first_delay * 2 ** max(failures - 1, 0), self.max_delay)
+        return min(self.first_delay * 2.0 ** max(failures - 1, 0), self.max_delay)
 
 
 class StreamState(enum.Enum):
@@ -107,7 +108,7 @@ class SupervisedStream:
         return self._state
 
     # -- called by the audio pump -------------------------------------------------------------
-    def push_frame(self, frame: Any) -> None:
+    def push_frame(self, frame: rtc.AudioFrame) -> None:
         stream = self._stream
         if stream is None:
             return

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from .chat import FunctionCall
-    from .session import AgentSession
-    from .speech_handle import SpeechHandle
+from .agent import SessionView
+from .chat import FunctionCall
+from .speech_handle import SpeechHandle
+from .tools import ToolContext
 
 Userdata_T = TypeVar("Userdata_T")
 
 
-class RunContext(Generic[Userdata_T]):
+class RunContext(ToolContext, Generic[Userdata_T]):
     """Passed to tools that declare a parameter typed ``RunContext``; never shown to the LLM.
 
     Attributes:
@@ -21,7 +21,7 @@ class RunContext(Generic[Userdata_T]):
         function_call: The call being executed.
     """
 
-    def __init__(self, *, session: AgentSession, speech_handle: SpeechHandle,
+    def __init__(self, *, session: SessionView, speech_handle: SpeechHandle,
                  function_call: FunctionCall) -> None:
         self.session = session
         self.speech_handle = speech_handle
@@ -29,7 +29,7 @@ class RunContext(Generic[Userdata_T]):
 
     @property
     def userdata(self) -> Userdata_T:
-        return self.session.userdata
+        return self.session.userdata  # type: ignore[no-any-return]  # the user's type
 
     def disallow_interruptions(self) -> None:
         """Make the rest of this speech uninterruptible (RuntimeError if already interrupted)."""
@@ -40,7 +40,7 @@ class RunContext(Generic[Userdata_T]):
 
         Cancellation: a checkpoint; cancelling it does not affect the speech.
         """
-        await self.speech_handle._wait_for_generation()
+        await self.speech_handle.wait_for_generation()
 
     def __repr__(self) -> str:
         return f"RunContext(function_call={self.function_call!r})"

@@ -6,10 +6,10 @@ tool output committed after a message spoken during the tool still reads chronol
 
 The session decides when a run is finished by *watching* things: speech handles, tasks and
 other duck-typed handles (``done()``, ``add_done_callback(cb)``, ``exception()``), plus
-arbitrary *holds* (``_hold()`` / ``_release(token)``) that keep the run open, e.g. while an
-activity switch is in progress. The run becomes done when the last watched or held thing
-finishes; a run with nothing watched at construction stays open until something is watched
-and finishes, or until the session settles it with ``_check_done()`` or ``_fail(exc)``.
+*holds* (``hold()`` returns a ``RunHold``, released exactly once) that keep the run open,
+e.g. while an activity switch is in progress. The run becomes done when the last watched or
+held thing finishes; a run with nothing watched at construction stays open until something is
+watched and finishes, or until the session settles it with ``check_done()`` or ``fail(exc)``.
 
 ``result.expect`` is a :class:`RunAssert` with a cursor over the events. Its failures raise
 ``AssertionError`` with a listing of every event and an arrow (``>>>``) at the event concerned.
@@ -103,7 +103,7 @@ RunEvent = Union[ChatMessageEvent, FunctionCallEvent, FunctionCallOutputEvent, A
 class _Watchable(Protocol):
     def done(self) -> bool: ...
 
-    def add_done_callback(self, cb: Callable[[Any], Any]) -> Any: ...
+    def add_done_callback(self, cb: Callable[[Any], object]) -> object: ...
 
     def exception(self) -> BaseException | None: ...
 
@@ -113,6 +113,41 @@ _UNSET: Any = object()
 
 # --------------------------------------------------------------------------------------------
 # RunResult
+
+
+class RunHold:
+    """Keeps a run open until released. Only the first ``release()`` counts, so a hold
+    passed along (a handoff request, an AgentTask's return) has one owner that ends it.
+
+    Usable as a context manager: leaving the block releases it.
+    """
+
+    def __init__(self, pending: dict[int, Any] | None = None,
+                 settle: Callable[[], object] | None = None) -> None:
+        # what the run waits for, and how it looks again; None: holds nothing (no run was
+        # active), or released
+        self._pending = pending
+        self._settle = settle
+        if pending is not None:
+            pending[id(self)] = self
+
+    @property
+    def released(self) -> bool:
+        return self._pending is None
+
+    def release(self) -> None:
+        """End the hold (no-op when already released); the run may finish now."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.get(id(self)) is self:
+            del pending[id(self)]
+            if self._settle is not None:
+                self._settle()
+
+    def __enter__(self) -> RunHold:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 class RunResult(Generic[T]):
@@ -176,12 +211,14 @@ class RunResult(Generic[T]):
     async def wait(self) -> RunResult[T]:
         """Wait until the run is done.
 
+        Cancellation: a checkpoint; the run goes on (another ``wait`` can be started).
+
         Returns:
             This result.
 
         Raises:
             BaseException: The error the run finished with (the last failed watched handle's
-                exception, or the one given to ``_fail``).
+                exception, or the one given to ``fail``).
         """
         await self._done_ev.wait()
         if self._error is not None:
@@ -191,10 +228,10 @@ class RunResult(Generic[T]):
     def __await__(self) -> Generator[Any, None, RunResult[T]]:
         return self.wait().__await__()
 
-    # -- internal API used by the session --------------------------------------------------
+    # -- the runtime's side (the session and its activities) ----------------------------
 
-    def _record_item(self, item: ChatItem, *, old_agent: Any = None,
-                     new_agent: Any = None) -> RunEvent | None:
+    def record_item(self, item: ChatItem, *, old_agent: object = None,
+                    new_agent: object = None) -> RunEvent | None:
         """Record a chat item as a run event, inserted by creation time.
 
         Only assistant messages are recorded (user and system messages are not);
@@ -226,7 +263,7 @@ class RunResult(Generic[T]):
         self._events.insert(idx, event)
         return event
 
-    def _watch(self, handle: _Watchable) -> None:
+    def watch(self, handle: _Watchable) -> None:
         """Keep the run open until ``handle`` is done (no-op once the run is done).
 
         Args:
@@ -244,46 +281,34 @@ class RunResult(Generic[T]):
             return
         handle.add_done_callback(self._on_handle_done)
 
-    def _watches(self, handle: Any) -> bool:
+    def watches(self, handle: object) -> bool:
         """Whether ``handle`` was ever watched by this run (its items belong to the run)."""
         return handle in self._seen
 
-    def _unwatch(self, handle: _Watchable) -> None:
+    def unwatch(self, handle: _Watchable) -> None:
         """Stop waiting for ``handle``; the run may finish if nothing else is pending.
 
         Args:
-            handle: A handle given to ``_watch`` earlier (unknown handles are ignored).
+            handle: A handle given to ``watch`` earlier (unknown handles are ignored).
         """
         key = id(handle)
         if self._pending.get(key) is not handle:
             return
         del self._pending[key]
-        self._check_done()
+        self.check_done()
 
-    def _hold(self) -> object:
-        """Keep the run open until the returned token is released.
+    def hold(self) -> RunHold:
+        """Keep the run open until the returned hold is released.
 
         Returns:
-            A token for ``_release``.
+            A hold, released once by ``release()`` (or by leaving it as a context manager).
+            When the run is already done the hold holds nothing.
         """
-        token = object()
-        if not self.done():
-            self._pending[id(token)] = token
-        return token
+        if self.done():
+            return RunHold()
+        return RunHold(self._pending, self.check_done)
 
-    def _release(self, token: object) -> None:
-        """Release a hold from ``_hold``; the run may finish if nothing else is pending.
-
-        Args:
-            token: The token ``_hold`` returned (unknown tokens are ignored).
-        """
-        key = id(token)
-        if self._pending.get(key) is not token:
-            return
-        del self._pending[key]
-        self._check_done()
-
-    def _check_done(self) -> bool:
+    def check_done(self) -> bool:
         """Mark the run done if nothing is watched or held.
 
         Returns:
@@ -293,11 +318,11 @@ class RunResult(Generic[T]):
             self._done_ev.set()
         return self.done()
 
-    def _set_final_output(self, value: Any) -> None:
+    def set_final_output(self, value: T) -> None:
         """Set the value :attr:`final_output` returns once the run is done."""
         self._final_output = value
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
         """Finish the run now with ``exc`` (ignored if the run is already done).
 
         Args:
@@ -309,7 +334,7 @@ class RunResult(Generic[T]):
         self._pending.clear()
         self._done_ev.set()
 
-    def _on_handle_done(self, handle: Any) -> None:
+    def _on_handle_done(self, handle: _Watchable) -> None:
         key = id(handle)
         if self._pending.get(key) is not handle:
             return  # unwatched meanwhile, or already processed
@@ -322,7 +347,7 @@ class RunResult(Generic[T]):
             exc = e
         if exc is not None:
             self._error = exc
-        self._check_done()
+        self.check_done()
 
 
 # --------------------------------------------------------------------------------------------

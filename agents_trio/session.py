@@ -14,29 +14,34 @@ from __future__ import annotations
 import enum
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 from typing import Any
 
 import trio
+from livekit import rtc
 
-from ._errors import APIError, SessionClosedError
+from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
-from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
-from .events import (AgentStateChangedEvent, CloseEvent, CloseOverrun,
-                     ConversationItemAddedEvent, ErrorEvent, MetricsCollectedEvent,
-                     SpeechCreatedEvent, UserInputTranscribedEvent, UserStateChangedEvent)
+from .chat import AgentHandoff, ChatContext, ChatMessage
+from .conversation import Conversation, TranscriptionNode
+from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
+                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
-from .models import ModelSettings, SpeechEvent, VADEvent
-from .nurseries import EventFanout, LatestSlot
-from .options import TurnHandling, check_non_negative, check_turn_handling, resolve_turn_handling
-from .realtime import is_realtime_model
-from .recognition import AudioRecognition, EndOfTurnInfo
+from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
+from .nurseries import LatestSlot, Subscription
+from .options import check_non_negative, check_turn_handling
+from .realtime import RealtimeModel, is_realtime_model
+from .recognition import AudioRecognition, SttNode
+from .recognition_router import RecognitionRouter, SessionErrorRules
 from .recognition_streams import RestartPolicy
-from .run_result import RunResult
+from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
+from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .tools import FunctionTool
 
@@ -102,11 +107,13 @@ class AgentSession:
             type or out of range, an unknown ``turn_detection``) or a negative option.
     """
 
-    def __init__(self, *, stt: Any = None, vad: Any = None, llm: Any = None, tts: Any = None,
+    def __init__(self, *, stt: STT | None = None, vad: VAD | None = None,
+                 llm: LLM | RealtimeModel | None = None, tts: TTS | None = None,
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
-                 max_unrecoverable_errors: int = 3, userdata: Any = _NOT_GIVEN,
-                 tts_text_transforms: Sequence[Any] | None = DEFAULT_TRANSFORMS,
+                 max_unrecoverable_errors: int = 3,
+                 userdata: object = _NOT_GIVEN,
+                 tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
                  min_consecutive_speech_delay: float = 0.0,
                  user_away_timeout: float | None = 15.0,
                  aec_warmup_duration: float | None = 3.0,
@@ -142,33 +149,37 @@ class AgentSession:
         self._away_slot: LatestSlot | None = None
         self.input = SessionInput()
         self.output = SessionOutput()
-        self._events = EventFanout()
-        self._history = ChatContext()
-        self._agent_state = "initializing"
-        self._user_state = "listening"
+        #: what every activity of the session shares: history, events, states, the active run
+        self.conversation = Conversation(
+            errors=SessionErrorRules(self, give_up=self._close_for_error),
+            on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
         self._recognition: AudioRecognition | None = None
-        self._run: RunResult[Any] | None = None
-        self._error_counts: dict[str, int] = {}
-        self._close_reason = "user_initiated"
+        self._close_reason: CloseReason = "user_initiated"
         self._close_error: Any = None
         self._close_overrun: CloseOverrun | None = None
         #: the tool calls executing now (read by the close's overrun report)
         self.running_tools = RunningTools()
         #: the AgentTasks awaited inline and not yet returned (the close unwinds them)
         self.inline_tasks = InlineTaskStack()
-        self._nursery_manager: Any = None
+        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
-        self._progress = trio.lowlevel.ParkingLot()
         self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
-        self._transcripts_send: trio.MemorySendChannel[str] | None = None
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession:
+        """Open the session's nursery; ``start`` then runs the agent in it.
+
+        Cancellation: not a blocking call; cancelling the enclosing scope later cancels the
+        whole session (see ``__aexit__``).
+
+        Raises:
+            RuntimeError: the session was entered before.
+        """
         if self._state is not SessionState.CREATED:
             raise RuntimeError("an AgentSession can be entered once")
         self._nursery_manager = trio.open_nursery()
@@ -176,17 +187,25 @@ class AgentSession:
         self._state = SessionState.ENTERED
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        """Close the session (``aclose``), then wait for every task it owns.
+
+        Cancellation: cancelling the block cancels the session's whole tree; the close still
+        runs its shielded cleanup (``on_exit``, the trailing transcript, clearing audio)
+        within ``close_grace``.
+        """
+        assert self._nursery_manager is not None
         try:
             await self.aclose()
         finally:
-            suppress = await self._nursery_manager.__aexit__(*exc_info)
+            suppress = await self._nursery_manager.__aexit__(exc_type, exc, tb)
         return suppress
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def history(self) -> ChatContext:
-        return self._history
+        return self.conversation.history
 
     @property
     def current_agent(self) -> Agent:
@@ -199,21 +218,26 @@ class AgentSession:
         return self._activity.current_speech if self._activity else None
 
     @property
-    def agent_state(self) -> str:
-        return self._agent_state
+    def activity(self) -> Activity | None:
+        """The running activity of the current agent (None before the session runs)."""
+        return self._activity
 
     @property
-    def user_state(self) -> str:
-        return self._user_state
+    def agent_state(self) -> AgentState:
+        return self.conversation.agent_state
 
     @property
-    def userdata(self) -> Any:
+    def user_state(self) -> UserState:
+        return self.conversation.user_state
+
+    @property
+    def userdata(self) -> Any:  # noqa: ANN401 - any object of the user's
         if self._userdata is _NOT_GIVEN:
             raise ValueError("VoiceAgent userdata is not set")
         return self._userdata
 
     @userdata.setter
-    def userdata(self, value: Any) -> None:
+    def userdata(self, value: object) -> None:
         self._userdata = value
 
     @property
@@ -221,44 +245,41 @@ class AgentSession:
         """The turn detection mode in force (None before the session runs with audio)."""
         return self._recognition.turn_detection if self._recognition else None
 
+    @property
+    def recognition(self) -> AudioRecognition | None:
+        """The recognition of the user's audio (None before the session runs with audio)."""
+        return self._recognition
+
+    @property
+    def closing(self) -> bool:
+        """The session is closing or closed: nothing new may start."""
+        return self._state in (SessionState.CLOSING, SessionState.CLOSED)
+
     # -- events -------------------------------------------------------------------------------
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    def on(self, name: str, callback: Callable[[Any], object] | None = None
+           ) -> Callable[..., object]:
         """Register a plain function for an event; usable as a decorator."""
-        return self._events.on(name, callback) if callback else self._events.on(name)
+        events = self.conversation.events
+        registered: Callable[..., object] = (events.on(name, callback) if callback
+                                             else events.on(name))
+        return registered
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
-        self._events.off(name, callback)
+        self.conversation.events.off(name, callback)
 
-    def events(self) -> Any:
+    def events(self) -> _EventIterator:
         """``async for ev in session.events():`` yields every event until the session closes."""
-        return _EventIterator(self._events.subscribe())
+        return _EventIterator(self.conversation.events.subscribe())
 
-    def _emit(self, name: str, event: Any) -> None:
-        self._events.emit(name, event)
+    def emit_metrics(self, metrics: AgentMetrics) -> None:
+        self.conversation.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
 
-    def emit_metrics(self, metrics: Any) -> None:
-        self._emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
-
-    def _update_agent_state(self, state: str) -> None:
-        if state == self._agent_state:
-            return
-        old, self._agent_state = self._agent_state, state
-        if state == "speaking":
-            self._error_counts.pop("llm", None)
-            self._error_counts.pop("tts", None)
-            if self._aec_warmup_ends is None and self.aec_warmup_duration is not None \
-                    and self.output.audio is not None:
-                self._aec_warmup_ends = trio.current_time() + self.aec_warmup_duration
-        self._emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
-        self._refresh_away()
-
-    def _update_user_state(self, state: str, created_at: float) -> None:
-        if state == self._user_state:
-            return
-        old, self._user_state = self._user_state, state
-        self._emit("user_state_changed", UserStateChangedEvent(
-            old_state=old, new_state=state, created_at=created_at))
-        self._refresh_away()
+    def _start_aec_warmup(self) -> None:
+        """The agent speaks: the first time, voice interruptions wait for the echo
+        cancellation to warm up."""
+        if self._aec_warmup_ends is None and self.aec_warmup_duration is not None \
+                and self.output.audio is not None:
+            self._aec_warmup_ends = trio.current_time() + self.aec_warmup_duration
 
     @property
     def aec_warmup_active(self) -> bool:
@@ -271,7 +292,7 @@ class AgentSession:
         if slot is None or self.user_away_timeout is None:
             return
         activity = self._activity
-        if (self._agent_state == "listening" and self._user_state == "listening"
+        if (self.agent_state == "listening" and self.user_state == "listening"
                 and not (activity is not None and activity.tools_running)):
             slot.replace(self._away_after, self.user_away_timeout)
         else:
@@ -279,7 +300,7 @@ class AgentSession:
 
     async def _away_after(self, timeout: float) -> None:
         await trio.sleep(timeout)
-        self._update_user_state("away", trio.current_time())
+        self.conversation.set_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, agent: Agent) -> None:
@@ -299,12 +320,10 @@ class AgentSession:
         # the transcription forwarder outlives the work scope: what the user heard before a
         # close (the played part of a cut reply) still reaches the output, within the grace
         assert self._nursery is not None
-        transcripts_send, transcripts_recv = trio.open_memory_channel[str](math.inf)
-        self._transcripts_send = transcripts_send
+        self.conversation.open_transcription()
         forwarding = trio.CancelScope()
         forwarded = trio.Event()
-        self._nursery.start_soon(self._forward_transcripts, transcripts_recv, forwarding,
-                                 forwarded)
+        self._nursery.start_soon(self._forward_transcription, forwarding, forwarded)
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
@@ -312,11 +331,13 @@ class AgentSession:
                         self.output.audio.on("playback_started", self._on_playback_started)
                         self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
-                    self._commit_history(AgentHandoff(new_agent_id=agent.id))
+                    self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
-                            _RecognitionRouter(self), vad=self.vad, stt=self.stt,
+                            RecognitionRouter(self, refresh_away=self._refresh_away,
+                                              close_for_error=self._close_for_error),
+                            vad=self.vad, stt=self.stt,
                             stt_node=_overridden_stt_node(agent),
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
@@ -325,13 +346,13 @@ class AgentSession:
                         await nursery.start(self._recognition.run, self.input.audio)
                     self._state = SessionState.RUNNING
                     self._away_slot = LatestSlot(nursery)
-                    self._update_agent_state("listening")
+                    self.conversation.set_agent_state("listening")
                     assert self._activity is not None
                     self._activity.enter()
                     task_status.started()
                     await trio.sleep_forever()
         finally:
-            transcripts_send.close()
+            self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
                 await forwarded.wait()
             forwarding.cancel()
@@ -339,15 +360,14 @@ class AgentSession:
 
     def _finish_close(self) -> None:
         self._state = SessionState.CLOSED
-        if self._run is not None and not self._run.done():
-            self._run._fail(SessionClosedError("session closed"))
+        self.conversation.fail_run(SessionClosedError("session closed"))
         overrun = self._close_overrun
         if overrun is not None:
             overrun.seconds = trio.current_time() - overrun.grace_ended_at
-        self._emit("close", CloseEvent(reason=self._close_reason, error=self._close_error,
-                                       overrun=overrun))
-        self._agent_state = "initializing"
-        self._events.close()
+        self.conversation.emit("close", CloseEvent(
+            reason=self._close_reason, error=self._close_error, overrun=overrun))
+        self.conversation.reset_agent_state()
+        self.conversation.events.close()
         self._closed.set()
 
     async def _activity_host(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
@@ -374,26 +394,20 @@ class AgentSession:
                                            new_agent_id=request.agent.id)
                     activity = Activity(self, request.agent)
                     await nursery.start(activity.run)
-                    self._switch_current(activity, handoff, old_agent=old.agent)
+                    self.switch_current(activity, handoff, old_agent=old.agent)
                     activity.enter()
                 finally:
-                    request.release()
+                    request.run_hold.release()
 
-    def _switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
-                        old_agent: Any = None) -> None:
-        """Point the session at ``activity`` (an AgentTask starting or returning)."""
+    def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
+                       old_agent: object = None) -> None:
+        """Point the session at ``activity`` (an AgentTask starting or returning), and
+        record ``handoff`` if given."""
         self._activity = activity
         self._agent = activity.agent
-        self._progress.unpark_all()
+        self.conversation.progressed()
         if handoff is not None:
-            self._commit_handoff(handoff, old_agent=old_agent, new_agent=activity.agent)
-
-    def _commit_handoff(self, handoff: AgentHandoff, *, old_agent: Any, new_agent: Any) -> None:
-        self._commit_history(handoff, old_agent=old_agent, new_agent=new_agent)
-
-    @property
-    def _closing(self) -> bool:
-        return self._state in (SessionState.CLOSING, SessionState.CLOSED)
+            self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
 
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs
@@ -407,10 +421,13 @@ class AgentSession:
             self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
-        self._switch_send.send_nowait(_SwitchRequest(agent, self._active_run))
+        self._switch_send.send_nowait(_SwitchRequest(agent, self.conversation.hold_run()))
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
+
+        Cancellation: cancelling the wait leaves the agent draining (it accepts no new user
+        turn); the session goes on until it is closed.
 
         Raises:
             RuntimeError: the session is not running.
@@ -430,14 +447,13 @@ class AgentSession:
         if self._state in (SessionState.CREATED, SessionState.ENTERED):
             if self._state is SessionState.ENTERED:
                 self._state = SessionState.CLOSED
-                self._events.close()
+                self.conversation.events.close()
                 self._closed.set()  # a second aclose() (e.g. leaving the block) must not wait
             return
         if self._state is SessionState.RUNNING:
             self._state = SessionState.CLOSING
             # before the cancellation completes the watched speeches, so the run can't pass
-            if self._run is not None and not self._run.done():
-                self._run._fail(self._close_error or SessionClosedError("session closed"))
+            self.conversation.fail_run(self._close_error or SessionClosedError("session closed"))
             try:
                 with trio.move_on_after(self.close_grace):
                     await self.inline_tasks.unwind()
@@ -475,14 +491,19 @@ class AgentSession:
             return
         message = ChatMessage(role="user", content=[recognition.transcript])
         recognition.clear_user_turn()
-        activity._commit_item(message)
+        activity.commit_item(message)
 
-    async def start_service(self, async_fn: Callable[..., Any], *args: Any) -> Any:
+    async def start_service(self, async_fn: Callable[..., Awaitable[object]],
+                            *args: object) -> object:
         """Start a long-running service in the session's nursery, like ``nursery.start``.
 
         The session owns the service, so it must return once the session closes (when
         ``session.events()`` ends); ``SessionHost.serve`` does. Returns the value the service
         passes to ``task_status.started()``.
+
+        Cancellation: as ``nursery.start``: cancelling the caller before the service called
+        ``task_status.started()`` cancels the service; after, it keeps running until the
+        session closes.
 
         Raises:
             RuntimeError: outside ``async with session:``, or the session is closing.
@@ -492,7 +513,7 @@ class AgentSession:
             raise RuntimeError("start_service() needs an open session (inside `async with`)")
         return await self._nursery.start(async_fn, *args)
 
-    def shutdown(self, *, drain: bool = True, reason: str = "user_initiated") -> None:
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks)."""
         if self._nursery is None or self._state is not SessionState.RUNNING:
             return
@@ -511,16 +532,28 @@ class AgentSession:
             raise RuntimeError("the session is not running")
         return self._activity
 
-    def say(self, text: Any, *, allow_interruptions: bool | None = None,
+    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
-        """Speak ``text`` (a string or an async iterable of strings) through the TTS."""
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS.
+
+        Returns at once with the speech's handle: the speech runs in the agent's activity,
+        not in the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops
+        the speech (the played part is committed as interrupted), and closing the session
+        cancels it.
+        """
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
                                                add_to_chat_ctx=add_to_chat_ctx)
 
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
-                       tool_choice: Any = None, allow_interruptions: bool | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       allow_interruptions: bool | None = None,
                        chat_ctx: ChatContext | None = None) -> SpeechHandle:
         """Generate a reply with the LLM; ``user_input`` becomes a user message.
+
+        Returns at once with the reply's handle: the reply runs in the agent's activity, not in
+        the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops the
+        reply (its running tools are not cancelled, and they get their outputs), and closing
+        the session cancels it.
 
         Raises:
             ValueError: ``user_input`` is empty or blank (omit it for a reply without one).
@@ -564,20 +597,20 @@ class AgentSession:
         until it has).
         """
         _check_user_input(user_input)
-        if self._run is not None and not self._run.done():
+        if self.conversation.active_run is not None:
             raise RuntimeError("nested runs are not supported")
         if self._state is not SessionState.RUNNING:
-            if self._closing:
+            if self.closing:
                 raise SessionClosedError("session closed")
             raise RuntimeError("the session is not running")
         run: RunResult[Any] = RunResult(user_input=user_input)
         # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run
         await self._wait_settled()
-        if self._closing:
+        if self.closing:
             raise SessionClosedError("session closed")
-        if self._run is not None and not self._run.done():
+        if self.conversation.active_run is not None:
             raise RuntimeError("nested runs are not supported")
-        self._run = run
+        self.conversation.begin_run(run)
         self.generate_reply(user_input=user_input)
         await run
         return run
@@ -587,112 +620,42 @@ class AgentSession:
         on_enter returned or handed the floor to an AgentTask, and it has nothing queued,
         generating or running — whatever depth of AgentTasks is open. The input then goes to
         the agent that asked for it (Agent → TaskGroup → task → nested task)."""
-        while self._activity is not None and not self._activity.settled:
-            await self._progress.park()
-
-    def _activity_progressed(self) -> None:
-        """An activity finished a speech, a tool or its on_enter, or the current one changed."""
-        self._progress.unpark_all()
-
-    def _on_speech_created(self, handle: SpeechHandle, *, user_initiated: bool = True) -> None:
-        if self._run is not None and not self._run.done():
-            self._run._watch(handle)
-        self._emit("speech_created", SpeechCreatedEvent(
-            speech_handle=handle, source=handle.source, user_initiated=user_initiated))
-
-    # -- history ------------------------------------------------------------------------------
-    def _commit_history(self, item: ChatItem, handle: SpeechHandle | None = None, *,
-                        old_agent: Any = None, new_agent: Any = None) -> None:
-        if item.id != "lk.agent_task.instructions":
-            self._history.insert(item)
-        if handle is not None:
-            handle._add_item(item)
-        if item.type != "function_call":  # calls are recorded when they start executing
-            self._record_run_item(item, handle, old_agent=old_agent, new_agent=new_agent)
-        if isinstance(item, (ChatMessage, AgentHandoff)):
-            self._emit("conversation_item_added", ConversationItemAddedEvent(item=item))
-
-    def _record_run_item(self, item: ChatItem, handle: SpeechHandle | None, *,
-                         old_agent: Any = None, new_agent: Any = None) -> None:
-        """Record on the active run the items of the speeches it watches, and handoffs."""
-        run = self._active_run
-        if run is not None and (handle is None or run._watches(handle)):
-            run._record_item(item, old_agent=old_agent, new_agent=new_agent)
-
-    @property
-    def _active_run(self) -> RunResult[Any] | None:
-        return self._run if self._run is not None and not self._run.done() else None
-
-    # -- errors -------------------------------------------------------------------------------
-    def _report_error(self, error: BaseException, source: Any) -> None:
-        self._emit("error", ErrorEvent(error=error, source=source))
-        if isinstance(error, APIError) and error.recoverable:
-            return
-        if source is not None and source is self.output.audio:
-            # a stalled output: the next stall with no speech played to its end closes
-            kind, limit = "audio_output", 1
-        else:
-            kind = ("llm" if source is self.llm else "tts" if source is self.tts
-                    else "stt" if source is self.stt else "other")
-            limit = self.max_unrecoverable_errors
-        self._error_counts[kind] = self._error_counts.get(kind, 0) + 1
-        if self._error_counts[kind] > limit:
-            self._close_for_error(error)
+        await self.conversation.wait_until(
+            lambda: self._activity is None or self._activity.settled)
 
     def _close_for_error(self, error: BaseException) -> None:
         self._close_error = error
         self.shutdown(drain=False, reason="error")
 
     # -- output -------------------------------------------------------------------------------
-    def _on_playback_started(self, _ev: Any) -> None:
+    def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
 
-    def _on_playback_finished(self, ev: Any) -> None:
+    def _on_playback_finished(self, ev: PlaybackFinishedEvent) -> None:
         if not ev.interrupted:
-            self._error_counts.pop("audio_output", None)  # the output plays again
+            self.conversation.forgive("audio_output")  # the output plays again
 
-    def _push_realtime_audio(self, frame: Any) -> None:
+    def _push_realtime_audio(self, frame: rtc.AudioFrame) -> None:
         if self._activity is not None:
             self._activity.push_realtime_audio(frame)
 
-    def _forward_transcription(self, text: str) -> None:
-        if self._transcripts_send is not None and text and self.output.transcription is not None:
-            self._transcripts_send.send_nowait(text)
+    async def _forward_transcription(self, scope: trio.CancelScope, done: trio.Event) -> None:
+        """The agent's transcription, through the current agent's node, to the output."""
+        def node() -> TranscriptionNode | None:
+            return self._agent.transcription_node if self._agent is not None else None
 
-    async def _forward_transcripts(self, recv: trio.MemoryReceiveChannel[str],
-                                   scope: trio.CancelScope, done: trio.Event) -> None:
-        """Deliver the agent's transcription in order until the channel closes (at the end
-        of the session, so texts sent while closing are delivered too)."""
-        try:
-            with scope:
-                async for text in recv:
-                    output = self.output.transcription
-                    agent = self._agent
-                    if output is None or agent is None:
-                        continue
-                    try:
-                        async for chunk in agent.transcription_node(_once(text),
-                                                                    ModelSettings()):
-                            await output.capture_text(chunk)
-                        output.flush()
-                    except Exception as e:  # a failing node or output loses this text only
-                        logger.exception("forwarding the agent's transcription failed")
-                        self._emit("error", ErrorEvent(error=e, source=output))
-        finally:
-            done.set()
+        with scope:
+            await self.conversation.forward_transcription(
+                lambda: self.output.transcription, node, done)
 
 
-def _overridden_stt_node(agent: Agent) -> Any:
+def _overridden_stt_node(agent: Agent) -> SttNode | None:
     """The starting agent's ``stt_node`` if it overrides the default, else None (the session
     then pushes frames straight into the STT stream, with no channel hop)."""
     if type(agent).stt_node is Agent.stt_node:
         return None
     return lambda audio: agent.stt_node(audio, ModelSettings())
-
-
-async def _once(text: str) -> Any:
-    yield text
 
 
 def _check_user_input(user_input: str | None) -> None:
@@ -704,15 +667,9 @@ def _check_user_input(user_input: str | None) -> None:
 class _SwitchRequest:
     """A handoff request; holds the run that was active when it was made."""
 
-    def __init__(self, agent: Agent, run: RunResult[Any] | None) -> None:
+    def __init__(self, agent: Agent, run_hold: RunHold) -> None:
         self.agent = agent
-        self._run = run
-        self._hold = run._hold() if run is not None else None
-
-    def release(self) -> None:
-        if self._run is not None and self._hold is not None:
-            self._run._release(self._hold)
-            self._hold = None
+        self.run_hold = run_hold
 
 
 class _Interruption:
@@ -721,7 +678,7 @@ class _Interruption:
     def __init__(self, handles: list[SpeechHandle]) -> None:
         self.handles = handles
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, None]:
         async def _wait() -> None:
             for h in self.handles:
                 await h.wait_for_playout()
@@ -730,94 +687,15 @@ class _Interruption:
 
 
 class _EventIterator:
-    def __init__(self, subscription: Any) -> None:
+    def __init__(self, subscription: Subscription) -> None:
         self._sub = subscription
 
     def __aiter__(self) -> _EventIterator:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> object:
         item = await self._sub.__anext__()
         return item.event
 
     async def aclose(self) -> None:
         await self._sub.aclose()
-
-
-class _RecognitionRouter:
-    """Delivers recognition decisions to the session and its current activity.
-
-    While the session closes, transcripts still become events but no longer reach the
-    activity (no interruption, no preemptive reply): close commits the trailing turn itself.
-    """
-
-    def __init__(self, session: AgentSession) -> None:
-        self._session = session
-
-    @property
-    def _activity(self) -> Activity | None:
-        session = self._session
-        return None if session._closing else session._activity
-
-    def turn_options(self) -> TurnHandling:
-        activity = self._session._activity
-        if activity is None:
-            return resolve_turn_handling(self._session.turn_handling_overrides)
-        return activity.options
-
-    def turn_context(self, transcript: str) -> ChatContext:
-        activity = self._session._activity
-        ctx = activity.agent.chat_ctx.copy() if activity is not None else ChatContext()
-        ctx.add_message(role="user", content=transcript)
-        return ctx
-
-    def server_detects_turns(self) -> bool:
-        activity = self._session._activity
-        return activity is not None and activity.server_turn_detection
-
-    def on_start_of_speech(self, ev: VADEvent | None, started_at: float) -> None:
-        self._session._update_user_state("speaking", started_at)
-        if self._activity is not None:
-            self._activity.interruption.on_start_of_speech()
-
-    def on_vad_inference(self, ev: VADEvent) -> None:
-        if self._activity is not None:
-            self._activity.interruption.on_vad_inference(ev.speech_duration)
-
-    def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
-        self._session._update_user_state("listening", stopped_at)
-        if self._activity is not None:
-            self._activity.interruption.on_end_of_speech()
-
-    def on_interim_transcript(self, ev: SpeechEvent) -> None:
-        text = ev.alternatives[0].text if ev.alternatives else ""
-        self._session._emit("user_input_transcribed",
-                            UserInputTranscribedEvent(transcript=text, is_final=False))
-        if self._session.vad is None and text and self._activity is not None:
-            # without a VAD, interim transcripts are the first sign of the user's voice
-            self._activity.interruption.interrupt_by_audio_activity()
-
-    def on_final_transcript(self, ev: SpeechEvent) -> None:
-        alt = ev.alternatives[0]
-        if self._session.user_state == "away":
-            self._session._update_user_state("listening", trio.current_time())
-        else:
-            self._session._refresh_away()
-        self._session._emit("user_input_transcribed", UserInputTranscribedEvent(
-            transcript=alt.text, is_final=True, language=alt.language or None))
-        if self._activity is not None:
-            self._activity.on_final_transcript(alt.text)
-
-    def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
-        activity = self._session._activity
-        if activity is None:
-            return True
-        return activity.on_end_of_turn(info)
-
-    def on_recognition_error(self, error: BaseException, source: Any) -> None:
-        # not counted here: the recognition's restart policy decides when to give up
-        self._session._emit("error", ErrorEvent(
-            error=error, source=source if source is not None else self._session.llm))
-
-    def on_recognition_given_up(self, error: BaseException, source: Any) -> None:
-        self._session._close_for_error(error)

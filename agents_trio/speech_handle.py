@@ -16,6 +16,7 @@ import trio
 
 from ._ids import short_id
 from .chat import ChatItem, new_item_id
+from .events import SpeechSource
 
 SPEECH_PRIORITY_LOW = 0
 SPEECH_PRIORITY_NORMAL = 5
@@ -40,7 +41,8 @@ class SpeechHandle:
     SPEECH_PRIORITY_HIGH = SPEECH_PRIORITY_HIGH
 
     def __init__(self, *, allow_interruptions: bool = True,
-                 priority: int = SPEECH_PRIORITY_NORMAL, source: str = "generate_reply") -> None:
+                 priority: int = SPEECH_PRIORITY_NORMAL,
+                 source: SpeechSource = "generate_reply") -> None:
         self.id = short_id("speech")
         self.priority = priority
         self.source = source
@@ -146,37 +148,63 @@ class SpeechHandle:
         return (f"SpeechHandle(id={self.id!r}, phase={self._phase.value}, "
                 f"interrupted={self._interrupted})")
 
-    # -- runtime side -------------------------------------------------------------------------
-    def _mark_scheduled(self) -> None:
+    # -- runtime side (the activity and its generation steps; user code does not call these) --
+    def next_step(self) -> None:
+        """Start the next generation step (a tool reply): a new scope, authorization and
+        completion, scheduled again."""
+        self._num_steps += 1
+        self._new_step()
+
+    @property
+    def step_scope(self) -> trio.CancelScope:
+        """The cancel scope of the current generation step (interrupting cancels it)."""
+        return self._step_scope
+
+    @property
+    def step_message_id(self) -> str:
+        """The id of the assistant message the current step says."""
+        return self._step_message_id
+
+    @property
+    def generation_done(self) -> bool:
+        """The current step finished generating (it may still wait for its tools)."""
+        return self._generation_done.is_set()
+
+    def mark_scheduled(self) -> None:
         if self._phase is _Phase.CREATED:
             self._phase = _Phase.SCHEDULED
             self._scheduled_event.set()
 
-    async def _wait_scheduled(self) -> None:
+    async def wait_scheduled(self) -> None:
+        """Wait until the speech is scheduled (or done). Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._scheduled_event.wait()
 
-    def _authorize(self) -> None:
+    def authorize(self) -> None:
         self._authorized.set()
 
-    async def _wait_authorized(self) -> None:
+    async def wait_authorized(self) -> None:
+        """Wait until the scheduler lets the current step play (or the speech is done).
+        Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._authorized.wait()
 
-    def _mark_generation_done(self) -> None:
+    def mark_generation_done(self) -> None:
         self._generation_done.set()
 
-    async def _wait_for_generation(self) -> None:
+    async def wait_for_generation(self) -> None:
+        """Wait until the current step finished generating (or the speech is done).
+        Cancellation: a checkpoint; cancelling it changes nothing in the speech."""
         await self._generation_done.wait()
 
-    def _add_item(self, item: ChatItem) -> None:
+    def add_item(self, item: ChatItem) -> None:
         self._chat_items.append(item)
         for cb in list(self._item_callbacks):
             cb(item)
 
-    def _set_error(self, error: BaseException) -> None:
+    def set_error(self, error: BaseException) -> None:
         if self._error is None:
             self._error = error
 
-    def _mark_done(self) -> None:
+    def mark_done(self) -> None:
         if self._phase is _Phase.DONE:
             return
         self._phase = _Phase.DONE

@@ -31,7 +31,6 @@ import msgspec
 from ._errors import StopResponse, ToolError
 from ._ids import now
 from .chat import FunctionCall, FunctionCallOutput
-from .run_context import RunContext
 
 __all__ = [
     "FunctionTool",
@@ -136,19 +135,27 @@ def _collect_args(section: str | None, body: list[str], out: dict[str, str]) -> 
 # Signatures and schemas
 
 
-def _is_run_context(annotation: Any) -> bool:
-    """True for ``RunContext``, its subclasses and parametrised forms (``RunContext[X]``)."""
+class ToolContext:
+    """Base of the context a tool receives (``RunContext``): a tool parameter annotated with
+    a subclass gets the call's context, and the parameter is never shown to the LLM. Defined
+    here so that the tools do not depend on what the context holds (the session)."""
+
+
+def _is_run_context(annotation: object) -> bool:
+    """True for ``RunContext`` (any ``ToolContext``), its subclasses and parametrised forms
+    (``RunContext[X]``)."""
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     target = typing.get_origin(annotation) or annotation
-    return isinstance(target, type) and issubclass(target, RunContext)
+    return isinstance(target, type) and issubclass(target, ToolContext)
 
 
-def _has_description(annotation: Any) -> bool:
+def _has_description(annotation: object) -> bool:
     """True when an ``Annotated`` type already carries a ``msgspec.Meta`` description."""
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
-    return any(isinstance(m, msgspec.Meta) and m.description for m in annotation.__metadata__)
+    metadata = typing.get_args(annotation)[1:]
+    return any(isinstance(m, msgspec.Meta) and m.description for m in metadata)
 
 
 def _resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -180,7 +187,7 @@ def _struct_name(tool_name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in parts if p) + "Args"
 
 
-def _default_field(default: Any) -> Any:
+def _default_field(default: object) -> object:
     """A msgspec default for a parameter default (factories for non-empty mutables)."""
     if isinstance(default, (list, dict, set, bytearray)) and default:
         return msgspec.field(default_factory=lambda: copy.deepcopy(default))
@@ -220,7 +227,7 @@ def _analyse(fn: Callable[..., Any], tool_name: str, arg_docs: Mapping[str, str]
                       context_params=tuple(context))
 
 
-def _field_spec(param: inspect.Parameter, annotation: Any, doc: str | None) -> tuple[Any, ...]:
+def _field_spec(param: inspect.Parameter, annotation: object, doc: str | None) -> tuple[Any, ...]:
     """The ``defstruct`` field for one parameter: name, type (with description), default."""
     if doc and not _has_description(annotation):
         annotation = typing.Annotated[annotation, msgspec.Meta(description=doc)]
@@ -229,7 +236,7 @@ def _field_spec(param: inspect.Parameter, annotation: Any, doc: str | None) -> t
     return (param.name, annotation, _default_field(param.default))
 
 
-def _object_schema(struct: Any) -> dict[str, Any]:
+def _object_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     """The JSON schema of ``struct`` with its own definition inlined at the top level."""
     schema = msgspec.json.schema(struct)
     defs: dict[str, Any] = schema.pop("$defs", {})
@@ -277,7 +284,9 @@ class FunctionTool:
         self.flags = ToolFlag(flags)
         self.raw_schema = raw_schema
         self.is_method = _defined_in_class(fn)
-        self._instance: Any = None
+        #: the object a method tool is bound to (None: unbound, or a plain function)
+        self.instance: object | None = None
+        self._signature: _Signature | None = None  # None for raw-schema tools
         if raw_schema is not None:
             self._init_raw(raw_schema, name, description)
         else:
@@ -287,9 +296,9 @@ class FunctionTool:
         summary, arg_docs = _parse_docstring(self.fn.__doc__)
         self.name = name or self.fn.__name__
         self.description = description if description is not None else summary
-        self._signature = _analyse(self.fn, self.name, arg_docs, self.is_method)
-        self.parameters_schema = _object_schema(self._signature.struct)
-        self.context_params = self._signature.context_params
+        signature = self._signature = _analyse(self.fn, self.name, arg_docs, self.is_method)
+        self.parameters_schema = _object_schema(signature.struct)
+        self.context_params = signature.context_params
 
     def _init_raw(self, raw_schema: dict[str, Any], name: str | None,
                   description: str | None) -> None:
@@ -312,21 +321,26 @@ class FunctionTool:
                              "parameters": copy.deepcopy(self.parameters_schema)}}
 
     @property
-    def args_struct(self) -> Any:
+    def arg_names(self) -> tuple[str, ...]:
+        """The names of the arguments the LLM gives (empty for raw-schema tools)."""
+        return self._signature.arg_names if self._signature is not None else ()
+
+    @property
+    def args_struct(self) -> type[msgspec.Struct] | None:
         """The msgspec Struct type validating the arguments (None for raw-schema tools)."""
         return self._signature.struct if self._signature is not None else None
 
-    def __get__(self, instance: Any, owner: type | None = None) -> FunctionTool:
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool:
         if instance is None or not self.is_method:
             return self
         bound = copy.copy(self)
-        bound._instance = instance
+        bound.instance = instance
         return bound
 
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    async def __call__(self, *args: object, **kwargs: object) -> object:
         """Call the function (awaiting it when it is async); bound tools pass ``self``."""
-        if self._instance is not None:
-            args = (self._instance, *args)
+        if self.instance is not None:
+            args = (self.instance, *args)
         result = self.fn(*args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
@@ -335,18 +349,20 @@ class FunctionTool:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FunctionTool):
             return NotImplemented
-        return (self.fn, self.name, self._instance) == (other.fn, other.name, other._instance)
+        return (self.fn, self.name, self.instance) == (other.fn, other.name, other.instance)
 
     def __hash__(self) -> int:
-        return hash((self.fn, self.name, id(self._instance)))
+        return hash((self.fn, self.name, id(self.instance)))
 
     def __repr__(self) -> str:
-        bound = f" bound to {self._instance!r}" if self._instance is not None else ""
+        bound = f" bound to {self.instance!r}" if self.instance is not None else ""
         return f"<FunctionTool {self.name!r}{bound}>"
 
 
 @overload
-def function_tool(fn: F, /) -> FunctionTool: ...
+def function_tool(fn: F, /, *, name: str | None = None, description: str | None = None,
+                  raw_schema: dict[str, Any] | None = None,
+                  flags: ToolFlag = ToolFlag.NONE) -> FunctionTool: ...
 
 
 @overload
@@ -383,7 +399,7 @@ def function_tool(fn: Callable[..., Any] | None = None, /, *, name: str | None =
     return decorate if fn is None else decorate(fn)
 
 
-def find_function_tools(obj: Any) -> list[FunctionTool]:
+def find_function_tools(obj: object) -> list[FunctionTool]:
     """The function tools defined on ``type(obj)``, bound to ``obj``, in definition order.
 
     Base classes come first; a subclass attribute with the same name replaces the base's tool
@@ -446,7 +462,7 @@ def parse_arguments(tool: FunctionTool, arguments_json: str) -> dict[str, Any]:
         args = msgspec.convert(data, tool.args_struct, strict=False)
     except msgspec.ValidationError as exc:
         raise ToolError(f"Error parsing arguments for `{tool.name}`: {exc}") from None
-    return {name: getattr(args, name) for name in tool._signature.arg_names if name in data}
+    return {name: getattr(args, name) for name in tool.arg_names if name in data}
 
 
 # --------------------------------------------------------------------------------------------
@@ -471,7 +487,7 @@ class ToolOutcome:
     exception: BaseException | None = None
 
 
-def _never_agent(_: Any) -> bool:
+def _never_agent(_: object) -> bool:
     return False
 
 
@@ -497,7 +513,7 @@ def cancelled_outcome(call: FunctionCall, *, closing: bool) -> ToolOutcome:
     return ToolOutcome(output=_output(call, text, is_error=True), reply_required=False)
 
 
-def _is_valid_output(value: Any) -> bool:
+def _is_valid_output(value: object) -> bool:
     """True for str/int/float/bool/None and lists/tuples/sets/dicts of those."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return True
@@ -509,7 +525,7 @@ def _is_valid_output(value: Any) -> bool:
     return False
 
 
-def _output_text(value: Any) -> str:
+def _output_text(value: object) -> str:
     """The output text of a valid return value (JSON for containers, "" for None)."""
     if value is None:
         return ""
@@ -518,7 +534,8 @@ def _output_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _split_agent(value: Any, is_agent: Callable[[Any], bool]) -> tuple[list[Any], Any]:
+def _split_agent(value: object, is_agent: Callable[[object], bool]
+                 ) -> tuple[list[object], object]:
     """Separate the agents from a return value.
 
     Returns:
@@ -536,7 +553,7 @@ def _split_agent(value: Any, is_agent: Callable[[Any], bool]) -> tuple[list[Any]
     return agents, (None if not rest else rest[0] if len(rest) == 1 else rest)
 
 
-def _outcome_from_value(call: FunctionCall, value: Any,
+def _outcome_from_value(call: FunctionCall, value: object,
                         is_agent: Callable[[Any], bool]) -> ToolOutcome:
     """Map a tool's return value to its outcome (see module docs / reference 5.2)."""
     agents, rest = _split_agent(value, is_agent)
@@ -574,7 +591,7 @@ def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
 
 async def execute_function_call(
         call: FunctionCall, tools: Mapping[str, FunctionTool], *,
-        make_context: Callable[[FunctionCall], RunContext[Any]] | None = None,
+        make_context: Callable[[FunctionCall], ToolContext] | None = None,
         is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
     """Run one function call and map its result to a :class:`ToolOutcome`.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
@@ -17,10 +17,24 @@ from ._errors import StopResponse
 from .chat import ChatMessage
 from .events import EOUMetrics
 from .interruption import words
+from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
+from .speech_handle import SpeechHandle
 
-if TYPE_CHECKING:
-    from .activity import Activity
+
+
+class TurnHost(PreemptiveHost, Protocol):
+    """What the user-turn worker needs from its activity."""
+
+    @property
+    def preemptive(self) -> PreemptiveGeneration: ...
+
+    @property
+    def server_turn_detection(self) -> bool: ...
+
+    def interrupt_background_speeches(self) -> None: ...
+
+    def schedule(self, handle: SpeechHandle, *, force: bool = False) -> None: ...
 
 logger = logging.getLogger("agents_trio")
 
@@ -28,7 +42,7 @@ logger = logging.getLogger("agents_trio")
 class UserTurns:
     """The turn channel of an activity and the worker that consumes it."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, activity: TurnHost) -> None:
         self._activity = activity
         self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
 
@@ -58,11 +72,15 @@ class UserTurns:
             self._send.send_nowait(info)
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
-            activity.preemptive.cancel()
+            activity.preemptive.discard()
         return True
 
     async def run(self) -> None:
-        """Handle turns in order until the channel closes."""
+        """Handle turns in order until the channel closes.
+
+        Cancellation: the turn being handled is dropped (its reply not scheduled); the
+        preemptive reply it owned is left to the activity's cancellation.
+        """
         async for info in self._recv:
             try:
                 await self._completed(info)
@@ -74,6 +92,13 @@ class UserTurns:
         activity = self._activity
         activity.preemptive.reset_attempts()
         activity.interrupt_background_speeches()
+        with activity.preemptive.turn() as preemptive:
+            await self._answer(info, preemptive)
+
+    async def _answer(self, info: EndOfTurnInfo, preemptive: PreemptiveTurn) -> None:
+        """Answer the turn (with the preemptive reply when it is still valid), or return
+        without a reply (the preemptive one is then discarded)."""
+        activity = self._activity
         message = ChatMessage(role="user", content=[info.new_transcript],
                               transcript_confidence=info.transcript_confidence)
         current = activity.current_speech
@@ -81,28 +106,24 @@ class UserTurns:
             if not current.allow_interruptions:
                 logger.info("skipping reply to the user turn: the current speech cannot be "
                             "interrupted")
-                activity.preemptive.cancel()
                 return
             current.interrupt()
-            await current._wait_for_generation()
-        turn_ctx = activity.agent._chat_ctx.copy()
+            await current.wait_for_generation()
+        turn_ctx = activity.agent.live_chat_ctx.copy()
         hook_started = trio.current_time()
         try:
             await activity.agent.on_user_turn_completed(turn_ctx, message)
         except StopResponse:
-            activity.preemptive.cancel()
             return
         except Exception:
             logger.exception("error in on_user_turn_completed")
-            activity.preemptive.cancel()
             return
         hook_delay = trio.current_time() - hook_started
         if not activity.accepts_turns:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
-            activity.preemptive.cancel()
             return
-        handle = activity.preemptive.take(info.new_transcript, turn_ctx)
+        handle = preemptive.take(info.new_transcript, turn_ctx)
         if handle is None:
             handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
                                              schedule=False)
@@ -113,4 +134,4 @@ class UserTurns:
         if self.newer_turn_waiting:
             # a newer turn is already waiting: this reply is dropped, its message kept
             handle.interrupt()
-        activity._schedule(handle)
+        activity.schedule(handle)

@@ -20,6 +20,7 @@ import msgspec
 from ._errors import ToolError
 from .agent_task import AgentTask
 from .chat import ChatContext
+from .models import LLM
 from .tools import FunctionTool, function_tool
 
 logger = logging.getLogger("agents_trio")
@@ -81,6 +82,11 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         return self
 
     async def on_enter(self) -> None:
+        """Run the group's tasks in order, then complete with their results.
+
+        Cancellation: cancelling it (the session closes) cancels the task being awaited; the
+        group does not complete.
+        """
         results: dict[str, Any] = {}
         pending = [s.id for s in self._steps]
         visited: list[str] = []
@@ -88,10 +94,11 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         while pending:
             step = steps[pending.pop(0)]
             task = step.factory()
-            task._chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
+            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
             earlier = [i for i in visited if i != step.id]
             if earlier:
-                task._tools.append(self._out_of_scope_tool(task, earlier, steps))
+                back = self._out_of_scope_tool(task, earlier, steps)
+                await task.update_tools([*task.tools, back])
             try:
                 results[step.id] = await task
             except _OutOfScope as back:
@@ -103,7 +110,7 @@ class TaskGroup(AgentTask[TaskGroupResult]):
                     return
                 results[step.id] = e
             finally:
-                self._chat_ctx.merge(task._chat_ctx, exclude_function_calls=False)
+                self._chat_ctx.merge(task.live_chat_ctx, exclude_function_calls=False)
             if step.id not in visited:
                 visited.append(step.id)
             if self._on_task_completed is not None:
@@ -138,6 +145,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     async def _summarize_chat_ctx(self) -> None:
         llm = self.session.llm
         if llm is None:
+            return
+        if not isinstance(llm, LLM):  # a realtime model has no chat to summarize with
+            logger.error("summarizing the task group's conversation needs an LLM; keeping it")
             return
         ctx = self._chat_ctx.copy(exclude_instructions=True, exclude_function_calls=True)
         ctx.add_message(role="system", content=SUMMARY_INSTRUCTIONS)

@@ -164,3 +164,22 @@ async def test_a_failing_turn_detector_is_reported_and_the_turn_still_ends(autoj
                     if getattr(ev.item, "role", "") == "user"]
     assert near(rec.t(committed), 2.0)
     assert [c.reason for c in rec.of("close")] == ["user_initiated"]
+
+
+def test_discard_audio_if_uninterruptible_true_is_rejected_false_accepted() -> None:
+    """LiveKit's option is not implemented: asking for it fails at construction instead of
+    being accepted and ignored."""
+    with pytest.raises(ValueError, match="discard_audio_if_uninterruptible=True is not supported"):
+        AgentSession(turn_handling={"interruption": {"discard_audio_if_uninterruptible": True}})
+    with pytest.raises(ValueError, match="discard_audio_if_uninterruptible=True is not supported"):
+        Agent(instructions="x",
+              turn_handling={"interruption": {"discard_audio_if_uninterruptible": True}})
+    AgentSession(turn_handling={"interruption": {"discard_audio_if_uninterruptible": False}})
+
+
+def test_a_per_agent_vad_is_rejected() -> None:
+    """Agent(vad=...) was accepted and never read: the session's VAD serves every agent."""
+    with pytest.raises(ValueError, match="per-agent vad is not supported"):
+        Agent(instructions="x", vad=None)
+    with pytest.raises(ValueError, match="per-agent vad is not supported"):
+        AgentTask(instructions="x", vad=None)

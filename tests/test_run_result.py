@@ -67,11 +67,11 @@ def handoff(t: float) -> AgentHandoff:
 def weather_run() -> RunResult[Any]:
     """handoff A->B, assistant message, function call, its output, final assistant message."""
     r: RunResult[Any] = RunResult(user_input="weather in Tokyo?")
-    r._record_item(handoff(1.0), old_agent=AgentA(), new_agent=AgentBSub())
-    r._record_item(msg("Let me check.", 2.0))
-    r._record_item(call("get_weather", {"location": "Tokyo", "unit": "C"}, 3.0))
-    r._record_item(out("sunny", 4.0))
-    r._record_item(msg("It is sunny in Tokyo.", 5.0))
+    r.record_item(handoff(1.0), old_agent=AgentA(), new_agent=AgentBSub())
+    r.record_item(msg("Let me check.", 2.0))
+    r.record_item(call("get_weather", {"location": "Tokyo", "unit": "C"}, 3.0))
+    r.record_item(out("sunny", 4.0))
+    r.record_item(msg("It is sunny in Tokyo.", 5.0))
     return r
 
 
@@ -144,17 +144,17 @@ def test_events_sorted_by_created_at_with_stable_ties() -> None:
     tie_b = call("tie_b", {}, 2.0)
     early = msg("zero", 0.0)
     for item in (m3, m1, o2, tie_a, tie_b, early):
-        r._record_item(item)
+        r.record_item(item)
     assert [e.item for e in r.events] == [early, m1, o2, tie_a, tie_b, m3]
 
 
 def test_record_item_return_value_and_filtering() -> None:
     r: RunResult[Any] = RunResult(user_input="hi")
-    assert r._record_item(msg("hi", 1.0, role="user")) is None
-    assert r._record_item(msg("sys", 1.5, role="system")) is None
-    assert r._record_item(AgentConfigUpdate(instructions="x", created_at=1.6)) is None
+    assert r.record_item(msg("hi", 1.0, role="user")) is None
+    assert r.record_item(msg("sys", 1.5, role="system")) is None
+    assert r.record_item(AgentConfigUpdate(instructions="x", created_at=1.6)) is None
     assert r.events == []
-    ev = r._record_item(msg("hello", 2.0))
+    ev = r.record_item(msg("hello", 2.0))
     assert isinstance(ev, ChatMessageEvent) and ev.item.text_content == "hello"
     assert r.events == [ev]
     assert r.user_input == "hi"
@@ -162,7 +162,7 @@ def test_record_item_return_value_and_filtering() -> None:
 
 def test_handoff_without_old_agent() -> None:
     r: RunResult[Any] = RunResult()
-    ev = r._record_item(handoff(1.0), new_agent=AgentA())
+    ev = r.record_item(handoff(1.0), new_agent=AgentA())
     assert isinstance(ev, AgentHandoffEvent)
     assert ev.old_agent is None and isinstance(ev.new_agent, AgentA)
 
@@ -421,7 +421,7 @@ def test_is_function_call_pass_and_fail() -> None:
 
 def test_is_function_call_invalid_json_arguments() -> None:
     r: RunResult[Any] = RunResult()
-    r._record_item(FunctionCall(call_id="x", name="f", arguments="{not json", created_at=1.0))
+    r.record_item(FunctionCall(call_id="x", name="f", arguments="{not json", created_at=1.0))
     r.expect[0].is_function_call(name="f")  # no arguments check: fine
     with pytest.raises(AssertionError) as ei:
         r.expect[0].is_function_call(arguments={"a": 1})
@@ -430,7 +430,7 @@ def test_is_function_call_invalid_json_arguments() -> None:
 
 def test_is_function_call_output_pass_and_fail() -> None:
     r: RunResult[Any] = RunResult()
-    r._record_item(out("boom", 1.0, is_error=True))
+    r.record_item(out("boom", 1.0, is_error=True))
     fco = r.expect[0].is_function_call_output(output="boom", is_error=True)
     assert fco.event().item.is_error is True
     with pytest.raises(AssertionError) as ei:
@@ -469,7 +469,7 @@ async def test_not_done_at_construction_and_check_done(autojump_clock: trio.abc.
     assert not r.done()
     await trio.sleep(0)
     assert not r.done()
-    assert r._check_done() is True
+    assert r.check_done() is True
     assert r.done()
     assert await settle(r) is r
 
@@ -477,9 +477,9 @@ async def test_not_done_at_construction_and_check_done(autojump_clock: trio.abc.
 async def test_await_waits_for_all_watched_handles(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h1, h2 = FakeHandle(), FakeHandle()
-    r._watch(h1)
-    r._watch(h2)
-    r._watch(h1)  # duplicate watch is harmless
+    r.watch(h1)
+    r.watch(h2)
+    r.watch(h1)  # duplicate watch is harmless
     assert h1.callbacks_added == 1
     async with trio.open_nursery() as nursery:
         nursery.start_soon(finish_later, h1, 1.0)
@@ -493,8 +493,8 @@ async def test_await_waits_for_all_watched_handles(autojump_clock: trio.abc.Cloc
 async def test_await_raises_handle_exception(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h1, h2 = FakeHandle(), FakeHandle()
-    r._watch(h1)
-    r._watch(h2)
+    r.watch(h1)
+    r.watch(h2)
     err = ValueError("llm failed")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(finish_later, h1, 1.0, err)
@@ -512,7 +512,7 @@ async def test_last_failed_handle_wins(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h1, h2, h3 = FakeHandle(), FakeHandle(), FakeHandle()
     for h in (h1, h2, h3):
-        r._watch(h)
+        r.watch(h)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(finish_later, h1, 1.0, KeyError("first"))
         nursery.start_soon(finish_later, h2, 2.0, IndexError("second"))
@@ -525,16 +525,16 @@ async def test_watch_already_done_handle(autojump_clock: trio.abc.Clock) -> None
     r: RunResult[Any] = RunResult()
     h = FakeHandle()
     h.finish()
-    r._watch(h)
+    r.watch(h)
     assert r.done()
     assert await settle(r) is r
 
 
 async def test_watch_after_done_is_noop(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
-    r._check_done()
+    r.check_done()
     h = FakeHandle()
-    r._watch(h)
+    r.watch(h)
     assert h.callbacks_added == 0
     h.finish(RuntimeError("late"))
     assert await settle(r) is r
@@ -543,12 +543,12 @@ async def test_watch_after_done_is_noop(autojump_clock: trio.abc.Clock) -> None:
 async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h = FakeHandle()
-    r._watch(h)
-    token = r._hold()
+    r.watch(h)
+    hold = r.hold()
 
     async def close_later() -> None:
         await trio.sleep(5)
-        r._fail(RuntimeError("session closed"))
+        r.fail(RuntimeError("session closed"))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(close_later)
@@ -558,8 +558,8 @@ async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> Non
     assert r.done()
     # later events do not change the outcome
     h.finish(ValueError("late"))
-    r._release(token)
-    r._fail(RuntimeError("other"))
+    hold.release()
+    r.fail(RuntimeError("other"))
     with pytest.raises(RuntimeError, match="session closed"):
         await settle(r)
 
@@ -567,16 +567,16 @@ async def test_fail_marks_done_with_error(autojump_clock: trio.abc.Clock) -> Non
 async def test_hold_keeps_run_open(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h = FakeHandle()
-    r._watch(h)
-    token = r._hold()
+    r.watch(h)
+    hold = r.hold()
     h.finish()
     assert not r.done()
-    r._release(object())  # unknown token ignored
+    r.hold().release()  # another hold, released at once
     assert not r.done()
 
     async def release_later() -> None:
         await trio.sleep(2)
-        r._release(token)
+        hold.release()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(release_later)
@@ -587,24 +587,24 @@ async def test_hold_keeps_run_open(autojump_clock: trio.abc.Clock) -> None:
 
 async def test_hold_alone_then_release(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
-    token = r._hold()
-    assert not r._check_done()
-    r._release(token)
+    hold = r.hold()
+    assert not r.check_done()
+    hold.release()
     assert r.done()
 
 
 async def test_unwatch_lets_run_finish(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     parent, child = FakeHandle(), FakeHandle()
-    r._watch(parent)
-    r._watch(child)
-    r._unwatch(FakeHandle())  # unknown handle ignored
+    r.watch(parent)
+    r.watch(child)
+    r.unwatch(FakeHandle())  # unknown handle ignored
 
     async def agent_task_waits() -> None:
         await trio.sleep(1)
         child.finish()
         await trio.sleep(1)
-        r._unwatch(parent)  # the AgentTask waits for user input: run may finish
+        r.unwatch(parent)  # the AgentTask waits for user input: run may finish
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent_task_waits)
@@ -620,10 +620,10 @@ async def test_unwatched_then_rewatched_handle_counts_once(
         autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h, keep = FakeHandle(), FakeHandle()
-    r._watch(keep)
-    r._watch(h)
-    r._unwatch(h)
-    r._watch(h)
+    r.watch(keep)
+    r.watch(h)
+    r.unwatch(h)
+    r.watch(h)
     assert h.callbacks_added == 2
     h.finish(ValueError("boom"))
     assert not r.done()
@@ -636,9 +636,9 @@ async def test_unwatched_then_rewatched_handle_counts_once(
 async def test_unwatched_handle_finishing_is_ignored(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult()
     h, keep = FakeHandle(), FakeHandle()
-    r._watch(keep)
-    r._watch(h)
-    r._unwatch(h)
+    r.watch(keep)
+    r.watch(h)
+    r.unwatch(h)
     h.finish(ValueError("ignored"))
     assert not r.done()
     keep.finish()
@@ -648,23 +648,23 @@ async def test_unwatched_handle_finishing_is_ignored(autojump_clock: trio.abc.Cl
 async def test_final_output(autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[int] = RunResult()
     h = FakeHandle()
-    r._watch(h)
+    r.watch(h)
     with pytest.raises(RuntimeError, match="not done"):
         r.final_output
-    r._set_final_output(42)
+    r.set_final_output(42)
     with pytest.raises(RuntimeError, match="not done"):
         r.final_output
     h.finish()
     assert r.final_output == 42
 
     r2: RunResult[Any] = RunResult()
-    r2._check_done()
+    r2.check_done()
     with pytest.raises(RuntimeError, match="no final output"):
         r2.final_output
 
     r3: RunResult[Any] = RunResult()
-    r3._set_final_output(None)  # None is a valid output once set
-    r3._check_done()
+    r3.set_final_output(None)  # None is a valid output once set
+    r3.check_done()
     assert r3.final_output is None
 
 
@@ -672,13 +672,13 @@ async def test_items_recorded_while_running_visible_after_await(
         autojump_clock: trio.abc.Clock) -> None:
     r: RunResult[Any] = RunResult(user_input="hi")
     h = FakeHandle()
-    r._watch(h)
+    r.watch(h)
 
     async def speak() -> None:
         await trio.sleep(1)
-        r._record_item(msg("hi", trio.current_time() - 1, role="user"))
-        r._record_item(out("ok", trio.current_time() + 0.5))
-        r._record_item(call("f", {}, trio.current_time()))
+        r.record_item(msg("hi", trio.current_time() - 1, role="user"))
+        r.record_item(out("ok", trio.current_time() + 0.5))
+        r.record_item(call("f", {}, trio.current_time()))
         h.finish()
 
     async with trio.open_nursery() as nursery:
@@ -687,3 +687,16 @@ async def test_items_recorded_while_running_visible_after_await(
     r.expect.next_event().is_function_call(name="f")
     r.expect.next_event().is_function_call_output(output="ok")
     r.expect.no_more_events()
+
+
+async def test_a_hold_is_released_once(autojump_clock: trio.abc.Clock) -> None:
+    r: RunResult[Any] = RunResult()
+    first, second = r.hold(), r.hold()
+    first.release()
+    first.release()  # the second release of the same hold does not end the other hold
+    assert first.released and not second.released
+    assert not r.check_done()
+    with second:
+        pass
+    assert r.done()
+    assert r.hold().released  # a hold taken on a finished run holds nothing

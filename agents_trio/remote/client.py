@@ -339,8 +339,8 @@ class RemoteSession:
         reply = await self._request(lambda i: Run(id=i, text=text), RunReply)
         result: RunResult[None] = RunResult(user_input=text)
         for item in reply.items:
-            result._record_item(from_wire_item(item))
-        result._check_done()
+            result.record_item(from_wire_item(item))
+        result.check_done()
         return result
 
     async def get_chat_history(self) -> ChatContext:

@@ -1,0 +1,256 @@
+"""Conversation: the state a session's activities share, owned by one object.
+
+The session creates one ``Conversation`` and hands it to every activity it runs. It holds
+what belongs to the conversation rather than to any one agent: the history, the event
+fan-out, the agent's and the user's state, the active ``session.run()`` and what it records,
+the count of model errors, the forwarding of the agent's transcription, and the parking lot
+that wakes whoever waits for the conversation to progress.
+
+It knows nothing of activities or of the session: the session passes in the few decisions
+that are its own (what an error's source is, what to do when errors pile up, what happens
+around a state change).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+import trio
+
+from ._errors import APIError
+from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
+                     SpeechCreatedEvent, UserState, UserStateChangedEvent)
+from .models import ModelSettings
+from .nurseries import EventFanout
+from .run_result import RunHold, RunResult
+from .speech_handle import SpeechHandle
+
+logger = logging.getLogger("agents_trio")
+
+#: The id of the instructions an AgentTask records in its own context, never in the history.
+_TASK_INSTRUCTIONS_ID = "lk.agent_task.instructions"
+
+
+class TextSink(Protocol):
+    """Where the agent's transcription goes (``session.output.transcription``)."""
+
+    async def capture_text(self, text: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class TranscriptionNode(Protocol):
+    """The current agent's ``transcription_node``."""
+
+    def __call__(self, text: AsyncIterator[str], model_settings: ModelSettings
+                 ) -> AsyncIterator[str]: ...
+
+
+class ErrorPolicy(Protocol):
+    """The session's rules for unrecoverable model errors."""
+
+    def classify(self, source: object) -> tuple[str, int]:
+        """The kind of ``source`` (``"llm"``, ``"tts"``, …) and how many errors of that kind
+        in a row are tolerated."""
+        ...
+
+    def give_up(self, error: BaseException) -> None:
+        """Too many errors of one kind: close the session."""
+        ...
+
+
+class Conversation:
+    """History, events, agent and user state, the active run, errors and transcription.
+
+    Args:
+        errors: The session's error policy.
+        on_agent_speaking: Called when the agent starts speaking, before the state event.
+        on_state_changed: Called after every agent or user state change (the away timer).
+    """
+
+    def __init__(self, *, errors: ErrorPolicy, on_agent_speaking: Callable[[], None],
+                 on_state_changed: Callable[[], None]) -> None:
+        self.events = EventFanout()
+        self.history = ChatContext()
+        self._agent_state: AgentState = "initializing"
+        self._user_state: UserState = "listening"
+        self._errors = errors
+        self._on_agent_speaking = on_agent_speaking
+        self._on_state_changed = on_state_changed
+        self._error_counts: dict[str, int] = {}
+        self._run: RunResult[object] | None = None
+        self._progress = trio.lowlevel.ParkingLot()
+        self._transcripts_send: trio.MemorySendChannel[str] | None = None
+        self._transcripts_recv: trio.MemoryReceiveChannel[str] | None = None
+
+    # -- events ---------------------------------------------------------------------------
+    def emit(self, name: str, event: object) -> None:
+        self.events.emit(name, event)
+
+    # -- agent and user state -------------------------------------------------------------
+    @property
+    def agent_state(self) -> AgentState:
+        return self._agent_state
+
+    @property
+    def user_state(self) -> UserState:
+        return self._user_state
+
+    def set_agent_state(self, state: AgentState) -> None:
+        """Move the agent to ``state`` (no event when it is already there)."""
+        if state == self._agent_state:
+            return
+        old, self._agent_state = self._agent_state, state
+        if state == "speaking":
+            # the models work again: their error counts start over
+            self._error_counts.pop("llm", None)
+            self._error_counts.pop("tts", None)
+            self._on_agent_speaking()
+        self.emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
+        self._on_state_changed()
+
+    def refresh(self) -> None:
+        """A fact the state listeners read changed (a tool started or ended)."""
+        self._on_state_changed()
+
+    def reset_agent_state(self) -> None:
+        """Back to ``initializing`` without an event (the session closed)."""
+        self._agent_state = "initializing"
+
+    def set_user_state(self, state: UserState, created_at: float) -> None:
+        """Move the user to ``state`` (no event when they are already there)."""
+        if state == self._user_state:
+            return
+        old, self._user_state = self._user_state, state
+        self.emit("user_state_changed", UserStateChangedEvent(
+            old_state=old, new_state=state, created_at=created_at))
+        self._on_state_changed()
+
+    # -- the active run -------------------------------------------------------------------
+    @property
+    def active_run(self) -> RunResult[object] | None:
+        """The ``session.run()`` in progress, if any."""
+        run = self._run
+        return run if run is not None and not run.done() else None
+
+    def hold_run(self) -> RunHold:
+        """Keep the active run open until the hold is released (a hold of nothing when no
+        run is active)."""
+        run = self.active_run
+        return run.hold() if run is not None else RunHold()
+
+    def begin_run(self, run: RunResult[object]) -> None:
+        """Make ``run`` the active run (the previous one is done)."""
+        self._run = run
+
+    def fail_run(self, error: BaseException) -> None:
+        """End the active run with ``error`` (the session closes)."""
+        run = self.active_run
+        if run is not None:
+            run.fail(error)
+
+    def speech_created(self, handle: SpeechHandle, *, user_initiated: bool = True) -> None:
+        run = self.active_run
+        if run is not None:
+            run.watch(handle)
+        self.emit("speech_created", SpeechCreatedEvent(
+            speech_handle=handle, source=handle.source, user_initiated=user_initiated))
+
+    # -- history --------------------------------------------------------------------------
+    def commit(self, item: ChatItem, handle: SpeechHandle | None = None, *,
+               old_agent: object = None, new_agent: object = None) -> None:
+        """Add ``item`` to the history, to ``handle``'s items and to the active run."""
+        if item.id != _TASK_INSTRUCTIONS_ID:
+            self.history.insert(item)
+        if handle is not None:
+            handle.add_item(item)
+        if item.type != "function_call":  # calls are recorded when they start executing
+            self.record_run_item(item, handle, old_agent=old_agent, new_agent=new_agent)
+        if isinstance(item, (ChatMessage, AgentHandoff)):
+            self.emit("conversation_item_added", ConversationItemAddedEvent(item=item))
+
+    def record_run_item(self, item: ChatItem, handle: SpeechHandle | None, *,
+                        old_agent: object = None, new_agent: object = None) -> None:
+        """Record on the active run the items of the speeches it watches, and handoffs."""
+        run = self.active_run
+        if run is not None and (handle is None or run.watches(handle)):
+            run.record_item(item, old_agent=old_agent, new_agent=new_agent)
+
+    # -- errors ---------------------------------------------------------------------------
+    def report_error(self, error: BaseException, source: object) -> None:
+        """Emit ``error``; too many unrecoverable ones of a kind close the session."""
+        self.emit("error", ErrorEvent(error=error, source=source))
+        if isinstance(error, APIError) and error.recoverable:
+            return
+        kind, limit = self._errors.classify(source)
+        self._error_counts[kind] = self._error_counts.get(kind, 0) + 1
+        if self._error_counts[kind] > limit:
+            self._errors.give_up(error)
+
+    def forgive(self, kind: str) -> None:
+        """Errors of ``kind`` start over (the source works again)."""
+        self._error_counts.pop(kind, None)
+
+    # -- progress -------------------------------------------------------------------------
+    def progressed(self) -> None:
+        """A speech, a tool or an on_enter finished, or the current activity changed."""
+        self._progress.unpark_all()
+
+    async def wait_until(self, settled: Callable[[], bool]) -> None:
+        """Wait until ``settled()`` holds, looking again at each progress.
+
+        Cancellation: a checkpoint only; nothing changes.
+        """
+        while not settled():
+            await self._progress.park()
+
+    # -- transcription --------------------------------------------------------------------
+    def open_transcription(self) -> None:
+        """Start accepting transcription texts (they queue until ``forward_transcription``)."""
+        self._transcripts_send, self._transcripts_recv = trio.open_memory_channel[str](
+            math.inf)
+
+    def close_transcription(self) -> None:
+        """No more texts: the forwarder delivers what was sent, then returns."""
+        if self._transcripts_send is not None:
+            self._transcripts_send.close()
+
+    def send_transcription(self, text: str, *, enabled: bool) -> None:
+        """Queue ``text`` for the transcription output (dropped when it is disabled)."""
+        if self._transcripts_send is not None and text and enabled:
+            self._transcripts_send.send_nowait(text)
+
+    async def forward_transcription(self, output: Callable[[], TextSink | None],
+                                    node: Callable[[], TranscriptionNode | None],
+                                    done: trio.Event) -> None:
+        """Deliver the agent's transcription in order until ``close_transcription`` (at the
+        end of the session, so texts sent while closing are delivered too), through the
+        current agent's transcription node.
+
+        Cancellation: stops delivering; ``done`` is set either way.
+        """
+        try:
+            recv = self._transcripts_recv
+            if recv is None:
+                return
+            async for text in recv:
+                sink, transform = output(), node()
+                if sink is None or transform is None:
+                    continue
+                try:
+                    async for chunk in transform(_once(text), ModelSettings()):
+                        await sink.capture_text(chunk)
+                    sink.flush()
+                except Exception as e:  # a failing node or output loses this text only
+                    logger.exception("forwarding the agent's transcription failed")
+                    self.emit("error", ErrorEvent(error=e, source=sink))
+        finally:
+            done.set()
+
+
+async def _once(text: str) -> AsyncIterator[str]:
+    yield text

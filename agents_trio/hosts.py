@@ -1,0 +1,86 @@
+"""What an activity and its helpers need from the session that runs them.
+
+``ActivityHost`` is the session as an activity sees it: the user-facing session
+(``SessionView``) plus the conversation it shares with every other activity, the outputs,
+the session-wide options and registries. ``AgentSession`` satisfies it; the activity and its
+helpers (generation, interruption, preemptive generation, user turns, realtime) are typed
+against it and never import the session, so the dependencies point one way:
+``… ← activity ← session``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+from .agent import SessionView
+from .chat import AgentHandoff
+from .conversation import Conversation
+from .events import AgentMetrics
+from .in_flight import InlineTaskStack, RunningTools
+from .io.audio import AudioOutput, TextOutput
+from .recognition import AudioRecognition
+from .text_transforms import TextTransform
+
+A = TypeVar("A", contravariant=True)
+
+
+class SessionOutputs(Protocol):
+    """``session.output``: where the agent's voice and transcription go."""
+
+    @property
+    def audio(self) -> AudioOutput | None: ...
+
+    @property
+    def transcription(self) -> TextOutput | None: ...
+
+
+class ActivityHost(SessionView, Protocol[A]):
+    """The session as its activities (of type ``A``) see it."""
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    @property
+    def output(self) -> SessionOutputs: ...
+
+    @property
+    def turn_handling_overrides(self) -> dict[str, object]: ...
+
+    @property
+    def max_tool_steps(self) -> int: ...
+
+    @property
+    def min_consecutive_speech_delay(self) -> float: ...
+
+    @property
+    def close_grace(self) -> float: ...
+
+    @property
+    def audio_write_timeout(self) -> float | None: ...
+
+    @property
+    def tts_text_transforms(self) -> list[TextTransform]: ...
+
+    @property
+    def running_tools(self) -> RunningTools: ...
+
+    @property
+    def inline_tasks(self) -> InlineTaskStack: ...
+
+    @property
+    def recognition(self) -> AudioRecognition | None: ...
+
+    @property
+    def closing(self) -> bool:
+        """The session is closing or closed: nothing new may start."""
+        ...
+
+    @property
+    def aec_warmup_active(self) -> bool: ...
+
+    def emit_metrics(self, metrics: AgentMetrics) -> None: ...
+
+    def switch_current(self, activity: A, handoff: AgentHandoff | None = None, *,
+                       old_agent: object = None) -> None:
+        """Point the session at ``activity`` (an AgentTask starting or returning)."""
+        ...
