@@ -37,7 +37,7 @@ from typing import Protocol
 import msgspec
 import trio
 
-from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
+from .wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
                        Message, RequestMessage, WireError, decode_request, encode_frame)
 
 logger = logging.getLogger("agents_trio.remote")

@@ -14,7 +14,7 @@ from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, Close
                       FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                       SpeechCreatedEvent, STTMetrics, TTSMetrics, UserInputTranscribedEvent,
                       UserStateChangedEvent, VADMetrics)
-from ..io import wire_payloads as wp
+from . import wire_payloads as wp
 from .errors import RemoteSessionError
 
 _METRICS = {cls().type: cls

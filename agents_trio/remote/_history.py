@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ..io.wire import (AgentConfigUpdateItem, FunctionCallItem, FunctionCallOutputItem,
+from .wire import (AgentConfigUpdateItem, FunctionCallItem, FunctionCallOutputItem,
                        GetChatHistory, HistoryReply, MessageItem, WireItem, to_wire_item)
 
 logger = logging.getLogger("agents_trio.remote")

@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from .._errors import SessionClosedError
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
+from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
                        GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
                        RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
                        SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import trio
 
 from ..chat import ChatContext, ChatItem
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
+from .wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
                        ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
                        GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
                        ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,

@@ -34,9 +34,9 @@ from typing import Any
 
 import trio
 
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
+from .wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
                        event_to_wire)
-from ..io.wire_payloads import FORWARDED_EVENTS
+from .wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
 from ._slots import Slots
