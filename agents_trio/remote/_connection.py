@@ -38,7 +38,7 @@ import msgspec
 import trio
 
 from .wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
-                       Message, RequestMessage, WireError, decode_request, encode_frame)
+                   Message, RequestMessage, WireError, decode_request, encode_frame)
 
 logger = logging.getLogger("agents_trio.remote")
 

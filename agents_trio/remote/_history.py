@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from .wire import (AgentConfigUpdateItem, FunctionCallItem, FunctionCallOutputItem,
-                       GetChatHistory, HistoryReply, MessageItem, WireItem, to_wire_item)
+                   GetChatHistory, HistoryReply, MessageItem, WireItem, to_wire_item)
 
 logger = logging.getLogger("agents_trio.remote")
 

@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from collections.abc import Iterable
 from typing import Any
 
 import trio
 
 from .._errors import SessionClosedError
+from ..nurseries import single_leaf
 from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
-                       GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
-                       RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
-                       SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
-                       WireItem, to_wire_item)
+                   GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
+                   RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
+                   SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
+                   WireItem, to_wire_item)
 from ._connection import Connection, Refusal
 from ._history import history_page
-from .errors import collapse
 
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -85,7 +82,7 @@ class SessionService:
             turn.refusal = Refusal("session_closed", f"the session closed during the turn ({e})",
                                    type(e).__name__)
         except Exception as e:  # noqa: BLE001 - any failure of the turn is the client's answer
-            error = collapse(e) if isinstance(e, BaseExceptionGroup) else e
+            error = single_leaf(e)
             turn.refusal = Refusal("run_failed", str(error) or type(error).__name__,
                                    type(error).__name__)
         turn.done.set()

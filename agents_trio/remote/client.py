@@ -24,16 +24,15 @@ import trio
 
 from ..chat import ChatContext, ChatItem
 from .wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
-                       ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
-                       GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
-                       ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,
-                       Subscribe, SubscribedReply, Unsubscribe, UnsubscribedReply, WaitForReady,
-                       WireError, decode_reply, encode_frame, from_wire_item)
-from ..nurseries import EventFanout
+                   ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
+                   GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
+                   ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,
+                   Subscribe, SubscribedReply, Unsubscribe, UnsubscribedReply, WaitForReady,
+                   WireError, decode_reply, encode_frame, from_wire_item)
+from ..nurseries import EventFanout, open_unwrapping_nursery
 from ..run_result import RunResult
 from ._events import event_from_wire
-from .errors import (RemoteConnectionError, RemoteSessionError, error_from_code,
-                     open_unwrapping_nursery)
+from .errors import RemoteConnectionError, RemoteSessionError, error_from_code
 
 logger = logging.getLogger("agents_trio.remote")
 

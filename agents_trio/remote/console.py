@@ -15,9 +15,9 @@ from typing import Any, TextIO
 import trio
 
 from ..chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
+from ..nurseries import open_unwrapping_nursery
 from .client import RemoteSession, connect_remote_session
-from .errors import (RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError,
-                     open_unwrapping_nursery)
+from .errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError
 
 HELP = """commands:
   /history   the conversation so far

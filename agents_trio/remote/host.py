@@ -34,13 +34,13 @@ from typing import Any
 
 import trio
 
+from ..nurseries import open_unwrapping_nursery
 from .wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
-                       event_to_wire)
+                   event_to_wire)
 from .wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
 from ._slots import Slots
-from .errors import open_unwrapping_nursery
 
 logger = logging.getLogger("agents_trio.remote")
 
