@@ -24,9 +24,10 @@ class TaskOwner:
         name: Optional label, for debugging only.
     """
 
-    def __init__(self, nursery: trio.Nursery, *, grace: float = 5.0, name: str | None = None):
+    def __init__(self, nursery: trio.Nursery, *, closed: trio.Event, grace: float = 5.0,
+                 name: str | None = None) -> None:
         self._nursery = nursery
-        self._closed = trio.Event()
+        self._closed = closed  # set by whoever owns the nursery (open_owner) when it exits
         self.grace = grace
         self.name = name
 
@@ -147,11 +148,9 @@ async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIte
     Cancellation:
         Owns tasks. Entering is not a checkpoint; leaving is, like a nursery.
     """
-    owner: TaskOwner | None = None
+    closed = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            owner = TaskOwner(nursery, grace=grace, name=name)
-            yield owner
+            yield TaskOwner(nursery, closed=closed, grace=grace, name=name)
     finally:
-        if owner is not None:
-            owner._closed.set()
+        closed.set()
