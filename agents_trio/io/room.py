@@ -39,8 +39,9 @@ import datetime
 import logging
 import math
 import uuid
+from types import TracebackType
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlparse
 
@@ -48,9 +49,9 @@ import trio
 from livekit import rtc
 
 from .._errors import AgentsTrioError
-from ..nurseries import LatestSlot
+from ..nurseries import LatestSlot, open_unwrapping_nursery
 from .audio import TextOutput
-from .bridge import AsyncioBridge, _open_nursery, current_bridge
+from .bridge import AsyncioBridge, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
 from .room_chat import (ChatInbox, TextInputCallback, TextInputEvent, TextInputStatistics,
                         default_text_input)
@@ -250,6 +251,9 @@ class RoomTranscriptionOutput(TextOutput):
 class RoomIO:
     """The link between a room and a session (create it with :func:`open_room_io`).
 
+    An async context manager that owns its setup and teardown: ``open_room_io`` enters it,
+    and the link lasts for the block.
+
     Attributes:
         room: The ``rtc.Room``.
         audio_input, audio_output, transcription_output: The session's I/O (or None).
@@ -281,6 +285,7 @@ class RoomIO:
         self._chat = ChatInbox(max_messages=options.text_input_max_messages,
                                max_chars=options.text_input_max_chars)
         self._chat_send, self._chat_recv = trio.open_memory_channel[tuple[Any, str]](math.inf)
+        self._lifetime: AbstractAsyncContextManager[RoomIO] | None = None
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -312,6 +317,98 @@ class RoomIO:
     def text_input_statistics(self) -> TextInputStatistics:
         """Counters of the chat input (received, refused, delivered, ignored)."""
         return self._chat.statistics()
+
+    # -- lifetime (the block of open_room_io) ---------------------------------------------------
+    async def __aenter__(self) -> RoomIO:
+        """Link the room and the session; see :func:`open_room_io` (which enters this)."""
+        self._lifetime = self._linked_for_the_block()
+        return await self._lifetime.__aenter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        """Unlink; see :func:`open_room_io` for what leaving the block does."""
+        assert self._lifetime is not None, "RoomIO exited without being entered"
+        return await self._lifetime.__aexit__(exc_type, exc, tb)
+
+    @asynccontextmanager
+    async def _linked_for_the_block(self) -> AsyncIterator[RoomIO]:
+        """Set up the link, yield, tear it down (see :func:`open_room_io`)."""
+        room, session, bridge, options = self.room, self.session, self._bridge, self._options
+        push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
+        handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
+        chat_registered = False
+        session_hooks = [("agent_state_changed", self._on_agent_state),
+                         ("user_input_transcribed", self._on_user_transcribed),
+                         ("close", self._on_session_close)]
+        try:
+            async with open_unwrapping_nursery() as nursery, \
+                    _maybe_output(bridge, options) as output:
+                self._track_slot = LatestSlot(nursery)
+                for name, handler in handlers.items():
+                    room.on(name, handler)
+                # watched from here on: a disconnect before this line shows here, one after it
+                # arrives as an event
+                if not room.isconnected():
+                    raise RoomDisconnectedError("the room is not connected (it disconnected "
+                                                "before the session was linked to it)")
+                if options.text_input:
+                    try:
+                        room.register_text_stream_handler(
+                            TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
+                        chat_registered = True
+                    except ValueError:
+                        logger.warning("a %r text stream handler is already registered; text "
+                                       "input is off", TOPIC_CHAT)
+                if getattr(session, "agent_state", "initializing") != "initializing":
+                    self._session_running.set()   # linked to a session that already runs
+                nursery.start_soon(self._serve_room_events, events)
+                nursery.start_soon(self._close_session_when_room_gone)
+                if chat_registered:
+                    nursery.start_soon(self._read_chat)
+                    nursery.start_soon(self._deliver_chat)
+                if options.audio_input:
+                    self.audio_input = RoomAudioInput(
+                        bridge, sample_rate=options.input_sample_rate,
+                        num_channels=options.input_num_channels,
+                        frame_size_ms=options.input_frame_ms)
+                    session.input.audio = self.audio_input
+                if output is not None:
+                    self.audio_output = output
+                    output.on_failure = self._on_output_failure
+                    track = await output.create_track(options.track_name)
+                    publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+                    self._publication = await bridge.run(room.local_participant.publish_track,
+                                                         track, publish)
+                    nursery.start_soon(self._open_audio_gate, self._publication)
+                    session.output.audio = output
+                if options.transcription:
+                    self.transcription_output = RoomTranscriptionOutput(self._texts_send)
+                    session.output.transcription = self.transcription_output
+                    nursery.start_soon(self._publish_texts)
+                else:
+                    self._texts_published.set()
+                if options.agent_state:
+                    nursery.start_soon(self._publish_states)
+                for name, hook in session_hooks:
+                    session.on(name, hook)
+                for participant in list(room.remote_participants.values()):
+                    self._link(participant)
+                try:
+                    yield self
+                finally:
+                    await self._drain_texts()
+                    nursery.cancel_scope.cancel()
+                    if self.audio_input is not None:
+                        self.audio_input.close()
+                    await _unpublish(bridge, room, self._publication)
+        finally:
+            for name, hook in session_hooks:
+                session.off(name, hook)
+            for name, handler in handlers.items():
+                room.off(name, handler)
+            if chat_registered:
+                room.unregister_text_stream_handler(TOPIC_CHAT)
+            events.close()
 
     # -- session hooks (called by the session's event fan-out) ----------------------------------
     def _on_agent_state(self, ev: Any) -> None:
@@ -547,7 +644,7 @@ class RoomIO:
         """Hold the agent's audio until someone subscribed to it (or the room is gone), so a
         greeting is not played to an empty room."""
         assert self.audio_output is not None
-        gate = self.audio_output._gate()
+        gate = self.audio_output.hold()
         try:
             await self._bridge.run(publication.wait_for_subscription)
         finally:
@@ -582,83 +679,9 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
         them, unpublishes the agent's track and unregisters every handler (shielded,
         bounded).
     """
-    options = options or RoomOptions()
-    bridge = bridge or current_bridge()
-    rio = RoomIO(room, session, bridge, options)
-    push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
-    handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
-    chat_registered = False
-    session_hooks = [("agent_state_changed", rio._on_agent_state),
-                     ("user_input_transcribed", rio._on_user_transcribed),
-                     ("close", rio._on_session_close)]
-    try:
-        async with _open_nursery() as nursery, _maybe_output(bridge, options) as output:
-            rio._track_slot = LatestSlot(nursery)
-            for name, handler in handlers.items():
-                room.on(name, handler)
-            # watched from here on: a disconnect before this line shows here, one after it
-            # arrives as an event
-            if not room.isconnected():
-                raise RoomDisconnectedError("the room is not connected (it disconnected "
-                                            "before the session was linked to it)")
-            if options.text_input:
-                try:
-                    room.register_text_stream_handler(
-                        TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
-                    chat_registered = True
-                except ValueError:
-                    logger.warning("a %r text stream handler is already registered; text "
-                                   "input is off", TOPIC_CHAT)
-            if getattr(session, "agent_state", "initializing") != "initializing":
-                rio._session_running.set()   # linked to a session that already runs
-            nursery.start_soon(rio._serve_room_events, events)
-            nursery.start_soon(rio._close_session_when_room_gone)
-            if chat_registered:
-                nursery.start_soon(rio._read_chat)
-                nursery.start_soon(rio._deliver_chat)
-            if options.audio_input:
-                rio.audio_input = RoomAudioInput(
-                    bridge, sample_rate=options.input_sample_rate,
-                    num_channels=options.input_num_channels,
-                    frame_size_ms=options.input_frame_ms)
-                session.input.audio = rio.audio_input
-            if output is not None:
-                rio.audio_output = output
-                output.on_failure = rio._on_output_failure
-                track = await output.create_track(options.track_name)
-                publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
-                rio._publication = await bridge.run(room.local_participant.publish_track,
-                                                    track, publish)
-                nursery.start_soon(rio._open_audio_gate, rio._publication)
-                session.output.audio = output
-            if options.transcription:
-                rio.transcription_output = RoomTranscriptionOutput(rio._texts_send)
-                session.output.transcription = rio.transcription_output
-                nursery.start_soon(rio._publish_texts)
-            else:
-                rio._texts_published.set()
-            if options.agent_state:
-                nursery.start_soon(rio._publish_states)
-            for name, hook in session_hooks:
-                session.on(name, hook)
-            for participant in list(room.remote_participants.values()):
-                rio._link(participant)
-            try:
-                yield rio
-            finally:
-                await rio._drain_texts()
-                nursery.cancel_scope.cancel()
-                if rio.audio_input is not None:
-                    rio.audio_input.close()
-                await _unpublish(bridge, room, rio._publication)
-    finally:
-        for name, hook in session_hooks:
-            session.off(name, hook)
-        for name, handler in handlers.items():
-            room.off(name, handler)
-        if chat_registered:
-            room.unregister_text_stream_handler(TOPIC_CHAT)
-        events.close()
+    async with RoomIO(room, session, bridge or current_bridge(), options or RoomOptions()
+                      ) as rio:
+        yield rio
 
 
 async def _read_texts(readers: list[Any]) -> list[str | None]:
