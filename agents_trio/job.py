@@ -34,9 +34,11 @@ from typing import Any
 import trio
 from livekit import rtc
 
-from .io.bridge import AsyncioBridge, _open_nursery, open_bridge
+from .io.bridge import AsyncioBridge, open_bridge
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
+
+from .nurseries import open_unwrapping_nursery
 
 __all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
 
@@ -138,6 +140,67 @@ class JobContext:
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
+    async def run_entrypoint(self, entrypoint: Entrypoint, *,
+                             on_ready: Callable[[JobContext], object] | None = None) -> Any:
+        """Run ``entrypoint(self)`` as this job: what :func:`run_job` does once connected.
+
+        The room's connection is watched from before the entrypoint runs: its end shuts the
+        job down (reason ``job_shutdown``).
+
+        Args:
+            entrypoint: A Trio async function taking this context.
+            on_ready: Called with this context just before the entrypoint runs.
+
+        Returns:
+            What the entrypoint returned (None if it was cancelled after the grace).
+
+        Raises:
+            Whatever the entrypoint raised, unwrapped.
+
+        Cancellation:
+            Cancelling the caller shuts the job down (:meth:`shutdown`, reason
+            ``job_shutdown``): running sessions close and the entrypoint has
+            ``shutdown_grace`` seconds to return before it is cancelled; then the call raises
+            the cancellation.
+        """
+        async with open_unwrapping_nursery() as nursery:  # the entrypoint's error, unwrapped
+            await nursery.start(self._watch_connection)
+            helpers_done = trio.CancelScope()
+            nursery.start_soon(_shutdown_when_cancelled, self, helpers_done)
+            try:
+                if on_ready is not None:
+                    on_ready(self)
+                result = await self._run_entrypoint(entrypoint)
+            finally:
+                helpers_done.cancel()
+                nursery.cancel_scope.cancel()
+        return result
+
+    async def _run_entrypoint(self, entrypoint: Entrypoint) -> Any:
+        with self._scope:
+            return await entrypoint(self)
+        logger.warning("the entrypoint did not return within %.0f s of the shutdown; "
+                       "cancelled", self.shutdown_grace)
+        return None
+
+    async def _watch_connection(self, *,
+                                task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                                ) -> None:
+        """The room's end shuts the job down; watched from before the entrypoint runs."""
+        push, disconnected = self.bridge.callback_channel(convert=lambda *args: args)
+        self.room.on("disconnected", push)
+        try:
+            task_status.started()
+            # checked after the handler is registered: a disconnect shows here or as an event
+            if self.room.isconnected():
+                reason = _reason_name(await disconnected.receive())
+            else:
+                reason = "disconnected before the job started"
+            self._on_room_disconnected(reason)
+        finally:
+            self.room.off("disconnected", push)
+            disconnected.close()
+
     def _on_room_disconnected(self, reason: Any) -> None:
         if self._room_gone.is_set():
             return
@@ -149,25 +212,6 @@ class JobContext:
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-async def _watch_connection(ctx: JobContext, *,
-                            task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                            ) -> None:
-    """The room's end shuts the job down; watched from before the entrypoint runs."""
-    push, disconnected = ctx.bridge.callback_channel(convert=lambda *args: args)
-    ctx.room.on("disconnected", push)
-    try:
-        task_status.started()
-        # checked after the handler is registered: a disconnect shows here or as an event
-        if ctx.room.isconnected():
-            reason = _reason_name(await disconnected.receive())
-        else:
-            reason = "disconnected before the job started"
-        ctx._on_room_disconnected(reason)
-    finally:
-        ctx.room.off("disconnected", push)
-        disconnected.close()
 
 
 def _reason_name(args: tuple[Any, ...]) -> str:
@@ -232,26 +276,7 @@ async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
         ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
         logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                     room.local_participant.identity)
-        async with _open_nursery() as nursery:   # the entrypoint's error comes out unwrapped
-            await nursery.start(_watch_connection, ctx)
-            helpers_done = trio.CancelScope()
-            nursery.start_soon(_shutdown_when_cancelled, ctx, helpers_done)
-            try:
-                if on_ready is not None:
-                    on_ready(ctx)
-                result = await _run_entrypoint(entrypoint, ctx)
-            finally:
-                helpers_done.cancel()
-                nursery.cancel_scope.cancel()
-    return result
-
-
-async def _run_entrypoint(entrypoint: Entrypoint, ctx: JobContext) -> Any:
-    with ctx._scope:
-        return await entrypoint(ctx)
-    logger.warning("the entrypoint did not return within %.0f s of the shutdown; cancelled",
-                   ctx.shutdown_grace)
-    return None
+        return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)
 
 
 @asynccontextmanager
@@ -268,14 +293,16 @@ async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]
     except ImportError:
         yield
         return
-    if http_context._ContextVar.get(None) is not None:
+    # LiveKit's public http_context.open() binds the session in the asyncio context, where the
+    # Trio side would not see it; binding it here needs the module's private names.
+    if http_context._ContextVar.get(None) is not None:  # noqa: SLF001 - see above
         yield
         return
-    session_factory = http_context._new_session_ctx()
+    session_factory = http_context._new_session_ctx()  # noqa: SLF001 - see above
     try:
         yield
     finally:
-        http_context._ContextVar.set(None)
+        http_context._ContextVar.set(None)  # noqa: SLF001 - see above
         with trio.move_on_after(5, shield=True):
             if not bridge.closed:
                 await bridge.run(_close_http_session, session_factory)

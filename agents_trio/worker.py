@@ -74,7 +74,8 @@ class TrioJobEntrypoint:
 
     async def _run(self, job_ctx: Any) -> None:
         """asyncio-flavoured: run the Trio job, then end the LiveKit job."""
-        info = job_ctx._info  # RunningJobInfo: LiveKit exposes the URL and token only here
+        # RunningJobInfo: LiveKit exposes the job's URL and token only here
+        info = job_ctx._info  # noqa: SLF001 - LiveKit's JobContext, no public accessor
         entrypoint = self._resolve()
         contexts: list[JobContext] = []
         kwargs: dict[str, Any] = {"url": info.url, "token": info.token,
