@@ -36,7 +36,7 @@ class _ScriptedStream:
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._recv.__aiter__()
 
-    async def _play(self, timeline: list[tuple[float, Any]], done: trio.Event) -> None:
+    async def play(self, timeline: list[tuple[float, Any]], done: trio.Event) -> None:
         await self._first_frame.wait()
         assert self.origin is not None
         async with self._send:
@@ -79,7 +79,7 @@ class FakeVAD:
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
             yield stream
             nursery.cancel_scope.cancel()
 
@@ -113,7 +113,7 @@ class FakeSTT:
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
             yield stream
             nursery.cancel_scope.cancel()
 
@@ -149,16 +149,25 @@ class RecordedChatContext:
     @property
     def items(self) -> list[ChatItem]:
         """A new list of the request's items (changing it changes nothing recorded)."""
-        chain: list[RecordedChatContext] = []
-        record: RecordedChatContext | None = self
-        while record is not None:
-            chain.append(record)
-            record = record._base if record._shared else None
+        chain: list[RecordedChatContext] = [self]
+        base = self.based_on
+        while base is not None:
+            chain.append(base)
+            base = base.based_on
         items: list[ChatItem] = []
         for record in reversed(chain):
-            del items[record._shared:]
-            items.extend(record._tail)
+            record.apply(items)
         return items
+
+    @property
+    def based_on(self) -> RecordedChatContext | None:
+        """The earlier request whose first items this one shares, if it shares any."""
+        return self._base if self._shared else None
+
+    def apply(self, items: list[ChatItem]) -> None:
+        """Turn ``items`` (the request :attr:`based_on`'s items) into this one's, in place."""
+        del items[self._shared:]
+        items.extend(self._tail)
 
 
 class _RequestRecorder:

@@ -86,13 +86,8 @@ class FakeRealtimeModel:
         session = FakeRealtimeSession(self)
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
-        try:
-            async with trio.open_nursery() as nursery:
-                session._nursery = nursery
-                yield session
-                nursery.cancel_scope.cancel()
-        finally:
-            session._close()
+        async with session.connected():
+            yield session
 
 
 class FakeRealtimeSession:
@@ -113,6 +108,21 @@ class FakeRealtimeSession:
 
     def __repr__(self) -> str:
         return f"FakeRealtimeSession({self.id}, closed={self.closed})"
+
+    @asynccontextmanager
+    async def connected(self) -> AsyncIterator[FakeRealtimeSession]:
+        """The connection's lifetime (:meth:`FakeRealtimeModel.session` enters it): its tasks
+        run in a nursery of its own; leaving the block cancels them and closes it.
+
+        Cancellation: cancelling the block cancels the session's tasks; it closes all the same.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                yield self
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close()
 
     def _close(self) -> None:
         self.closed = True
