@@ -8,6 +8,9 @@ as the SDK does: ``bridge.call_soon(room.join, FakeRemoteParticipant("user"))``,
 ``room.send_chat``, ``room.subscribe`` (a real ``LocalAudioTrack`` as the user's microphone:
 audio still flows through ``AudioStream.from_track``), ``room.leave``, ``room.drop``.
 
+Tests wait for what the agent did with :meth:`FakeRoom.wait_for`, a positive witness re-checked
+whenever the room records something (no polling).
+
 ``open_fake_room`` has the signature of ``agents_trio.io.room.open_room``, so
 ``run_job(entrypoint, url=..., token=..., open_room_fn=open_fake_room)`` runs an entrypoint
 against a fake room; ``open_fake_room.rooms`` lists the rooms it made.
@@ -16,10 +19,11 @@ against a fake room; ``open_fake_room.rooms`` lists the rooms it made.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import trio
 from livekit import rtc
 
 __all__ = ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]
@@ -35,16 +39,20 @@ class FakeWriter:
         self.sender_identity = sender_identity
         self.chunks: list[str] = []
         self.closed_with: dict[str, str] | None = None
+        self._room = room
         room.writers.append(self)
+        room.notify_changed()
 
     async def write(self, text: str) -> None:
         if self.closed_with is not None:
             raise RuntimeError("stream closed")
         self.chunks.append(text)
+        self._room.notify_changed()
 
     async def aclose(self, *, reason: str = "", attributes: dict[str, str] | None = None
                      ) -> None:
         self.closed_with = dict(attributes or {})
+        self._room.notify_changed()
 
     @property
     def text(self) -> str:
@@ -79,15 +87,18 @@ class FakeLocalParticipant:
     async def set_attributes(self, attributes: dict[str, str]) -> None:
         self.attributes.update(attributes)
         self.attribute_history.append(dict(attributes))
+        self._room.notify_changed()
 
     async def publish_track(self, track: Any, options: Any = None) -> FakePublication:
         source = options.source if options is not None else rtc.TrackSource.SOURCE_UNKNOWN
         publication = FakePublication(track, source)
         self.published.append(publication)
+        self._room.notify_changed()
         return publication
 
     async def unpublish_track(self, sid: str) -> None:
         self.published = [p for p in self.published if p.sid != sid]
+        self._room.notify_changed()
 
     async def stream_text(self, *, topic: str = "", attributes: dict[str, str] | None = None,
                           sender_identity: str | None = None, **_: Any) -> FakeWriter:
@@ -128,6 +139,23 @@ class FakeRoom(rtc.EventEmitter):
         self.text_handlers: dict[str, Any] = {}
         self.writers: list[FakeWriter] = []
         self.connected = True
+        self._changed = trio.Event()
+
+    def notify_changed(self) -> None:
+        """Wake :meth:`wait_for`: the room recorded something (the fake's own parts call it)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], object]) -> None:
+        """Trio side: wait until ``predicate()`` is true, re-checked whenever the room records
+        something (attributes set, a text stream opened, written or closed, a track published
+        or unpublished).
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
+        await trio.lowlevel.checkpoint()
+        while not predicate():
+            await self._changed.wait()
 
     def isconnected(self) -> bool:
         return self.connected
