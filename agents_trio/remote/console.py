@@ -145,6 +145,9 @@ async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = N
         stdin, lines: Where typed lines come from (see :class:`Console`).
         connect_timeout: Seconds to keep retrying the connection and waiting for the
             session to be ready.
+
+    Cancellation: cancelling it closes the connection; a turn in flight is withdrawn (the
+    agent may still finish it on the host).
     """
     out = out or sys.stdout
     try:

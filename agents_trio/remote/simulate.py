@@ -292,7 +292,10 @@ class ScenarioResult:
 
 
 async def run_scenario(scenario: Scenario, driver: Driver) -> ScenarioResult:
-    """Play one scenario through ``driver``; stops at the first failing turn."""
+    """Play one scenario through ``driver``; stops at the first failing turn.
+
+    Cancellation: cancelling it cancels the turn in flight (a remote one is withdrawn).
+    """
     started = trio.current_time()
     result = ScenarioResult(name=scenario.name, turns=len(scenario.turns))
     for number, turn in enumerate(scenario.turns, 1):
@@ -315,7 +318,10 @@ SessionFactory = Callable[[], Any]
 
 @asynccontextmanager
 async def local_driver(factory: SessionFactory) -> AsyncIterator[LocalDriver]:
-    """A fresh in-process session from ``factory``, started, closed on exit."""
+    """A fresh in-process session from ``factory``, started, closed on exit.
+
+    Cancellation: cancelling the block closes the session (as leaving ``async with session``).
+    """
     session, agent = factory()
     async with session:
         await session.start(agent)
@@ -326,7 +332,11 @@ async def run_scenarios(scenarios: Sequence[Scenario], *,
                         remote: RemoteSession | None = None,
                         factory: SessionFactory | None = None) -> list[ScenarioResult]:
     """Play ``scenarios`` against a remote session, or in-process against a fresh session
-    from ``factory`` for each."""
+    from ``factory`` for each.
+
+    Cancellation: cancelling it stops at the scenario in flight (see :func:`run_scenario`);
+    the results so far are lost.
+    """
     if (remote is None) == (factory is None):
         raise ValueError("give exactly one of remote= or factory=")
     results = []
