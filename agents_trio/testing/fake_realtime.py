@@ -83,6 +83,10 @@ class FakeRealtimeModel:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[FakeRealtimeSession]:
+        """A new fake connection (recorded in ``sessions``), closed when the block exits.
+
+        Cancellation: see :meth:`FakeRealtimeSession.connected`.
+        """
         session = FakeRealtimeSession(self)
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
