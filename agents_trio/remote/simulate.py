@@ -132,8 +132,21 @@ class TurnOutcome:
 
 
 class Driver(Protocol):
-    async def run(self, text: str) -> TurnOutcome: ...
-    async def agent_id(self) -> str: ...
+    """What a scenario is played through: a remote session, or an in-process one."""
+
+    async def run(self, text: str) -> TurnOutcome:
+        """Send ``text`` as a user turn; its outcome once it settled.
+
+        Cancellation: the turn is withdrawn (remote) or cancelled (in-process).
+        """
+        ...
+
+    async def agent_id(self) -> str:
+        """The current agent's id.
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
+        ...
 
 
 class RemoteDriver:
@@ -143,6 +156,7 @@ class RemoteDriver:
         self.remote = remote
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it withdraws the turn on the host)."""
         try:
             result = await self.remote.run(text)
         except RemoteConnectionError:
@@ -152,6 +166,7 @@ class RemoteDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (cancelling it withdraws the request)."""
         return (await self.remote.get_agent_info()).id
 
 
@@ -162,6 +177,7 @@ class LocalDriver:
         self.session = session
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it cancels ``session.run``)."""
         try:
             result = await self.session.run(user_input=text)
         except Exception as e:  # noqa: BLE001 - a failed turn is an outcome to score
@@ -169,6 +185,7 @@ class LocalDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (not a checkpoint: the id is at hand)."""
         return str(self.session.current_agent.id)
 
 
