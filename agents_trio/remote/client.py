@@ -337,8 +337,11 @@ class RemoteSession:
         is skipped, one already running finishes in the session and its reply is dropped.
         """
         reply = await self._request(lambda i: Run(id=i, text=text), RunReply)
-        return RunResult[None].of_items((from_wire_item(item) for item in reply.items),
-                                        user_input=text)
+        result: RunResult[None] = RunResult(user_input=text)
+        for item in reply.items:
+            result._record_item(from_wire_item(item))
+        result._check_done()
+        return result
 
     async def get_chat_history(self) -> ChatContext:
         """The session's whole chat history, fetched a page at a time (each page fits a reply
