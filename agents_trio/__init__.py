@@ -25,7 +25,7 @@ from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolC
                      ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      VADEventType)
 from .io.audio import AudioOutputStalled
-from .io.wire import WireError
+from .remote.wire import WireError
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeErrorEvent, RealtimeModel,

@@ -29,19 +29,27 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 from livekit import rtc
 
-from .io.bridge import AsyncioBridge, _open_nursery, open_bridge
+from .io.bridge import AsyncioBridge, open_bridge
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
+
+from .events import CloseReason
+from .nurseries import open_unwrapping_nursery
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .session import AgentSession
 
 __all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
 
 logger = logging.getLogger("agents_trio.job")
 
+R = TypeVar("R")
 Entrypoint = Callable[["JobContext"], Awaitable[Any]]
 RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
 
@@ -61,15 +69,15 @@ class JobContext:
         self.room = room
         self.job_id = job_id
         self.shutdown_grace = shutdown_grace
-        self.shutdown_reason: str | None = None
-        self._sessions: list[Any] = []
+        self.shutdown_reason: CloseReason | None = None
+        self._sessions: list[AgentSession] = []
         # the entrypoint's scope: shielded from the job's caller, whose cancellation becomes
         # a shutdown; its own deadline (set by shutdown) still ends it
         self._scope = trio.CancelScope(shield=True)
         self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
 
-    async def run_session(self, session: Any, agent: Any, *,
+    async def run_session(self, session: AgentSession, agent: Agent, *,
                           room_options: RoomOptions | None = None) -> str | None:
         """Use the room as ``session``'s I/O, start ``agent``, and return when the session
         closed (the linked participant left, the room dropped, the agent or a tool shut it
@@ -127,7 +135,7 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: str = "job_shutdown") -> None:
+    def shutdown(self, reason: CloseReason = "job_shutdown") -> None:
         """End the job: running sessions close with ``reason`` and, after
         ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
         if self.shutdown_reason is not None:
@@ -138,7 +146,70 @@ class JobContext:
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
-    def _on_room_disconnected(self, reason: Any) -> None:
+    async def run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]], *,
+                             on_ready: Callable[[JobContext], object] | None = None
+                             ) -> R | None:
+        """Run ``entrypoint(self)`` as this job: what :func:`run_job` does once connected.
+
+        The room's connection is watched from before the entrypoint runs: its end shuts the
+        job down (reason ``job_shutdown``).
+
+        Args:
+            entrypoint: A Trio async function taking this context.
+            on_ready: Called with this context just before the entrypoint runs.
+
+        Returns:
+            What the entrypoint returned (None if it was cancelled after the grace).
+
+        Raises:
+            Whatever the entrypoint raised, unwrapped.
+
+        Cancellation:
+            Cancelling the caller shuts the job down (:meth:`shutdown`, reason
+            ``job_shutdown``): running sessions close and the entrypoint has
+            ``shutdown_grace`` seconds to return before it is cancelled; then the call raises
+            the cancellation.
+        """
+        async with open_unwrapping_nursery() as nursery:  # the entrypoint's error, unwrapped
+            await nursery.start(self._watch_connection)
+            helpers_done = trio.CancelScope()
+            nursery.start_soon(_shutdown_when_cancelled, self, helpers_done)
+            try:
+                if on_ready is not None:
+                    on_ready(self)
+                result = await self._run_entrypoint(entrypoint)
+            finally:
+                helpers_done.cancel()
+                nursery.cancel_scope.cancel()
+        return result
+
+    async def _run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]]
+                              ) -> R | None:
+        with self._scope:
+            return await entrypoint(self)
+        logger.warning("the entrypoint did not return within %.0f s of the shutdown; "
+                       "cancelled", self.shutdown_grace)
+        return None
+
+    async def _watch_connection(self, *,
+                                task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                                ) -> None:
+        """The room's end shuts the job down; watched from before the entrypoint runs."""
+        push, disconnected = self.bridge.callback_channel(convert=lambda *args: args)
+        self.room.on("disconnected", push)
+        try:
+            task_status.started()
+            # checked after the handler is registered: a disconnect shows here or as an event
+            if self.room.isconnected():
+                reason = _reason_name(await disconnected.receive())
+            else:
+                reason = "disconnected before the job started"
+            self._on_room_disconnected(reason)
+        finally:
+            self.room.off("disconnected", push)
+            disconnected.close()
+
+    def _on_room_disconnected(self, reason: str) -> None:
         if self._room_gone.is_set():
             return
         logger.warning("the room disconnected (%s); shutting the job down", reason)
@@ -149,25 +220,6 @@ class JobContext:
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-async def _watch_connection(ctx: JobContext, *,
-                            task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                            ) -> None:
-    """The room's end shuts the job down; watched from before the entrypoint runs."""
-    push, disconnected = ctx.bridge.callback_channel(convert=lambda *args: args)
-    ctx.room.on("disconnected", push)
-    try:
-        task_status.started()
-        # checked after the handler is registered: a disconnect shows here or as an event
-        if ctx.room.isconnected():
-            reason = _reason_name(await disconnected.receive())
-        else:
-            reason = "disconnected before the job started"
-        ctx._on_room_disconnected(reason)
-    finally:
-        ctx.room.off("disconnected", push)
-        disconnected.close()
 
 
 def _reason_name(args: tuple[Any, ...]) -> str:
@@ -188,12 +240,13 @@ async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> N
                 ctx.shutdown("job_shutdown")
 
 
-async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
+async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
+                  token: str | None = None,
                   api_key: str | None = None, api_secret: str | None = None,
                   room_name: str | None = None, identity: str | None = None,
                   job_id: str | None = None, connect_timeout: float = 10.0,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
-                  on_ready: Callable[[JobContext], Any] | None = None) -> Any:
+                  on_ready: Callable[[JobContext], object] | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -232,26 +285,7 @@ async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
         ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
         logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                     room.local_participant.identity)
-        async with _open_nursery() as nursery:   # the entrypoint's error comes out unwrapped
-            await nursery.start(_watch_connection, ctx)
-            helpers_done = trio.CancelScope()
-            nursery.start_soon(_shutdown_when_cancelled, ctx, helpers_done)
-            try:
-                if on_ready is not None:
-                    on_ready(ctx)
-                result = await _run_entrypoint(entrypoint, ctx)
-            finally:
-                helpers_done.cancel()
-                nursery.cancel_scope.cancel()
-    return result
-
-
-async def _run_entrypoint(entrypoint: Entrypoint, ctx: JobContext) -> Any:
-    with ctx._scope:
-        return await entrypoint(ctx)
-    logger.warning("the entrypoint did not return within %.0f s of the shutdown; cancelled",
-                   ctx.shutdown_grace)
-    return None
+        return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)
 
 
 @asynccontextmanager
@@ -262,20 +296,25 @@ async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]
     ElevenLabs, …) fail without it. It is bound in the caller's context, so every task and
     bridge call started from the block sees it; it is closed when the block exits. Does
     nothing when livekit-agents is not installed or a session is already bound.
+
+    Cancellation: leaving the block, cancelled or not, closes the HTTP session (shielded,
+    at most 5 s).
     """
     try:
         from livekit.agents.utils import http_context
     except ImportError:
         yield
         return
-    if http_context._ContextVar.get(None) is not None:
+    # LiveKit's public http_context.open() binds the session in the asyncio context, where the
+    # Trio side would not see it; binding it here needs the module's private names.
+    if http_context._ContextVar.get(None) is not None:  # noqa: SLF001 - see above
         yield
         return
-    session_factory = http_context._new_session_ctx()
+    session_factory = http_context._new_session_ctx()  # noqa: SLF001 - see above
     try:
         yield
     finally:
-        http_context._ContextVar.set(None)
+        http_context._ContextVar.set(None)  # noqa: SLF001 - see above
         with trio.move_on_after(5, shield=True):
             if not bridge.closed:
                 await bridge.run(_close_http_session, session_factory)

@@ -1,4 +1,4 @@
-"""RunResult: what ``session.run()`` returns, and the ``expect`` assertion helpers.
+"""RunResult: what ``session.run()`` returns; its ``expect`` DSL is in ``agents_trio.testing``.
 
 A run records the chat items produced while it is active as *run events*, kept in
 ``created_at`` order (an item is inserted after the last event created at or before it, so a
@@ -11,93 +11,29 @@ e.g. while an activity switch is in progress. The run becomes done when the last
 held thing finishes; a run with nothing watched at construction stays open until something is
 watched and finishes, or until the session settles it with ``check_done()`` or ``fail(exc)``.
 
-``result.expect`` is a :class:`RunAssert` with a cursor over the events. Its failures raise
-``AssertionError`` with a listing of every event and an arrow (``>>>``) at the event concerned.
+``result.expect`` is a :class:`~agents_trio.testing.expect.RunAssert` with a cursor over the
+events (the assertion DSL lives in ``agents_trio.testing.expect`` and is imported on first use;
+its names stay importable from this module too).
 """
 
 from __future__ import annotations
 
-import json
 import weakref
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, Union, overload
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import trio
 
 from .chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput, sorts_before_or_with
+# the run events live below this module and the expect DSL (which reads them); re-exported here
+from .run_events import (AgentHandoffEvent, ChatMessageEvent, EventType as EventType,
+                         FunctionCallEvent, FunctionCallOutputEvent, RunEvent)
 
 if TYPE_CHECKING:
-    from .chat import ChatItem, ChatRole
+    from .chat import ChatItem
+    from .testing.expect import RunAssert
 
 T = TypeVar("T")
-
-EventType = Literal["message", "function_call", "function_call_output", "agent_handoff"]
-
-_CONTENT_PREVIEW = 200
-
-
-# --------------------------------------------------------------------------------------------
-# Run events
-
-
-@dataclass
-class ChatMessageEvent:
-    """An assistant message produced during the run.
-
-    Attributes:
-        item: The chat message.
-        type: Always ``"message"``.
-    """
-
-    item: ChatMessage
-    type: Literal["message"] = "message"
-
-
-@dataclass
-class FunctionCallEvent:
-    """A tool call the LLM made during the run.
-
-    Attributes:
-        item: The function call.
-        type: Always ``"function_call"``.
-    """
-
-    item: FunctionCall
-    type: Literal["function_call"] = "function_call"
-
-
-@dataclass
-class FunctionCallOutputEvent:
-    """The output of a tool call made during the run.
-
-    Attributes:
-        item: The function call output.
-        type: Always ``"function_call_output"``.
-    """
-
-    item: FunctionCallOutput
-    type: Literal["function_call_output"] = "function_call_output"
-
-
-@dataclass
-class AgentHandoffEvent:
-    """The session switched agents during the run.
-
-    Attributes:
-        item: The handoff chat item.
-        old_agent: The agent handed off from (None at session start).
-        new_agent: The agent handed off to.
-        type: Always ``"agent_handoff"``.
-    """
-
-    item: AgentHandoff
-    old_agent: Any
-    new_agent: Any
-    type: Literal["agent_handoff"] = "agent_handoff"
-
-
-RunEvent = Union[ChatMessageEvent, FunctionCallEvent, FunctionCallOutputEvent, AgentHandoffEvent]
 
 
 class _Watchable(Protocol):
@@ -188,6 +124,7 @@ class RunResult(Generic[T]):
         ``result.expect.next_event()`` calls.
         """
         if self._expect is None:
+            from .testing.expect import RunAssert  # the DSL is test code: loaded on first use
             self._expect = RunAssert(self)
         return self._expect
 
@@ -350,493 +287,33 @@ class RunResult(Generic[T]):
         self.check_done()
 
 
-# --------------------------------------------------------------------------------------------
-# Event listing for failure messages
-
-
-def _describe_agent(agent: Any) -> str:
-    return "None" if agent is None else type(agent).__name__
-
-
-def _describe_event(event: RunEvent) -> str:
-    item = event.item
-    if isinstance(event, ChatMessageEvent):
-        text = item.text_content or ""  # type: ignore[union-attr]
-        if len(text) > _CONTENT_PREVIEW:
-            text = text[:_CONTENT_PREVIEW] + "..."
-        desc = f"message role={item.role} content={json.dumps(text)}"  # type: ignore[union-attr]
-        if item.interrupted:  # type: ignore[union-attr]
-            desc += " interrupted=True"
-        return desc
-    if isinstance(event, FunctionCallEvent):
-        return f"function_call name={item.name} arguments={item.arguments}"  # type: ignore
-    if isinstance(event, FunctionCallOutputEvent):
-        return (f"function_call_output name={item.name} "  # type: ignore[union-attr]
-                f"output={json.dumps(item.output)} is_error={item.is_error}")  # type: ignore
-    if isinstance(event, AgentHandoffEvent):
-        return (f"agent_handoff old_agent={_describe_agent(event.old_agent)} "
-                f"new_agent={_describe_agent(event.new_agent)}")
-    return f"{getattr(event, 'type', type(event).__name__)} {item!r}"
-
-
-def format_events(events: Sequence[RunEvent], *, selected_index: int | None = None) -> str:
-    """A numbered listing of ``events`` with ``>>>`` at ``selected_index``.
-
-    Args:
-        events: The events to list.
-        selected_index: The event to point at; ``len(events)`` points past the end.
-
-    Returns:
-        The listing, one line per event.
-    """
-    lines = []
-    for i, event in enumerate(events):
-        prefix = ">>>" if i == selected_index else "   "
-        lines.append(f"{prefix} [{i}] {_describe_event(event)}")
-    if not events:
-        lines.append("    (no events)")
-    if selected_index is not None and selected_index >= len(events):
-        lines.append(">>> (end of events)")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# Assertions
-
-
-class RunAssert:
-    """Assertions over a run's events, with a cursor for ``next_event``/``skip_next``.
-
-    Args:
-        source: The run result (its live event list is used) or a list of events.
-    """
-
-    def __init__(self, source: RunResult[Any] | Sequence[RunEvent]) -> None:
-        self._events: Sequence[RunEvent] = (
-            source.events if isinstance(source, RunResult) else source)
-        self._current_index = 0
-
-    def _raise_with_debug_info(self, message: str, index: int | None = None) -> None:
-        __tracebackhide__ = True
-        marker = self._current_index if index is None else index
-        listing = format_events(self._events, selected_index=marker)
-        raise AssertionError(f"{message}\nEvents:\n{listing}")
-
-    def _current_event(self) -> EventAssert:
-        __tracebackhide__ = True
-        if self._current_index >= len(self._events):
-            self._raise_with_debug_info("Expected another event, but none left.")
-        return EventAssert(self._events[self._current_index], self, self._current_index)
-
-    @overload
-    def __getitem__(self, key: int) -> EventAssert: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> EventRangeAssert: ...
-
-    def __getitem__(self, key: int | slice) -> EventAssert | EventRangeAssert:
-        """An event (``expect[i]``, negative allowed) or a range (``expect[a:b]``).
-
-        Indexing does not move the cursor.
-
-        Raises:
-            AssertionError: If an int index is out of range.
-            TypeError: If the key is neither int nor slice.
-        """
-        __tracebackhide__ = True
-        if isinstance(key, slice):
-            start, _, step = key.indices(len(self._events))
-            return EventRangeAssert(list(self._events[key]), self, key, start, step)
-        if isinstance(key, int):
-            idx = key + len(self._events) if key < 0 else key
-            if not 0 <= idx < len(self._events):
-                self._raise_with_debug_info(
-                    f"Index {key} out of range (total events: {len(self._events)})")
-            return EventAssert(self._events[idx], self, idx)
-        raise TypeError(f"RunAssert indices must be int or slice, not {type(key).__name__}")
-
-    @overload
-    def next_event(self, type: None = None) -> EventAssert: ...
-
-    @overload
-    def next_event(self, type: Literal["message"]) -> ChatMessageAssert: ...
-
-    @overload
-    def next_event(self, type: Literal["function_call"]) -> FunctionCallAssert: ...
-
-    @overload
-    def next_event(self, type: Literal["function_call_output"]) -> FunctionCallOutputAssert: ...
-
-    @overload
-    def next_event(self, type: Literal["agent_handoff"]) -> AgentHandoffAssert: ...
-
-    def next_event(self, type: EventType | None = None) -> EventAssert:
-        """Move the cursor to the next event (of ``type``, skipping others) and return it.
-
-        Args:
-            type: Only consider events of this type; non-matching events are skipped.
-
-        Returns:
-            An :class:`EventAssert`, or with ``type`` the typed assert for it
-            (:class:`ChatMessageAssert`, ...), which is also an :class:`EventAssert`.
-
-        Raises:
-            AssertionError: If no (matching) event is left.
-        """
-        __tracebackhide__ = True
-        while True:
-            if self._current_index >= len(self._events):
-                what = "another event" if type is None else f"another {type!r} event"
-                self._raise_with_debug_info(f"Expected {what}, but none left.")
-            ev = EventAssert(self._events[self._current_index], self, self._current_index)
-            self._current_index += 1
-            if type is None or ev.event().type == type:
-                break
-        if type == "message":
-            return ev.is_message()
-        if type == "function_call":
-            return ev.is_function_call()
-        if type == "function_call_output":
-            return ev.is_function_call_output()
-        if type == "agent_handoff":
-            return ev.is_agent_handoff()
-        return ev
-
-    def skip_next(self, count: int = 1) -> RunAssert:
-        """Move the cursor past ``count`` events.
-
-        Returns:
-            This RunAssert, for chaining.
-
-        Raises:
-            AssertionError: If fewer than ``count`` events are left.
-        """
-        __tracebackhide__ = True
-        for i in range(count):
-            if self._current_index >= len(self._events):
-                self._raise_with_debug_info(
-                    f"Tried to skip {count} event(s), but only {i} were available.")
-            self._current_index += 1
-        return self
-
-    def skip_next_event_if(self, *, type: EventType, role: ChatRole | None = None,
-                           name: str | None = None, arguments: dict[str, Any] | None = None,
-                           output: str | None = None, is_error: bool | None = None,
-                           new_agent_type: type | None = None) -> EventAssert | None:
-        """Consume the next event if it matches; never fails.
-
-        Args:
-            type: The event type to match.
-            role: For messages, the role to match.
-            name: For function calls, the name to match.
-            arguments: For function calls, a subset of the parsed arguments to match.
-            output: For function call outputs, the exact output to match.
-            is_error: For function call outputs, the error flag to match.
-            new_agent_type: For handoffs, the class the new agent must be an instance of.
-
-        Returns:
-            The typed assert of the consumed event, or None (cursor unchanged) if there is no
-            next event or it does not match.
-        """
-        if self._current_index >= len(self._events):
-            return None
-        ev = EventAssert(self._events[self._current_index], self, self._current_index)
-        try:
-            if type == "message":
-                matched: EventAssert = ev.is_message(role=role)
-            elif type == "function_call":
-                matched = ev.is_function_call(name=name, arguments=arguments)
-            elif type == "function_call_output":
-                matched = ev.is_function_call_output(output=output, is_error=is_error)
-            elif type == "agent_handoff":
-                matched = ev.is_agent_handoff(new_agent_type=new_agent_type)
-            else:
-                raise ValueError(f"unknown event type {type!r}")
-        except AssertionError:
-            return None
-        self._current_index += 1
-        return matched
-
-    def no_more_events(self) -> None:
-        """Assert the cursor is past the last event.
-
-        Raises:
-            AssertionError: If events remain.
-        """
-        __tracebackhide__ = True
-        if self._current_index < len(self._events):
-            event = self._events[self._current_index]
-            self._raise_with_debug_info(
-                f"Expected no more events, but found: {type(event).__name__}")
-
-    def contains_message(self, *, role: ChatRole | None = None) -> ChatMessageAssert:
-        """Assert some event is a message (with ``role``); see :class:`EventRangeAssert`."""
-        __tracebackhide__ = True
-        return self[:].contains_message(role=role)
-
-    def contains_function_call(self, *, name: str | None = None,
-                               arguments: dict[str, Any] | None = None) -> FunctionCallAssert:
-        """Assert some event is a matching function call; see :class:`EventRangeAssert`."""
-        __tracebackhide__ = True
-        return self[:].contains_function_call(name=name, arguments=arguments)
-
-    def contains_function_call_output(self, *, output: str | None = None,
-                                      is_error: bool | None = None) -> FunctionCallOutputAssert:
-        """Assert some event is a matching function call output."""
-        __tracebackhide__ = True
-        return self[:].contains_function_call_output(output=output, is_error=is_error)
-
-    def contains_agent_handoff(self, *, new_agent_type: type | None = None
-                               ) -> AgentHandoffAssert:
-        """Assert some event is a handoff (to an instance of ``new_agent_type``)."""
-        __tracebackhide__ = True
-        return self[:].contains_agent_handoff(new_agent_type=new_agent_type)
-
-
-class EventAssert:
-    """Assertions about one event.
-
-    Args:
-        event: The event.
-        parent: The RunAssert it came from (for the failure listing).
-        index: The event's index in the run.
-    """
-
-    def __init__(self, event: RunEvent, parent: RunAssert, index: int) -> None:
-        self._event = event
-        self._parent = parent
-        self._index = index
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}([{self._index}] {_describe_event(self._event)})"
-
-    def _raise(self, message: str) -> None:
-        __tracebackhide__ = True
-        self._parent._raise_with_debug_info(message, index=self._index)
-
-    def event(self) -> RunEvent:
-        """The event under assertion."""
-        return self._event
-
-    def _expect_type(self, cls: type, label: str) -> None:
-        __tracebackhide__ = True
-        if not isinstance(self._event, cls):
-            self._raise(f"Expected {label} event at [{self._index}], "
-                        f"got {getattr(self._event, 'type', type(self._event).__name__)}")
-
-    def is_message(self, *, role: ChatRole | None = None) -> ChatMessageAssert:
-        """Assert the event is a message (from ``role``).
-
-        Raises:
-            AssertionError: On a different event type or role.
-        """
-        __tracebackhide__ = True
-        self._expect_type(ChatMessageEvent, "message")
-        item = self._event.item
-        if role is not None and item.role != role:  # type: ignore[union-attr]
-            self._raise(f"Expected role {role!r}, got {item.role!r}")  # type: ignore
-        return ChatMessageAssert(self._event, self._parent, self._index)
-
-    def is_function_call(self, *, name: str | None = None,
-                         arguments: dict[str, Any] | None = None) -> FunctionCallAssert:
-        """Assert the event is a function call (to ``name``, with ``arguments`` a subset).
-
-        Args:
-            name: The function name to match.
-            arguments: Key/values that must all be present in the parsed JSON arguments.
-
-        Raises:
-            AssertionError: On a different event type, name or argument value.
-        """
-        __tracebackhide__ = True
-        self._expect_type(FunctionCallEvent, "function_call")
-        item: FunctionCall = self._event.item  # type: ignore[assignment]
-        if name is not None and item.name != name:
-            self._raise(f"Expected function call name {name!r}, got {item.name!r}")
-        if arguments is not None:
-            try:
-                actual = json.loads(item.arguments or "{}")
-            except ValueError:
-                self._raise(f"Function call arguments are not valid JSON: {item.arguments!r}")
-            if not isinstance(actual, dict):
-                self._raise(f"Function call arguments are not an object: {item.arguments!r}")
-            for key, value in arguments.items():
-                if key not in actual:
-                    self._raise(f"Expected argument {key!r}={value!r}, but it is missing")
-                if actual[key] != value:
-                    self._raise(f"For argument {key!r}, expected {value!r}, got {actual[key]!r}")
-        return FunctionCallAssert(self._event, self._parent, self._index)
-
-    def is_function_call_output(self, *, output: str | None = None,
-                                is_error: bool | None = None) -> FunctionCallOutputAssert:
-        """Assert the event is a function call output (exactly ``output``, with ``is_error``).
-
-        Raises:
-            AssertionError: On a different event type, output or error flag.
-        """
-        __tracebackhide__ = True
-        self._expect_type(FunctionCallOutputEvent, "function_call_output")
-        item: FunctionCallOutput = self._event.item  # type: ignore[assignment]
-        if output is not None and item.output != output:
-            self._raise(f"Expected output {output!r}, got {item.output!r}")
-        if is_error is not None and item.is_error != is_error:
-            self._raise(f"Expected is_error={is_error}, got {item.is_error}")
-        return FunctionCallOutputAssert(self._event, self._parent, self._index)
-
-    def is_agent_handoff(self, *, new_agent_type: type | None = None) -> AgentHandoffAssert:
-        """Assert the event is a handoff (to an instance of ``new_agent_type``).
-
-        Raises:
-            AssertionError: On a different event type or new agent class.
-        """
-        __tracebackhide__ = True
-        self._expect_type(AgentHandoffEvent, "agent_handoff")
-        new_agent = self._event.new_agent  # type: ignore[union-attr]
-        if new_agent_type is not None and not isinstance(new_agent, new_agent_type):
-            self._raise(f"Expected new_agent of type {new_agent_type.__name__}, "
-                        f"got {_describe_agent(new_agent)}")
-        return AgentHandoffAssert(self._event, self._parent, self._index)
-
-
-class ChatMessageAssert(EventAssert):
-    """A message event that passed ``is_message``; ``event()`` returns it."""
-
-    def event(self) -> ChatMessageEvent:
-        return self._event  # type: ignore[return-value]
-
-
-class FunctionCallAssert(EventAssert):
-    """A function call event that passed ``is_function_call``; ``event()`` returns it."""
-
-    def event(self) -> FunctionCallEvent:
-        return self._event  # type: ignore[return-value]
-
-
-class FunctionCallOutputAssert(EventAssert):
-    """A function call output event that passed ``is_function_call_output``."""
-
-    def event(self) -> FunctionCallOutputEvent:
-        return self._event  # type: ignore[return-value]
-
-
-class AgentHandoffAssert(EventAssert):
-    """A handoff event that passed ``is_agent_handoff``; ``event()`` returns it."""
-
-    def event(self) -> AgentHandoffEvent:
-        return self._event  # type: ignore[return-value]
-
-
-class EventRangeAssert:
-    """Assertions over a slice of the events (``expect[a:b]``).
-
-    Args:
-        events: The events in the slice.
-        parent: The RunAssert it came from.
-        rng: The slice.
-        start: Index in the run of the slice's first event.
-        step: The slice step.
-    """
-
-    def __init__(self, events: list[RunEvent], parent: RunAssert, rng: slice,
-                 start: int = 0, step: int = 1) -> None:
-        self._events = events
-        self._parent = parent
-        self._rng = rng
-        self._start = start
-        self._step = step
-
-    def _candidates(self) -> list[EventAssert]:
-        return [EventAssert(ev, self._parent, self._start + i * self._step)
-                for i, ev in enumerate(self._events)]
-
-    def _fail(self, what: str) -> None:
-        __tracebackhide__ = True
-        rng = f"[{'' if self._rng.start is None else self._rng.start}:" \
-              f"{'' if self._rng.stop is None else self._rng.stop}]"
-        self._parent._raise_with_debug_info(f"No {what} found in range {rng}", index=-1)
-
-    def contains_message(self, *, role: ChatRole | None = None) -> ChatMessageAssert:
-        """The first message in the range (from ``role``).
-
-        Raises:
-            AssertionError: If there is none.
-        """
-        __tracebackhide__ = True
-        for cand in self._candidates():
-            try:
-                return cand.is_message(role=role)
-            except AssertionError:
-                pass
-        self._fail("message" + (f" with role={role!r}" if role is not None else ""))
-        raise AssertionError("unreachable")
-
-    def contains_function_call(self, *, name: str | None = None,
-                               arguments: dict[str, Any] | None = None) -> FunctionCallAssert:
-        """The first function call in the range matching ``name``/``arguments``.
-
-        Raises:
-            AssertionError: If there is none.
-        """
-        __tracebackhide__ = True
-        for cand in self._candidates():
-            try:
-                return cand.is_function_call(name=name, arguments=arguments)
-            except AssertionError:
-                pass
-        crit = ", ".join(f"{k}={v!r}" for k, v in (("name", name), ("arguments", arguments))
-                         if v is not None)
-        self._fail("function_call" + (f" with {crit}" if crit else ""))
-        raise AssertionError("unreachable")
-
-    def contains_function_call_output(self, *, output: str | None = None,
-                                      is_error: bool | None = None) -> FunctionCallOutputAssert:
-        """The first function call output in the range matching ``output``/``is_error``.
-
-        Raises:
-            AssertionError: If there is none.
-        """
-        __tracebackhide__ = True
-        for cand in self._candidates():
-            try:
-                return cand.is_function_call_output(output=output, is_error=is_error)
-            except AssertionError:
-                pass
-        crit = ", ".join(f"{k}={v!r}" for k, v in (("output", output), ("is_error", is_error))
-                         if v is not None)
-        self._fail("function_call_output" + (f" with {crit}" if crit else ""))
-        raise AssertionError("unreachable")
-
-    def contains_agent_handoff(self, *, new_agent_type: type | None = None
-                               ) -> AgentHandoffAssert:
-        """The first handoff in the range (to an instance of ``new_agent_type``).
-
-        Raises:
-            AssertionError: If there is none.
-        """
-        __tracebackhide__ = True
-        for cand in self._candidates():
-            try:
-                return cand.is_agent_handoff(new_agent_type=new_agent_type)
-            except AssertionError:
-                pass
-        suffix = f" to {new_agent_type.__name__}" if new_agent_type is not None else ""
-        self._fail("agent_handoff" + suffix)
-        raise AssertionError("unreachable")
+# The expect DSL moved to agents_trio.testing.expect; its names stay importable from here.
+_EXPECT_NAMES = frozenset({
+    "AgentHandoffAssert", "ChatMessageAssert", "EventAssert", "EventRangeAssert",
+    "FunctionCallAssert", "FunctionCallOutputAssert", "RunAssert", "format_events",
+})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPECT_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .testing.expect import (AgentHandoffAssert, ChatMessageAssert, EventAssert,
+                                 EventRangeAssert, FunctionCallAssert, FunctionCallOutputAssert,
+                                 RunAssert, format_events)
+    dsl: dict[str, object] = {
+        "AgentHandoffAssert": AgentHandoffAssert, "ChatMessageAssert": ChatMessageAssert,
+        "EventAssert": EventAssert, "EventRangeAssert": EventRangeAssert,
+        "FunctionCallAssert": FunctionCallAssert,
+        "FunctionCallOutputAssert": FunctionCallOutputAssert, "RunAssert": RunAssert,
+        "format_events": format_events}
+    return dsl[name]
 
 
 __all__ = [
-    "AgentHandoffAssert",
     "AgentHandoffEvent",
-    "ChatMessageAssert",
     "ChatMessageEvent",
-    "EventAssert",
-    "EventRangeAssert",
-    "FunctionCallAssert",
     "FunctionCallEvent",
-    "FunctionCallOutputAssert",
     "FunctionCallOutputEvent",
-    "RunAssert",
     "RunEvent",
     "RunResult",
-    "format_events",
 ]

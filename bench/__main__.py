@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import platform
@@ -27,18 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from . import report
+from .environment import have_livekit_agents
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
 DEFAULT_NS = [1, 10, 50, 100, 200, 300]
-
-
-def have_livekit_agents() -> bool:
-    try:
-        return importlib.util.find_spec("livekit.agents") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def busy_thread_cpu_ratio(seconds: float = 1.0) -> float:
@@ -124,10 +117,10 @@ def run_worker(runtime: str, n: int, *, script: str, transforms: str, gc_mode: s
     data = json.loads(out.read_text())
     s = data["summary"]
     log(f"    {time.perf_counter() - t:.0f} s: turn p50/p99 "
-        f"{report._f(s['turn_overhead_ms'].get('p50'), 2)}/"
-        f"{report._f(s['turn_overhead_ms'].get('p99'), 2)} ms, interruption p99 "
-        f"{report._f(s['interruption_ms'].get('p99'), 2)} ms, CPU/session-s "
-        f"{report._f(data['resources']['cpu_per_session_second'], 4)}, "
+        f"{report.fmt(s['turn_overhead_ms'].get('p50'), 2)}/"
+        f"{report.fmt(s['turn_overhead_ms'].get('p99'), 2)} ms, interruption p99 "
+        f"{report.fmt(s['interruption_ms'].get('p99'), 2)} ms, CPU/session-s "
+        f"{report.fmt(data['resources']['cpu_per_session_second'], 4)}, "
         f"failed {s['failed_sessions']}/{s['sessions']}\n")
     return data
 
@@ -141,7 +134,7 @@ def saturated(run: dict) -> str | None:
         return f"{s['failed_sessions']} of {s['sessions']} sessions failed"
     p50 = s["turn_overhead_ms"].get("p50")
     if p50 is None or p50 > 500:
-        return f"turn overhead p50 {report._f(p50)} ms > 500 ms"
+        return f"turn overhead p50 {report.fmt(p50)} ms > 500 ms"
     util = run["resources"].get("cpu_utilisation")
     lag = run["resources"]["loop_lag_ms"].get("p50")
     if lag is not None and lag > 50:

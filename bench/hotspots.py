@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import core
+from .environment import have_livekit_agents
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -116,20 +117,21 @@ def install_asyncio_counters(counts: Counts) -> None:
         coro = task.get_coro()
         return getattr(coro, "__qualname__", type(coro).__name__)
 
-    run = events.Handle._run
+    # Counting asyncio's steps means patching its internals (see the module doc).
+    run = events.Handle._run  # noqa: SLF001
 
     def counted_run(self: Any) -> None:
         if counts.active:
             cb = self._callback
             owner = getattr(cb, "__self__", None)
-            if isinstance(owner, tasks._PyTask):
+            if isinstance(owner, tasks._PyTask):  # noqa: SLF001
                 key = task_name(owner)
             else:
                 key = "callback " + getattr(cb, "__qualname__", repr(cb))[:80]
             counts.steps[key] += 1
         return run(self)
 
-    events.Handle._run = counted_run
+    events.Handle._run = counted_run  # noqa: SLF001
 
     def current() -> str:
         try:
@@ -228,7 +230,8 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        loop.set_task_factory(lambda loop, coro, **kw: tasks._PyTask(coro, loop=loop, **kw))
+        py_task = tasks._PyTask  # noqa: SLF001 - pure-Python tasks, so that steps can be counted
+        loop.set_task_factory(lambda loop, coro, **kw: py_task(coro, loop=loop, **kw))
         network = side.Network()
         net = asyncio.create_task(network.run())
         await side.warm_up(network)
@@ -435,7 +438,6 @@ def _hops_md(name: str, res: dict[str, Any]) -> list[str]:
 def main(args: Any, log: Any) -> int:
     global _TREE
     _TREE = args.tree_dir
-    from .__main__ import have_livekit_agents
     runtimes = ["trio"] + (["asyncio"] if args.with_asyncio and have_livekit_agents() else [])
     tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))
     results: dict[str, Any] = {}

@@ -18,7 +18,8 @@ TARGETS = [
 ]
 
 
-def _f(v: float | None, digits: int = 1) -> str:
+def fmt(v: float | None, digits: int = 1) -> str:
+    """``v`` with ``digits`` decimals (none from 100 up); a dash for a missing value."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if abs(v) >= 100:
@@ -29,7 +30,7 @@ def _f(v: float | None, digits: int = 1) -> str:
 def _pcts(stats: dict[str, Any], digits: int = 1) -> str:
     if not stats or not stats.get("n"):
         return "–"
-    return " / ".join(_f(stats.get(k), digits) for k in ("p50", "p95", "p99"))
+    return " / ".join(fmt(stats.get(k), digits) for k in ("p50", "p95", "p99"))
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -159,15 +160,15 @@ def _targets_md(targets: list[dict]) -> list[str]:
                 return "–"
 
             ours_s, theirs_s = cap(o), cap(th)
-            ratio_s = ("≥ " if o.get("lower_bound") else "") + (_f(r, 2) if r else "–") + "×"
+            ratio_s = ("≥ " if o.get("lower_bound") else "") + (fmt(r, 2) if r else "–") + "×"
         elif t["key"] == "cpu":
-            ours_s = " / ".join(_f(v, 4) for v in t.get("ours_per_n", {}).values())
-            theirs_s = " / ".join(_f(v, 4) for v in t.get("theirs_per_n", {}).values())
-            ratio_s = " / ".join(_f(v, 2) for v in t.get("per_n", {}).values())
+            ours_s = " / ".join(fmt(v, 4) for v in t.get("ours_per_n", {}).values())
+            theirs_s = " / ".join(fmt(v, 4) for v in t.get("theirs_per_n", {}).values())
+            ratio_s = " / ".join(fmt(v, 2) for v in t.get("per_n", {}).values())
         else:
-            ours_s, theirs_s, ratio_s = _f(t["ours"], 2), _f(t["theirs"], 2), _f(r, 2)
+            ours_s, theirs_s, ratio_s = fmt(t["ours"], 2), fmt(t["theirs"], 2), fmt(r, 2)
             if t.get("alt") is not None:
-                ratio_s += f" (plumbing-only {_f(t['alt'], 2)})"
+                ratio_s += f" (plumbing-only {fmt(t['alt'], 2)})"
         if t["met"] is None:
             met = "not measured"
         elif t["met"]:
@@ -227,9 +228,9 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 lines.append(
                     f"| {label} | {NAMES[rt]} | {_pcts(s['turn_overhead_ms'])} "
                     f"| {_pcts(s['turn_plumbing_ms'])} | {_pcts(s['interruption_ms'], 2)} "
-                    f"| {_f(res['cpu_per_session_second'], 4)} "
-                    f"| {_f(res['rss_per_session_mb'], 2)} | {_f(s['start_ms'].get('p50'), 2)} "
-                    f"| {_f(s['close_ms'].get('p50'), 2)} | {_f(s['handoff_ms'].get('p50'), 2)} "
+                    f"| {fmt(res['cpu_per_session_second'], 4)} "
+                    f"| {fmt(res['rss_per_session_mb'], 2)} | {fmt(s['start_ms'].get('p50'), 2)} "
+                    f"| {fmt(s['close_ms'].get('p50'), 2)} | {fmt(s['handoff_ms'].get('p50'), 2)} "
                     f"| {failed} |")
     other = [r["resources"].get("host_other_cores") for r in runs]
     other = [x for x in other if x is not None]
@@ -248,7 +249,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                        key=lambda r: r["n"])
         if extra:
             pts = ", ".join(
-                f"N = {r['n']}: p99 {_f(r['summary']['turn_overhead_ms'].get('p99'))} ms"
+                f"N = {r['n']}: p99 {fmt(r['summary']['turn_overhead_ms'].get('p99'))} ms"
                 + (f" ({r['summary']['failed_sessions']} failed)"
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
@@ -266,7 +267,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 sa, sb = a["summary"], b["summary"]
 
                 def rr(key: str, stat: str, sa: dict = sa, sb: dict = sb) -> str:
-                    return _f(_ratio(sa[key].get(stat), sb[key].get(stat)), 2)
+                    return fmt(_ratio(sa[key].get(stat), sb[key].get(stat)), 2)
 
                 label = f"{n}" + (" (default transforms)" if transforms == "on" else "")
                 cpu = _ratio(a["resources"]["cpu_per_session_second"],
@@ -275,7 +276,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                     f"| {label} | {rr('turn_overhead_ms', 'p50')} "
                     f"| {rr('turn_overhead_ms', 'p99')} "
                     f"| {rr('turn_plumbing_ms', 'p50')} | {rr('interruption_ms', 'p50')} "
-                    f"| {rr('interruption_ms', 'p99')} | {_f(cpu, 2)} |")
+                    f"| {rr('interruption_ms', 'p99')} | {fmt(cpu, 2)} |")
         if results.get("targets"):
             lines += ["", "Targets (issue: runtime speed):", ""]
             lines += _targets_md(results["targets"])
@@ -294,7 +295,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
             if r is None:
                 continue
             st = r["summary"]["turn_stages_ms"]
-            cells = " | ".join(_f(st[k].get("p50"), 2) for k in
+            cells = " | ".join(fmt(st[k].get("p50"), 2) for k in
                                ("delivery", "input_to_vad", "vad_to_llm", "llm", "token_to_tts",
                                 "tts", "audio_to_sink"))
             lines.append(f"| {n} | {NAMES[rt]} | {cells} |")
@@ -314,9 +315,9 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 continue
             s = r["summary"]
             st = s["interruption_stages_ms"]
-            lines.append(f"| {n} | {NAMES[rt]} | {_f(s['interruption_ms'].get('p50'), 2)} | "
-                         f"{_f(st['llm_cancelled'].get('p50'), 2)} | "
-                         f"{_f(st['tts_cancelled'].get('p50'), 2)} |")
+            lines.append(f"| {n} | {NAMES[rt]} | {fmt(s['interruption_ms'].get('p50'), 2)} | "
+                         f"{fmt(st['llm_cancelled'].get('p50'), 2)} | "
+                         f"{fmt(st['tts_cancelled'].get('p50'), 2)} |")
     notes = results.get("notes") or []
     if notes:
         lines += ["", *notes]

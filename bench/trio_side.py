@@ -182,7 +182,7 @@ class BenchVAD:
         try:
             yield s
         finally:
-            s._send.close()
+            s.end_input()
 
 
 class _STTStream:
@@ -213,7 +213,7 @@ class BenchSTT:
         try:
             yield s
         finally:
-            s._send.close()
+            s.end_input()
 
 
 class BenchLLM:

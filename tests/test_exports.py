@@ -38,3 +38,21 @@ def test_every_public_name_is_exported() -> None:
 def test_api_md_names_are_exported() -> None:
     assert API_MD_NAMES <= set(agents_trio.__all__)
     assert TESTING_NAMES <= set(agents_trio.testing.__all__)
+
+
+def test_the_expect_dsl_is_in_testing_and_still_importable_from_run_result() -> None:
+    import sys
+    import subprocess
+
+    import agents_trio.run_result
+    import agents_trio.testing.expect
+
+    for name in ("RunAssert", "EventAssert", "EventRangeAssert", "ChatMessageAssert",
+                 "FunctionCallAssert", "FunctionCallOutputAssert", "AgentHandoffAssert",
+                 "format_events"):
+        assert getattr(agents_trio.run_result, name) is getattr(agents_trio.testing, name)
+        assert getattr(agents_trio.testing.expect, name) is getattr(agents_trio.testing, name)
+    # The core does not load the test DSL when it is imported.
+    code = "import sys, agents_trio; print('agents_trio.testing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -16,18 +16,20 @@ from agents_trio.chat import (
     FunctionCallOutput,
 )
 from agents_trio.run_result import (
-    AgentHandoffAssert,
     AgentHandoffEvent,
-    ChatMessageAssert,
     ChatMessageEvent,
+    FunctionCallEvent,
+    FunctionCallOutputEvent,
+    RunResult,
+)
+from agents_trio.testing import (
+    AgentHandoffAssert,
+    ChatMessageAssert,
     EventAssert,
     EventRangeAssert,
     FunctionCallAssert,
-    FunctionCallEvent,
     FunctionCallOutputAssert,
-    FunctionCallOutputEvent,
     RunAssert,
-    RunResult,
 )
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import trio
@@ -20,6 +20,7 @@ from livekit import rtc
 from .._errors import AgentsTrioError
 from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
 from ..nurseries import EventFanout
+from ..nurseries.fanout import CallbackT
 
 
 def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: int = 1
@@ -83,6 +84,10 @@ class AudioInput:
         return self
 
     async def __anext__(self) -> rtc.AudioFrame:  # pragma: no cover - abstract
+        """The next frame of the user's audio; ``StopAsyncIteration`` once the input ended.
+
+        Cancellation: implementations wait on a channel: a cancelled wait loses no frame.
+        """
         raise StopAsyncIteration
 
 
@@ -99,7 +104,16 @@ class AudioOutput:
         self.sample_rate = sample_rate
         self._events = EventFanout()
 
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
+        """Register ``callback`` for ``name`` (``playback_started``, ``playback_finished``);
+        without one, return a decorator."""
         return self._events.on(name, callback) if callback else self._events.on(name)
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
@@ -126,6 +140,11 @@ class AudioOutput:
         """
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Queue ``frame`` for playout (it may wait while the output's buffer is full).
+
+        Cancellation: a cancelled call queues nothing; what was queued before plays on
+        (``clear_buffer`` stops it).
+        """
         raise NotImplementedError
 
     def flush(self) -> None:
@@ -136,7 +155,10 @@ class AudioOutput:
         raise NotImplementedError
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
-        """Wait until the flushed segment has played (or was cleared)."""
+        """Wait until the flushed segment has played (or was cleared).
+
+        Cancellation: a checkpoint; cancelling the waiter leaves the audio playing.
+        """
         raise NotImplementedError
 
     def pause(self) -> None:
@@ -150,7 +172,11 @@ class TextOutput:
     """Where the agent's transcription goes (``output.transcription``)."""
 
     async def capture_text(self, text: str) -> None:
-        pass
+        """Add ``text`` to the current segment (``flush`` ends it).
+
+        Cancellation: the default keeps nothing and returns at once; an implementation that
+        waits drops the text of a cancelled call.
+        """
 
     def flush(self) -> None:
         pass

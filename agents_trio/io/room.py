@@ -39,19 +39,23 @@ import datetime
 import logging
 import math
 import uuid
+from types import TracebackType
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import trio
 from livekit import rtc
+from livekit.rtc.room import EventTypes
 
 from .._errors import AgentsTrioError
-from ..nurseries import LatestSlot
+from ..nurseries import LatestSlot, open_unwrapping_nursery
 from .audio import TextOutput
-from .bridge import AsyncioBridge, _open_nursery, current_bridge
+from ..events import AgentStateChangedEvent, CloseEvent, UserInputTranscribedEvent
+from .bridge import AsyncioBridge, BridgeReceiveChannel, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
+from .session_port import RoomSession
 from .room_chat import (ChatInbox, TextInputCallback, TextInputEvent, TextInputStatistics,
                         default_text_input)
 
@@ -234,6 +238,10 @@ class RoomTranscriptionOutput(TextOutput):
         self._send = send
 
     async def capture_text(self, text: str) -> None:
+        """Queue ``text`` for the room (sent in order by the room I/O's publisher).
+
+        Cancellation: not a checkpoint; the text is queued at once.
+        """
         if text:
             self._put(("agent_text", text))
 
@@ -250,12 +258,15 @@ class RoomTranscriptionOutput(TextOutput):
 class RoomIO:
     """The link between a room and a session (create it with :func:`open_room_io`).
 
+    An async context manager that owns its setup and teardown: ``open_room_io`` enters it,
+    and the link lasts for the block.
+
     Attributes:
         room: The ``rtc.Room``.
         audio_input, audio_output, transcription_output: The session's I/O (or None).
     """
 
-    def __init__(self, room: rtc.Room, session: Any, bridge: AsyncioBridge,
+    def __init__(self, room: rtc.Room, session: RoomSession, bridge: AsyncioBridge,
                  options: RoomOptions) -> None:
         self.room = room
         self.session = session
@@ -264,7 +275,7 @@ class RoomIO:
         self.audio_input: RoomAudioInput | None = None
         self.audio_output: RoomAudioOutput | None = None
         self.transcription_output: RoomTranscriptionOutput | None = None
-        self._publication: Any = None
+        self._publication: rtc.LocalTrackPublication | None = None
         self._linked: rtc.RemoteParticipant | None = None
         # the identity the link belongs to; kept while its participant may reconnect
         self._held_identity: str | None = None
@@ -280,7 +291,9 @@ class RoomIO:
         self._states_send, self._states_recv = trio.open_memory_channel[str](math.inf)
         self._chat = ChatInbox(max_messages=options.text_input_max_messages,
                                max_chars=options.text_input_max_chars)
-        self._chat_send, self._chat_recv = trio.open_memory_channel[tuple[Any, str]](math.inf)
+        self._chat_send, self._chat_recv = trio.open_memory_channel[
+            tuple[rtc.TextStreamReader, str]](math.inf)
+        self._lifetime: AbstractAsyncContextManager[RoomIO] | None = None
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -305,7 +318,10 @@ class RoomIO:
             await self._changed.wait()
 
     async def wait_session_closed(self) -> str | None:
-        """Wait until the session emitted ``close``; returns its reason."""
+        """Wait until the session emitted ``close``; returns its reason.
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
         await self._session_closed.wait()
         return self.close_reason
 
@@ -313,18 +329,118 @@ class RoomIO:
         """Counters of the chat input (received, refused, delivered, ignored)."""
         return self._chat.statistics()
 
+    # -- lifetime (the block of open_room_io) ---------------------------------------------------
+    async def __aenter__(self) -> RoomIO:
+        """Link the room and the session; see :func:`open_room_io` (which enters this).
+
+        Cancellation: cancelling it unlinks what was linked so far (shielded, bounded).
+        """
+        self._lifetime = self._linked_for_the_block()
+        return await self._lifetime.__aenter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        """Unlink; see :func:`open_room_io` for what leaving the block does.
+
+        Cancellation: the queued transcriptions are still sent and the track unpublished
+        (shielded, bounded); the room I/O's tasks are cancelled.
+        """
+        assert self._lifetime is not None, "RoomIO exited without being entered"
+        return await self._lifetime.__aexit__(exc_type, exc, tb)
+
+    @asynccontextmanager
+    async def _linked_for_the_block(self) -> AsyncIterator[RoomIO]:
+        """Set up the link, yield, tear it down (see :func:`open_room_io`)."""
+        room, session, bridge, options = self.room, self.session, self._bridge, self._options
+        push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
+        handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
+        chat_registered = False
+        session_hooks: list[tuple[str, Callable[[Any], None]]] = [
+            ("agent_state_changed", self._on_agent_state),
+            ("user_input_transcribed", self._on_user_transcribed),
+            ("close", self._on_session_close)]
+        try:
+            async with open_unwrapping_nursery() as nursery, \
+                    _maybe_output(bridge, options) as output:
+                self._track_slot = LatestSlot(nursery)
+                for name, handler in handlers.items():
+                    room.on(name, handler)
+                # watched from here on: a disconnect before this line shows here, one after it
+                # arrives as an event
+                if not room.isconnected():
+                    raise RoomDisconnectedError("the room is not connected (it disconnected "
+                                                "before the session was linked to it)")
+                if options.text_input:
+                    try:
+                        room.register_text_stream_handler(
+                            TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
+                        chat_registered = True
+                    except ValueError:
+                        logger.warning("a %r text stream handler is already registered; text "
+                                       "input is off", TOPIC_CHAT)
+                if getattr(session, "agent_state", "initializing") != "initializing":
+                    self._session_running.set()   # linked to a session that already runs
+                nursery.start_soon(self._serve_room_events, events)
+                nursery.start_soon(self._close_session_when_room_gone)
+                if chat_registered:
+                    nursery.start_soon(self._read_chat)
+                    nursery.start_soon(self._deliver_chat)
+                if options.audio_input:
+                    self.audio_input = RoomAudioInput(
+                        bridge, sample_rate=options.input_sample_rate,
+                        num_channels=options.input_num_channels,
+                        frame_size_ms=options.input_frame_ms)
+                    session.input.audio = self.audio_input
+                if output is not None:
+                    self.audio_output = output
+                    output.on_failure = self._on_output_failure
+                    track = await output.create_track(options.track_name)
+                    publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+                    self._publication = await bridge.run(room.local_participant.publish_track,
+                                                         track, publish)
+                    nursery.start_soon(self._open_audio_gate, self._publication)
+                    session.output.audio = output
+                if options.transcription:
+                    self.transcription_output = RoomTranscriptionOutput(self._texts_send)
+                    session.output.transcription = self.transcription_output
+                    nursery.start_soon(self._publish_texts)
+                else:
+                    self._texts_published.set()
+                if options.agent_state:
+                    nursery.start_soon(self._publish_states)
+                for event_name, hook in session_hooks:
+                    session.on(event_name, hook)
+                for participant in list(room.remote_participants.values()):
+                    self._link(participant)
+                try:
+                    yield self
+                finally:
+                    await self._drain_texts()
+                    nursery.cancel_scope.cancel()
+                    if self.audio_input is not None:
+                        self.audio_input.close()
+                    await _unpublish(bridge, room, self._publication)
+        finally:
+            for event_name, hook in session_hooks:
+                session.off(event_name, hook)
+            for name, handler in handlers.items():
+                room.off(name, handler)
+            if chat_registered:
+                room.unregister_text_stream_handler(TOPIC_CHAT)
+            events.close()
+
     # -- session hooks (called by the session's event fan-out) ----------------------------------
-    def _on_agent_state(self, ev: Any) -> None:
+    def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
         self._session_running.set()
         self._states_send.send_nowait(ev.new_state)
 
-    def _on_user_transcribed(self, ev: Any) -> None:
+    def _on_user_transcribed(self, ev: UserInputTranscribedEvent) -> None:
         try:
             self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
         except trio.ClosedResourceError:
             pass  # the room I/O is closing: its last transcriptions are being sent
 
-    def _on_session_close(self, ev: Any) -> None:
+    def _on_session_close(self, ev: CloseEvent) -> None:
         self.close_reason = getattr(ev, "reason", None)
         self._session_closed.set()
 
@@ -358,7 +474,8 @@ class RoomIO:
             if publication.track is not None and publication.subscribed:
                 self._on_track_subscribed(publication.track, publication, participant)
 
-    def _on_track_subscribed(self, track: Any, publication: Any, participant: Any) -> None:
+    def _on_track_subscribed(self, track: rtc.Track, publication: rtc.RemoteTrackPublication,
+                             participant: rtc.RemoteParticipant) -> None:
         if (self._linked is None or participant.identity != self._linked.identity
                 or self.audio_input is None or self._track_slot is None):
             return
@@ -368,19 +485,21 @@ class RoomIO:
         self._input_track_sid = publication.sid
         self._track_slot.replace(self.audio_input.serve_track, track)
 
-    def _on_track_unsubscribed(self, track: Any, publication: Any, participant: Any) -> None:
+    def _on_track_unsubscribed(self, track: rtc.Track, publication: rtc.RemoteTrackPublication,
+                               participant: rtc.RemoteParticipant) -> None:
         if publication.sid == self._input_track_sid and self._track_slot is not None:
             self._input_track_sid = None
             self._track_slot.cancel()
 
-    def _on_participant_disconnected(self, participant: Any) -> None:
+    def _on_participant_disconnected(self, participant: rtc.RemoteParticipant) -> None:
         if self._linked is None or participant.identity != self._linked.identity:
             return
         self._linked = None
         self._wake()
         if self._track_slot is not None:
             self._track_slot.cancel()
-        reason = participant.disconnect_reason
+        # set by the SDK before it emits participant_disconnected
+        reason = cast("rtc.DisconnectReason.ValueType", participant.disconnect_reason)
         if reason not in CLOSE_ON_DISCONNECT_REASONS:
             logger.info("participant %s dropped (%s); the link waits for them to rejoin",
                         participant.identity, rtc.DisconnectReason.Name(reason))
@@ -395,14 +514,14 @@ class RoomIO:
         logger.error("closing the session: the agent's audio output failed (%r)", error)
         self.session.shutdown(drain=False, reason="error")
 
-    def _on_room_disconnected(self, reason: Any = None) -> None:
+    def _on_room_disconnected(self, reason: object = None) -> None:
         if self._room_gone.is_set():
             return
         logger.warning("the agent's room connection dropped (%s); closing the session", reason)
         self._room_gone.set()
         self._wake()
 
-    def _on_chat(self, reader: Any, identity: str) -> None:
+    def _on_chat(self, reader: rtc.TextStreamReader, identity: str) -> None:
         speaker = self._speaker_identity
         if speaker is None or identity != speaker:
             self._chat.ignore(identity, "not the participant linked as the user"
@@ -417,7 +536,8 @@ class RoomIO:
         await self._session_running.wait()
         self.session.shutdown(drain=False, reason="job_shutdown")
 
-    async def _serve_room_events(self, events: Any) -> None:
+    async def _serve_room_events(
+            self, events: BridgeReceiveChannel[tuple[str, tuple[Any, ...]]]) -> None:
         handlers: dict[str, Callable[..., None]] = {
             "participant_connected": self._link,
             "participant_disconnected": self._on_participant_disconnected,
@@ -494,7 +614,7 @@ class RoomIO:
             await self._texts_published.wait()
 
     async def _publish_text_ops(self) -> None:
-        writer: Any = None
+        writer: rtc.TextStreamWriter | None = None
         segment_id = _segment_id()
         user_segment_id = _segment_id()
         async for op in self._texts_recv:
@@ -533,21 +653,22 @@ class RoomIO:
         return self._publication.sid if self._publication is not None else None
 
     async def _open_writer(self, attributes: dict[str, str], track_sid: str | None, *,
-                           sender: str | None = None) -> Any:
+                           sender: str | None = None) -> rtc.TextStreamWriter | None:
         if not self.room.isconnected():
             return None
         if track_sid:
             attributes[ATTRIBUTE_TRANSCRIPTION_TRACK_ID] = track_sid
         local = self.room.local_participant
-        return await self._bridge.run(local.stream_text, topic=TOPIC_TRANSCRIPTION,
-                                      attributes=attributes,
-                                      sender_identity=sender or local.identity)
+        writer: rtc.TextStreamWriter = await self._bridge.run(
+            local.stream_text, topic=TOPIC_TRANSCRIPTION, attributes=attributes,
+            sender_identity=sender or local.identity)
+        return writer
 
-    async def _open_audio_gate(self, publication: Any) -> None:
+    async def _open_audio_gate(self, publication: rtc.LocalTrackPublication) -> None:
         """Hold the agent's audio until someone subscribed to it (or the room is gone), so a
         greeting is not played to an empty room."""
         assert self.audio_output is not None
-        gate = self.audio_output._gate()
+        gate = self.audio_output.hold()
         try:
             await self._bridge.run(publication.wait_for_subscription)
         finally:
@@ -558,12 +679,13 @@ def _segment_id() -> str:
     return f"SG_{uuid.uuid4().hex[:12]}"
 
 
-_ROOM_EVENTS = ("participant_connected", "participant_disconnected", "track_subscribed",
-                "track_unsubscribed", "disconnected")
+_ROOM_EVENTS: tuple[EventTypes, ...] = ("participant_connected", "participant_disconnected",
+                                        "track_subscribed", "track_unsubscribed", "disconnected")
 
 
 @asynccontextmanager
-async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | None = None,
+async def open_room_io(room: rtc.Room, session: RoomSession, *,
+                       options: RoomOptions | None = None,
                        bridge: AsyncioBridge | None = None) -> AsyncIterator[RoomIO]:
     """Use ``room`` as the I/O of ``session`` until the block exits (see the module docstring).
 
@@ -582,86 +704,12 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
         them, unpublishes the agent's track and unregisters every handler (shielded,
         bounded).
     """
-    options = options or RoomOptions()
-    bridge = bridge or current_bridge()
-    rio = RoomIO(room, session, bridge, options)
-    push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
-    handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
-    chat_registered = False
-    session_hooks = [("agent_state_changed", rio._on_agent_state),
-                     ("user_input_transcribed", rio._on_user_transcribed),
-                     ("close", rio._on_session_close)]
-    try:
-        async with _open_nursery() as nursery, _maybe_output(bridge, options) as output:
-            rio._track_slot = LatestSlot(nursery)
-            for name, handler in handlers.items():
-                room.on(name, handler)
-            # watched from here on: a disconnect before this line shows here, one after it
-            # arrives as an event
-            if not room.isconnected():
-                raise RoomDisconnectedError("the room is not connected (it disconnected "
-                                            "before the session was linked to it)")
-            if options.text_input:
-                try:
-                    room.register_text_stream_handler(
-                        TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
-                    chat_registered = True
-                except ValueError:
-                    logger.warning("a %r text stream handler is already registered; text "
-                                   "input is off", TOPIC_CHAT)
-            if getattr(session, "agent_state", "initializing") != "initializing":
-                rio._session_running.set()   # linked to a session that already runs
-            nursery.start_soon(rio._serve_room_events, events)
-            nursery.start_soon(rio._close_session_when_room_gone)
-            if chat_registered:
-                nursery.start_soon(rio._read_chat)
-                nursery.start_soon(rio._deliver_chat)
-            if options.audio_input:
-                rio.audio_input = RoomAudioInput(
-                    bridge, sample_rate=options.input_sample_rate,
-                    num_channels=options.input_num_channels,
-                    frame_size_ms=options.input_frame_ms)
-                session.input.audio = rio.audio_input
-            if output is not None:
-                rio.audio_output = output
-                output.on_failure = rio._on_output_failure
-                track = await output.create_track(options.track_name)
-                publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
-                rio._publication = await bridge.run(room.local_participant.publish_track,
-                                                    track, publish)
-                nursery.start_soon(rio._open_audio_gate, rio._publication)
-                session.output.audio = output
-            if options.transcription:
-                rio.transcription_output = RoomTranscriptionOutput(rio._texts_send)
-                session.output.transcription = rio.transcription_output
-                nursery.start_soon(rio._publish_texts)
-            else:
-                rio._texts_published.set()
-            if options.agent_state:
-                nursery.start_soon(rio._publish_states)
-            for name, hook in session_hooks:
-                session.on(name, hook)
-            for participant in list(room.remote_participants.values()):
-                rio._link(participant)
-            try:
-                yield rio
-            finally:
-                await rio._drain_texts()
-                nursery.cancel_scope.cancel()
-                if rio.audio_input is not None:
-                    rio.audio_input.close()
-                await _unpublish(bridge, room, rio._publication)
-    finally:
-        for name, hook in session_hooks:
-            session.off(name, hook)
-        for name, handler in handlers.items():
-            room.off(name, handler)
-        if chat_registered:
-            room.unregister_text_stream_handler(TOPIC_CHAT)
-        events.close()
+    async with RoomIO(room, session, bridge or current_bridge(), options or RoomOptions()
+                      ) as rio:
+        yield rio
 
 
-async def _read_texts(readers: list[Any]) -> list[str | None]:
+async def _read_texts(readers: list[rtc.TextStreamReader]) -> list[str | None]:
     """asyncio-flavoured: the text of each chat stream, in order (None where reading failed)."""
     texts: list[str | None] = []
     for reader in readers:
@@ -685,7 +733,8 @@ async def _maybe_output(bridge: AsyncioBridge, options: RoomOptions
         yield output
 
 
-async def _unpublish(bridge: AsyncioBridge, room: rtc.Room, publication: Any) -> None:
+async def _unpublish(bridge: AsyncioBridge, room: rtc.Room,
+                     publication: rtc.LocalTrackPublication | None) -> None:
     if publication is None or bridge.closed or not room.isconnected():
         return
     with trio.move_on_after(_GRACE, shield=True):

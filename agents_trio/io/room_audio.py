@@ -26,7 +26,7 @@ logger = logging.getLogger("agents_trio.room")
 _CLOSE_GRACE = 2.0
 
 
-async def _frames_of(stream: Any) -> AsyncIterator[rtc.AudioFrame]:
+async def _frames_of(stream: rtc.AudioStream) -> AsyncIterator[rtc.AudioFrame]:
     """asyncio-flavoured: the frames of an ``rtc.AudioStream``."""
     async for event in stream:
         yield event.frame
@@ -102,6 +102,10 @@ class RoomAudioInput(AudioInput):
         self._send.close()
 
     async def __anext__(self) -> rtc.AudioFrame:
+        """The next frame of the served track (``StopAsyncIteration`` after :meth:`close`).
+
+        Cancellation: a checkpoint; a cancelled wait loses no frame.
+        """
         try:
             return await self._recv.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -176,14 +180,41 @@ class RoomAudioOutput(AudioOutput):
         return self._paused
 
     async def create_track(self, name: str = "roomio_audio") -> rtc.LocalAudioTrack:
-        """A ``LocalAudioTrack`` playing this output (to publish, or to read back in tests)."""
+        """A ``LocalAudioTrack`` playing this output (to publish, or to read back in tests).
+
+        Cancellation: a checkpoint; a cancelled call returns no track (nothing is published).
+        """
         return await self._bridge.run_sync(rtc.LocalAudioTrack.create_audio_track, name,
                                            self.source)
 
-    def _gate(self) -> trio.Event:
-        """Replace the readiness gate with a closed one; the caller sets it when ready."""
+    def hold(self) -> trio.Event:
+        """Hold the audio (``capture_frame`` waits) until the returned event is set.
+
+        ``RoomIO`` holds it until someone subscribed to the agent's track, so that a greeting
+        is not played to an empty room.
+        """
         self._ready = trio.Event()
         return self._ready
+
+    @asynccontextmanager
+    async def open_source_pump(self, *, max_buffer_frames: int = 20) -> AsyncIterator[None]:
+        """Feed the source for the block (:func:`open_room_audio_output` does this).
+
+        Args:
+            max_buffer_frames: Frames buffered on the Trio side before ``capture_frame`` waits.
+
+        Cancellation:
+            Owns the bridge pump feeding the source; leaving the block stops it. Frames
+            captured after it are refused (the output is not open).
+        """
+        try:
+            async with self._bridge.open_send_channel(self._consume,
+                                                      max_buffer_size=max_buffer_frames
+                                                      ) as sender:
+                self._sender = sender
+                yield
+        finally:
+            self._sender = None
 
     # -- capture --------------------------------------------------------------------------------
     def _failed(self, error: BaseException) -> None:
@@ -410,12 +441,9 @@ async def open_room_audio_output(bridge: AsyncioBridge | None = None, *,
     output = RoomAudioOutput(bridge, source, sample_rate=sample_rate, num_channels=num_channels,
                              max_chunk_ms=max_chunk_ms)
     try:
-        async with bridge.open_send_channel(output._consume,
-                                            max_buffer_size=max_buffer_frames) as sender:
-            output._sender = sender
+        async with output.open_source_pump(max_buffer_frames=max_buffer_frames):
             yield output
     finally:
-        output._sender = None
         with trio.move_on_after(_CLOSE_GRACE, shield=True):
             if not bridge.closed:
                 await bridge.run(source.aclose)

@@ -7,7 +7,7 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, overload
 
 import trio
 
@@ -16,6 +16,7 @@ __all__ = ["EventFanout", "FanoutEvent", "FanoutStatistics", "Subscription"]
 logger = logging.getLogger("agents_trio")
 
 Callback = Callable[[Any], Any]
+CallbackT = TypeVar("CallbackT", bound=Callable[[Any], object])
 
 
 class FanoutEvent(NamedTuple):
@@ -31,6 +32,25 @@ class FanoutStatistics:
 
     callbacks: int
     subscribers: int
+
+
+class _Feed:
+    """The fan-out's end of one subscription: emitted events go in here."""
+
+    def __init__(self, send: trio.MemorySendChannel[FanoutEvent]) -> None:
+        self.send = send
+        self.dropped = 0
+
+    def push(self, item: FanoutEvent) -> None:
+        try:
+            self.send.send_nowait(item)
+        except trio.WouldBlock:
+            self.dropped += 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    def end(self) -> None:
+        self.send.close()
 
 
 class Subscription:
@@ -50,26 +70,21 @@ class Subscription:
         dropped: Number of events dropped because the buffer was full.
     """
 
-    def __init__(self, fanout: EventFanout, max_buffer: float):
-        self._fanout = fanout
-        self._send, self._receive = trio.open_memory_channel[FanoutEvent](max_buffer)
-        self.dropped = 0
+    def __init__(self, receive: trio.MemoryReceiveChannel[FanoutEvent], feed: _Feed,
+                 unsubscribe: Callable[[Subscription], object]) -> None:
+        self._receive = receive
+        self._feed = feed
+        self._unsubscribe = unsubscribe
 
-    def _push(self, item: FanoutEvent) -> None:
-        try:
-            self._send.send_nowait(item)
-        except trio.WouldBlock:
-            self.dropped += 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-
-    def _end(self) -> None:
-        self._send.close()
+    @property
+    def dropped(self) -> int:
+        """Number of events dropped because the buffer was full."""
+        return self._feed.dropped
 
     def close(self) -> None:
         """Unsubscribe and discard buffered events. Idempotent."""
-        self._fanout._subscribers.discard(self)
-        self._send.close()
+        self._unsubscribe(self)
+        self._feed.end()
         self._receive.close()
 
     async def aclose(self) -> None:
@@ -82,9 +97,17 @@ class Subscription:
         await trio.lowlevel.checkpoint()
 
     async def __aenter__(self) -> Subscription:
+        """The subscription itself (subscribed already when it was created).
+
+        Cancellation: not a checkpoint.
+        """
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Like :meth:`aclose`.
+
+        Cancellation: a checkpoint; the subscription is closed even if cancelled.
+        """
         await self.aclose()
 
     def __aiter__(self) -> Subscription:
@@ -107,7 +130,9 @@ class EventFanout:
 
     def __init__(self) -> None:
         self._callbacks: dict[str, list[Callback]] = {}
-        self._subscribers: weakref.WeakSet[Subscription] = weakref.WeakSet()
+        # each subscription's feed, held as long as the subscription is referenced elsewhere
+        self._feeds: weakref.WeakKeyDictionary[Subscription, _Feed] = (
+            weakref.WeakKeyDictionary())
         self._closed = False
 
     @property
@@ -115,14 +140,23 @@ class EventFanout:
         """True once :meth:`close` was called."""
         return self._closed
 
-    def on(self, name: str, callback: Callback | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
         """Register ``callback`` for ``name``; without one, return a decorator.
 
         Returns:
             ``callback`` itself, or a decorator registering and returning it.
         """
         if callback is None:
-            return lambda cb: self.on(name, cb)
+            def register(cb: CallbackT) -> CallbackT:
+                return self.on(name, cb)
+            return register
         self._callbacks.setdefault(name, []).append(callback)
         return callback
 
@@ -134,7 +168,7 @@ class EventFanout:
         if not callbacks:
             self._callbacks.pop(name, None)
 
-    def emit(self, name: str, event: Any) -> None:
+    def emit(self, name: str, event: object) -> None:
         """Call ``name``'s callbacks in registration order, then feed subscribers.
 
         A raising callback is logged and skipped. Registrations changed during
@@ -148,8 +182,8 @@ class EventFanout:
             except Exception:
                 logger.exception("callback %r for event %r raised", callback, name)
         item = FanoutEvent(name, event)
-        for subscription in list(self._subscribers):
-            subscription._push(item)
+        for feed in list(self._feeds.values()):
+            feed.push(item)
 
     def subscribe(self, *, max_buffer: float = math.inf) -> Subscription:
         """Subscribe to all events emitted from now on.
@@ -159,12 +193,17 @@ class EventFanout:
         Args:
             max_buffer: Events buffered before further ones are dropped.
         """
-        subscription = Subscription(self, max_buffer)
+        send, receive = trio.open_memory_channel[FanoutEvent](max_buffer)
+        feed = _Feed(send)
+        subscription = Subscription(receive, feed, self._unsubscribe)
         if self._closed:
-            subscription._end()
+            feed.end()
         else:
-            self._subscribers.add(subscription)
+            self._feeds[subscription] = feed
         return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        self._feeds.pop(subscription, None)
 
     def events(self, *, max_buffer: float = math.inf) -> Subscription:
         """Shorthand for ``async for ev in fanout.events():``; see :meth:`subscribe`."""
@@ -173,14 +212,14 @@ class EventFanout:
     def close(self) -> None:
         """End all subscriptions, drop all callbacks, ignore later emits. Idempotent."""
         self._closed = True
-        for subscription in list(self._subscribers):
-            subscription._end()
-        self._subscribers.clear()
+        for feed in list(self._feeds.values()):
+            feed.end()
+        self._feeds.clear()
         self._callbacks.clear()
 
     def statistics(self) -> FanoutStatistics:
         """Current registration counts."""
         return FanoutStatistics(
             callbacks=sum(len(cbs) for cbs in self._callbacks.values()),
-            subscribers=len(self._subscribers),
+            subscribers=len(self._feeds),
         )

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 __all__ = ["TaskOwner", "open_owner"]
+
+if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
+    from typing_extensions import TypeVarTuple, Unpack
+
+    PosArgT = TypeVarTuple("PosArgT")
 
 
 class TaskOwner:
@@ -24,9 +29,10 @@ class TaskOwner:
         name: Optional label, for debugging only.
     """
 
-    def __init__(self, nursery: trio.Nursery, *, grace: float = 5.0, name: str | None = None):
+    def __init__(self, nursery: trio.Nursery, *, closed: trio.Event, grace: float = 5.0,
+                 name: str | None = None) -> None:
         self._nursery = nursery
-        self._closed = trio.Event()
+        self._closed = closed  # set by whoever owns the nursery (open_owner) when it exits
         self.grace = grace
         self.name = name
 
@@ -41,7 +47,8 @@ class TaskOwner:
         return self._closed.is_set()
 
     def start_soon(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+        self, fn: Callable[[Unpack[PosArgT]], Awaitable[object]], *args: Unpack[PosArgT],
+        name: str | None = None,
     ) -> None:
         """Start ``fn(*args)`` as a child task.
 
@@ -51,8 +58,8 @@ class TaskOwner:
         self._nursery.start_soon(fn, *args, name=name)
 
     async def start(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
-    ) -> Any:
+        self, fn: Callable[..., Awaitable[object]], *args: object, name: str | None = None
+    ) -> object:
         """Start ``fn(*args, task_status=...)`` and wait until it calls ``started``.
 
         Returns:
@@ -147,11 +154,9 @@ async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIte
     Cancellation:
         Owns tasks. Entering is not a checkpoint; leaving is, like a nursery.
     """
-    owner: TaskOwner | None = None
+    closed = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            owner = TaskOwner(nursery, grace=grace, name=name)
-            yield owner
+            yield TaskOwner(nursery, closed=closed, grace=grace, name=name)
     finally:
-        if owner is not None:
-            owner._closed.set()
+        closed.set()

@@ -2,8 +2,8 @@
 
 ``SessionHost`` serves a session (TCP or a Unix socket); ``RemoteSession`` is its client;
 ``simulate`` runs scenario files against an agent, remotely or in-process. The wire format is
-in ``agents_trio.io.wire``. This package sits above the session (it serves one); nothing
-below it imports it.
+in ``agents_trio.remote.wire`` (its payloads in ``remote.wire_payloads``). This package sits
+above the session (it serves one); nothing below it imports it.
 """
 
 from .client import (

@@ -37,8 +37,8 @@ from typing import Protocol
 import msgspec
 import trio
 
-from ..io.wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
-                       Message, RequestMessage, WireError, decode_request, encode_frame)
+from .wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
+                   Message, RequestMessage, WireError, decode_request, encode_frame)
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -57,7 +57,12 @@ class RequestHandler(Protocol):
     def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
         """The reply, or None when the request needs :meth:`answer` (a task)."""
 
-    async def answer(self, conn: Connection, request: RequestMessage) -> Message: ...
+    async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        """The reply to a request that needs waiting for (run in the connection's nursery).
+
+        Cancellation: the request is dropped (the client withdrew it, or the connection
+        closes); no reply is sent.
+        """
 
 
 class SlotKeeper(Protocol):
@@ -215,7 +220,7 @@ class Connection:
             # a flood of frames in one read must still let the session run
             await trio.lowlevel.checkpoint()
 
-    async def _receive(self) -> bytes | None:
+    async def _receive(self) -> bytes | bytearray | None:
         """The next bytes (``b""`` at the end of input), or None when a deadline passed or
         the stream broke."""
         with trio.CancelScope(deadline=self._deadline()) as scope:

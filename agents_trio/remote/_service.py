@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._errors import SessionClosedError
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
-                       GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
-                       RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
-                       SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
-                       WireItem, to_wire_item)
+from ..nurseries import single_leaf
+from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
+                   GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
+                   RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
+                   SubscribedReply, ToolInfo, Unsubscribe, UnsubscribedReply, WaitForReady,
+                   WireItem, to_wire_item)
 from ._connection import Connection, Refusal
 from ._history import history_page
-from .errors import collapse
 
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
+if TYPE_CHECKING:
+    from ..session import AgentSession
+
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -50,7 +50,8 @@ class SessionService:
         max_frame_size: The reply limit: history pages are cut to fit it.
     """
 
-    def __init__(self, session: Any, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, session: AgentSession, *,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._session = session
         self._max_frame_size = max_frame_size
         self._ready = trio.Event()
@@ -59,14 +60,17 @@ class SessionService:
         self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
         self.queued_turns = 0
 
-    def note_event(self, event: Any) -> None:
+    def note_event(self, event: object) -> None:
         """Watch the session's events: the first agent state after start means ready."""
         if getattr(event, "type", "") == "agent_state_changed" and \
-                event.new_state != "initializing":
+                getattr(event, "new_state", None) != "initializing":
             self._ready.set()
 
     async def run_turns(self) -> None:
-        """Play the queued turns one at a time; skips those nobody waits for any more."""
+        """Play the queued turns one at a time; skips those nobody waits for any more.
+
+        Cancellation: the turn being played is cancelled with it (``session.run`` is).
+        """
         async for turn in self._turns_recv:
             if not turn.abandoned:
                 await self._play(turn)
@@ -85,7 +89,7 @@ class SessionService:
             turn.refusal = Refusal("session_closed", f"the session closed during the turn ({e})",
                                    type(e).__name__)
         except Exception as e:  # noqa: BLE001 - any failure of the turn is the client's answer
-            error = collapse(e) if isinstance(e, BaseExceptionGroup) else e
+            error = single_leaf(e)
             turn.refusal = Refusal("run_failed", str(error) or type(error).__name__,
                                    type(error).__name__)
         turn.done.set()
@@ -115,6 +119,11 @@ class SessionService:
         raise Refusal("unknown_message_type", f"unhandled request {request.kind!r}")
 
     async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        """Wait for the session to be ready, or for a queued turn to settle.
+
+        Cancellation: a turn that had not started is skipped; one already running finishes
+        in the session (its reply is dropped).
+        """
         if isinstance(request, WaitForReady):
             await self._ready.wait()
             return self._ready_reply(request.id)

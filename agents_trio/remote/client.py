@@ -18,22 +18,22 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import trio
 
 from ..chat import ChatContext, ChatItem
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
-                       ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
-                       GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
-                       ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,
-                       Subscribe, SubscribedReply, Unsubscribe, UnsubscribedReply, WaitForReady,
-                       WireError, decode_reply, encode_frame, from_wire_item)
-from ..nurseries import EventFanout
+from .wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoReply, Cancel,
+                   ErrorReply, Event, FrameReader, FrameTooLargeError, GetAgentInfo,
+                   GetChatHistory, GetSessionState, Goodbye, HistoryReply, ReadyReply, Reply,
+                   ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,
+                   Subscribe, SubscribedReply, Unsubscribe, UnsubscribedReply, WaitForReady,
+                   WireError, decode_reply, encode_frame, from_wire_item)
+from ..nurseries import EventFanout, Subscription, open_unwrapping_nursery
+from ..nurseries.fanout import CallbackT
 from ..run_result import RunResult
 from ._events import event_from_wire
-from .errors import (RemoteConnectionError, RemoteSessionError, error_from_code,
-                     open_unwrapping_nursery)
+from .errors import RemoteConnectionError, RemoteSessionError, error_from_code
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -402,26 +402,50 @@ class RemoteSession:
                                more=reply.more, truncated=tuple(reply.truncated))
 
     async def get_agent_info(self) -> AgentInfo:
-        """The current agent: id, class name, instructions, tools."""
+        """The current agent: id, class name, instructions, tools.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         reply = await self._request(lambda i: GetAgentInfo(id=i), AgentInfoReply)
         return reply.agent
 
     async def get_session_state(self) -> SessionStateInfo:
-        """Agent and user state, current agent and speech."""
+        """Agent and user state, current agent and speech.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         reply = await self._request(lambda i: GetSessionState(id=i), SessionStateReply)
         return reply.state
 
     async def subscribe(self, events: Iterable[str] | None = None) -> None:
         """Ask the host to stream session events (all, or those named); replaces an earlier
-        subscription's filter."""
+        subscription's filter.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         names = None if events is None else sorted(set(events))
         await self._request(lambda i: Subscribe(id=i, events=names), SubscribedReply)
 
     async def unsubscribe(self) -> None:
+        """Ask the host to stop streaming session events.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         await self._request(lambda i: Unsubscribe(id=i), UnsubscribedReply)
 
     # -- events -------------------------------------------------------------------------------
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
         """Register a plain function for a streamed event; usable as a decorator."""
         return self._fanout.on(name, callback) if callback else self._fanout.on(name)
 
@@ -435,13 +459,13 @@ class RemoteSession:
 
 
 class _Events:
-    def __init__(self, subscription: Any) -> None:
+    def __init__(self, subscription: Subscription) -> None:
         self._sub = subscription
 
     def __aiter__(self) -> _Events:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> object:
         return (await self._sub.__anext__()).event
 
     async def aclose(self) -> None:
@@ -466,6 +490,10 @@ async def connect_remote_session(nursery: trio.Nursery, target: str | trio.abc.S
 
     Raises:
         RemoteConnectionError: the connection failed.
+
+    Cancellation: cancelling the connect (or the retries) leaves nothing behind; once it
+    returned, the connection is served in ``nursery`` until :meth:`RemoteSession.aclose` or
+    the nursery's cancellation, which closes it at once.
     """
     stream = (target if isinstance(target, trio.abc.Stream)
               else await connect_stream(target, retry_interval=retry_interval))
@@ -482,6 +510,9 @@ async def open_remote_session(target: str | trio.abc.Stream, *,
     owns its nursery; leaving the block closes it. Arguments as
     :func:`connect_remote_session`. An exception of the body escapes as itself, not in an
     ``ExceptionGroup``.
+
+    Cancellation: cancelling the block closes the connection (``aclose``, then the nursery's
+    tasks are cancelled); requests in flight are withdrawn.
     """
     async with open_unwrapping_nursery() as nursery:
         remote = await connect_remote_session(nursery, target, max_frame_size=max_frame_size,

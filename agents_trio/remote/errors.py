@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import trio
-
 from .._errors import AgentsTrioError, SessionClosedError
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
 
 _CLOSED_CODES = frozenset({"session_closed", "host_closing"})
 
@@ -52,25 +43,3 @@ def error_from_code(message: str, code: str, error_type: str | None = None,
         return RemoteSessionClosedError(message, code=code, error_type=error_type)
     cls = RemoteConnectionError if connection else RemoteSessionError
     return cls(message, code=code, error_type=error_type)
-
-
-def collapse(group: BaseExceptionGroup) -> BaseException:
-    """The single exception of a (nested) group, or the group itself."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-@asynccontextmanager
-async def open_unwrapping_nursery() -> AsyncIterator[trio.Nursery]:
-    """A nursery whose single escaping exception is unwrapped from its ``ExceptionGroup``.
-
-    The remote context managers' own tasks catch their errors, so what escapes is the body's
-    exception: callers catch ``RemoteSessionError`` as they would from a plain call.
-    """
-    try:
-        async with trio.open_nursery() as nursery:
-            yield nursery
-    except BaseExceptionGroup as group:
-        raise collapse(group) from None

@@ -27,20 +27,23 @@ import enum
 import logging
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from ..io.wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
-                       event_to_wire)
-from ..io.wire_payloads import FORWARDED_EVENTS
+from ..nurseries import open_unwrapping_nursery
+from .wire import (DEFAULT_MAX_FRAME_SIZE, ErrorReply, Event, Goodbye, encode_frame,
+                   event_to_wire)
+from .wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
 from ._slots import Slots
-from .errors import open_unwrapping_nursery
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -126,7 +129,7 @@ class SessionHost:
         Making room for newcomers is what defends against slow clients there.
     """
 
-    def __init__(self, session: Any, *, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, session: AgentSession, *, host: str = "127.0.0.1", port: int = 0,
                  path: str | os.PathLike[str] | None = None,
                  listeners: list[trio.abc.Listener[Any]] | None = None,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_pending_requests: int = 32,
@@ -194,10 +197,15 @@ class SessionHost:
         Raises:
             RuntimeError: the session is not open (``async with session:``).
             OSError: the address could not be bound.
+
+        Cancellation: cancelling it before it returns stops the host (nothing stays bound);
+        afterwards the host lives in that nursery (see :meth:`serve`).
         """
         if nursery is not None:
-            return await nursery.start(self.serve)  # type: ignore[no-any-return]
-        return await self._session.start_service(self.serve)  # type: ignore[no-any-return]
+            await nursery.start(self.serve)
+        else:
+            await self._session.start_service(self.serve)
+        return self   # what serve() passes to task_status.started
 
     async def serve(self, *, task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED
                     ) -> None:
@@ -233,8 +241,9 @@ class SessionHost:
             for name in FORWARDED_EVENTS:
                 self._session.off(name, self._forward_event)
             # aclose_forcefully completes even while this task is being cancelled
-            for resource in [events, *self._listeners]:
-                await trio.aclose_forcefully(resource)
+            await _aclose_at_once(events)
+            for listener in self._listeners:
+                await trio.aclose_forcefully(listener)
             if self._path is not None and self._given_listeners is None:
                 _unlink_socket(self._path)
             self._stopped.set()
@@ -322,7 +331,7 @@ class SessionHost:
             while self._connections:
                 await self._connections_changed.park()
 
-    async def _watch_session(self, events: Any) -> None:
+    async def _watch_session(self, events: AsyncIterable[object]) -> None:
         """The end of the session's events is its close, which stops the host. Events of a
         name without a callback here are forwarded from this task."""
         async for event in events:
@@ -331,7 +340,7 @@ class SessionHost:
         self._stop_reason = ("session_closed", "the session closed")
         self._stop_requested.set()
 
-    def _forward_event(self, event: Any) -> None:
+    def _forward_event(self, event: object) -> None:
         """Fan one session event out to the subscribed connections (encoded once)."""
         name = getattr(event, "type", "")
         self._service.note_event(event)
@@ -385,18 +394,35 @@ def _unlink_socket(path: str) -> None:
         pass
 
 
-async def serve_session(session: Any, *,
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+async def _aclose_at_once(resource: _Closable) -> None:
+    """``trio.aclose_forcefully`` for anything with ``aclose`` (the session's event stream)."""
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await resource.aclose()
+
+
+async def serve_session(session: AgentSession, *,
                         task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED,
-                        **options: Any) -> None:
+                        **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
+                        ) -> None:
     """Serve ``session`` in the caller's nursery: ``host = await nursery.start(serve_session,
     session)`` (pass options with ``functools.partial``). See :class:`SessionHost` for the
     options; returns when the session closes or the host is closed.
+
+    Cancellation: as :meth:`SessionHost.serve`: cancelling it closes every connection at once,
+    without a goodbye.
     """
     await SessionHost(session, **options).serve(task_status=task_status)
 
 
 @asynccontextmanager
-async def open_session_host(session: Any, **options: Any) -> AsyncIterator[SessionHost]:
+async def open_session_host(session: AgentSession,
+                            **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
+                            ) -> AsyncIterator[SessionHost]:
     """``async with open_session_host(session, port=0) as host:`` serves ``session`` in a
     nursery of its own; leaving the block closes the host gracefully (see
     :meth:`SessionHost.aclose`). See :class:`SessionHost` for the options. An exception of

@@ -32,7 +32,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 import trio
@@ -41,6 +41,9 @@ from .._errors import AgentsTrioError
 from ..chat import AgentHandoff, ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from .client import RemoteSession
 from .errors import RemoteConnectionError, RemoteSessionError
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 ItemType = Literal["message", "function_call", "function_call_output", "agent_handoff"]
 
@@ -129,8 +132,21 @@ class TurnOutcome:
 
 
 class Driver(Protocol):
-    async def run(self, text: str) -> TurnOutcome: ...
-    async def agent_id(self) -> str: ...
+    """What a scenario is played through: a remote session, or an in-process one."""
+
+    async def run(self, text: str) -> TurnOutcome:
+        """Send ``text`` as a user turn; its outcome once it settled.
+
+        Cancellation: the turn is withdrawn (remote) or cancelled (in-process).
+        """
+        ...
+
+    async def agent_id(self) -> str:
+        """The current agent's id.
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
+        ...
 
 
 class RemoteDriver:
@@ -140,6 +156,7 @@ class RemoteDriver:
         self.remote = remote
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it withdraws the turn on the host)."""
         try:
             result = await self.remote.run(text)
         except RemoteConnectionError:
@@ -149,16 +166,18 @@ class RemoteDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (cancelling it withdraws the request)."""
         return (await self.remote.get_agent_info()).id
 
 
 class LocalDriver:
     """Drives an in-process ``AgentSession``."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it cancels ``session.run``)."""
         try:
             result = await self.session.run(user_input=text)
         except Exception as e:  # noqa: BLE001 - a failed turn is an outcome to score
@@ -166,6 +185,7 @@ class LocalDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (not a checkpoint: the id is at hand)."""
         return str(self.session.current_agent.id)
 
 
@@ -289,7 +309,10 @@ class ScenarioResult:
 
 
 async def run_scenario(scenario: Scenario, driver: Driver) -> ScenarioResult:
-    """Play one scenario through ``driver``; stops at the first failing turn."""
+    """Play one scenario through ``driver``; stops at the first failing turn.
+
+    Cancellation: cancelling it cancels the turn in flight (a remote one is withdrawn).
+    """
     started = trio.current_time()
     result = ScenarioResult(name=scenario.name, turns=len(scenario.turns))
     for number, turn in enumerate(scenario.turns, 1):
@@ -312,7 +335,10 @@ SessionFactory = Callable[[], Any]
 
 @asynccontextmanager
 async def local_driver(factory: SessionFactory) -> AsyncIterator[LocalDriver]:
-    """A fresh in-process session from ``factory``, started, closed on exit."""
+    """A fresh in-process session from ``factory``, started, closed on exit.
+
+    Cancellation: cancelling the block closes the session (as leaving ``async with session``).
+    """
     session, agent = factory()
     async with session:
         await session.start(agent)
@@ -323,7 +349,11 @@ async def run_scenarios(scenarios: Sequence[Scenario], *,
                         remote: RemoteSession | None = None,
                         factory: SessionFactory | None = None) -> list[ScenarioResult]:
     """Play ``scenarios`` against a remote session, or in-process against a fresh session
-    from ``factory`` for each."""
+    from ``factory`` for each.
+
+    Cancellation: cancelling it stops at the scenario in flight (see :func:`run_scenario`);
+    the results so far are lost.
+    """
     if (remote is None) == (factory is None):
         raise ValueError("give exactly one of remote= or factory=")
     results = []

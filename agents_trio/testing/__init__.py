@@ -42,3 +42,11 @@ __all__ += ["ActionOutcome", "ConversationRecord", "ConversationViolation", "DEF
             "PushFault", "Reply", "RunInput", "Schedule", "StreamFault", "TextInput",
             "ToolCall", "ToolExecution", "UserSpeech", "check_conversation", "live_tasks",
             "run_conversation", "violations", "watch_session"]
+
+# The expect DSL (what ``result.expect`` returns)
+from .expect import (AgentHandoffAssert, ChatMessageAssert, EventAssert,  # noqa: E402
+                     EventRangeAssert, FunctionCallAssert, FunctionCallOutputAssert, RunAssert,
+                     format_events)
+
+__all__ += ["AgentHandoffAssert", "ChatMessageAssert", "EventAssert", "EventRangeAssert",
+            "FunctionCallAssert", "FunctionCallOutputAssert", "RunAssert", "format_events"]

@@ -12,7 +12,7 @@ import trio
 from livekit import rtc
 
 from ..chat import ChatContext, ChatItem, ChatMessage, FunctionCallOutput
-from ..models import (ChatChunk, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+from ..models import (ChatChunk, SpeechData, ToolChoice, SpeechEvent, SpeechEventType, VADEvent,
                       VADEventType)
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
 
@@ -36,7 +36,7 @@ class _ScriptedStream:
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._recv.__aiter__()
 
-    async def _play(self, timeline: list[tuple[float, Any]], done: trio.Event) -> None:
+    async def play(self, timeline: list[tuple[float, Any]], done: trio.Event) -> None:
         await self._first_frame.wait()
         assert self.origin is not None
         async with self._send:
@@ -77,9 +77,13 @@ class FakeVAD:
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        """A stream playing the script's events from its first pushed frame.
+
+        Cancellation: leaving the block, cancelled or not, stops the script.
+        """
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
             yield stream
             nursery.cancel_scope.cancel()
 
@@ -111,9 +115,13 @@ class FakeSTT:
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        """A stream playing the script's events from its first pushed frame.
+
+        Cancellation: leaving the block, cancelled or not, stops the script.
+        """
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stream._play, self.timeline(), self.speeches_done)
+            nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
             yield stream
             nursery.cancel_scope.cancel()
 
@@ -149,16 +157,25 @@ class RecordedChatContext:
     @property
     def items(self) -> list[ChatItem]:
         """A new list of the request's items (changing it changes nothing recorded)."""
-        chain: list[RecordedChatContext] = []
-        record: RecordedChatContext | None = self
-        while record is not None:
-            chain.append(record)
-            record = record._base if record._shared else None
+        chain: list[RecordedChatContext] = [self]
+        base = self.based_on
+        while base is not None:
+            chain.append(base)
+            base = base.based_on
         items: list[ChatItem] = []
         for record in reversed(chain):
-            del items[record._shared:]
-            items.extend(record._tail)
+            record.apply(items)
         return items
+
+    @property
+    def based_on(self) -> RecordedChatContext | None:
+        """The earlier request whose first items this one shares, if it shares any."""
+        return self._base if self._shared else None
+
+    def apply(self, items: list[ChatItem]) -> None:
+        """Turn ``items`` (the request :attr:`based_on`'s items) into this one's, in place."""
+        del items[self._shared:]
+        items.extend(self._tail)
 
 
 class _RequestRecorder:
@@ -209,13 +226,18 @@ class FakeLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        """The response scripted for the last item's text (recorded in ``calls``).
+
+        Cancellation: cancelling the reader stops the stream where it is.
+        """
         self.calls.append({"chat_ctx": self._recorder.record(chat_ctx),
                            "tools": list(tools or []),
                            "tool_choice": tool_choice})
         yield self._stream(self._find(_last_item_text(chat_ctx)), tool_choice)
 
-    async def _stream(self, resp: FakeLLMResponse | None, tool_choice: Any
+    async def _stream(self, resp: FakeLLMResponse | None, tool_choice: ToolChoice | None
                       ) -> AsyncIterator[ChatChunk]:
         if resp is None:
             return
@@ -249,7 +271,12 @@ class FakeTTS:
         return None
 
     @asynccontextmanager
-    async def stream(self, text: AsyncIterable[str]) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+    async def stream(self, text: AsyncIterable[str]
+                     ) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+        """The audio scripted for the whole ``text`` (recorded in ``inputs``).
+
+        Cancellation: cancelling the reader stops the stream where it is.
+        """
         yield self._synthesize(text)
 
     async def _synthesize(self, text: AsyncIterable[str]) -> AsyncIterator[rtc.AudioFrame]:

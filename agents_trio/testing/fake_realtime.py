@@ -20,7 +20,7 @@ from livekit import rtc
 
 from .._ids import short_id
 from ..chat import ChatContext, ChatMessage, FunctionCall, FunctionCallOutput
-from ..models import FunctionToolCall
+from ..models import FunctionToolCall, ToolChoice
 from ..realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, GenerationCreatedEvent,
                         InputSpeechStartedEvent, InputSpeechStoppedEvent,
                         InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
@@ -83,16 +83,15 @@ class FakeRealtimeModel:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[FakeRealtimeSession]:
+        """A new fake connection (recorded in ``sessions``), closed when the block exits.
+
+        Cancellation: see :meth:`FakeRealtimeSession.connected`.
+        """
         session = FakeRealtimeSession(self)
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
-        try:
-            async with trio.open_nursery() as nursery:
-                session._nursery = nursery
-                yield session
-                nursery.cancel_scope.cancel()
-        finally:
-            session._close()
+        async with session.connected():
+            yield session
 
 
 class FakeRealtimeSession:
@@ -114,11 +113,26 @@ class FakeRealtimeSession:
     def __repr__(self) -> str:
         return f"FakeRealtimeSession({self.id}, closed={self.closed})"
 
+    @asynccontextmanager
+    async def connected(self) -> AsyncIterator[FakeRealtimeSession]:
+        """The connection's lifetime (:meth:`FakeRealtimeModel.session` enters it): its tasks
+        run in a nursery of its own; leaving the block cancels them and closes it.
+
+        Cancellation: cancelling the block cancels the session's tasks; it closes all the same.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                yield self
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close()
+
     def _close(self) -> None:
         self.closed = True
         self._events_send.close()
 
-    def _check(self, call: str, arg: Any = None) -> None:
+    def _check(self, call: str, arg: object = None) -> None:
         if self.closed:
             self.model.violations.append(f"{call} on closed session {self.id}")
             raise RealtimeSessionClosedError(f"{call}() on a closed realtime session")
@@ -133,14 +147,26 @@ class FakeRealtimeSession:
         return self._events_recv.__aiter__()
 
     async def update_instructions(self, instructions: str) -> None:
+        """Record the instructions (``instructions``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_instructions", instructions)
         self.instructions = instructions
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        """Record a copy of the chat context (``chat_ctx``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_chat_ctx", chat_ctx.copy())
         self.chat_ctx = chat_ctx.copy()
 
     async def update_tools(self, tools: list[Any]) -> None:
+        """Record the tools' names (``tools``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_tools", [t.name for t in tools])
         self.tools = [t.name for t in tools]
 
@@ -162,7 +188,12 @@ class FakeRealtimeSession:
         self._check("truncate", (message_id, audio_end_ms, audio_transcript))
 
     async def generate_reply(self, *, instructions: str | None = None,
-                             tool_choice: Any = None) -> GenerationCreatedEvent:
+                             tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent:
+        """Start the response scripted for the instructions (or the last user text) after its
+        ``ttft``.
+
+        Cancellation: a checkpoint (the ``ttft`` wait); a cancelled call starts nothing.
+        """
         self._check("generate_reply", instructions)
         key = instructions if instructions is not None else self._last_text()
         response = self.model.find(key) or FakeRealtimeResponse(input=key)
@@ -172,6 +203,10 @@ class FakeRealtimeSession:
         return self._start_generation(response, user_initiated=True)
 
     async def say(self, text: str) -> GenerationCreatedEvent:
+        """Start a response speaking ``text``.
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("say", text)
         return self._start_generation(FakeRealtimeResponse(
             input="", text=text, audio_duration=0.06 * len(text.split())), user_initiated=True)
@@ -223,7 +258,9 @@ class FakeRealtimeSession:
                                       user_initiated=user_initiated,
                                       response_id=short_id("resp"))
 
-    async def _produce(self, response: FakeRealtimeResponse, msg_send: Any, fn_send: Any) -> None:
+    async def _produce(self, response: FakeRealtimeResponse,
+                       msg_send: trio.MemorySendChannel[MessageGeneration],
+                       fn_send: trio.MemorySendChannel[FunctionCall]) -> None:
         async with msg_send, fn_send:
             text_send, text_recv = trio.open_memory_channel[str](math.inf)
             audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)

@@ -6,10 +6,10 @@ scheduled user speech, and every model fails where the schedule says."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import trio
 from livekit import rtc
@@ -17,13 +17,17 @@ from livekit import rtc
 from .._errors import APIError
 from ..chat import INSTRUCTIONS_ID, ChatContext, ChatMessage, FunctionCallOutput
 from ..models import (ChatChunk, FunctionToolCall, SpeechData, SpeechEvent, SpeechEventType,
-                      VADEvent, VADEventType)
+                      ToolChoice, VADEvent, VADEventType)
+from ..events import PlaybackFinishedEvent
 from .fake_io import FakeAudioOutput
 from .schedules import (DEFAULT_REPLY, Fault, FaultKind, OutputFault, PushFault, Reply,
                         Schedule, StreamFault, ToolCall, UserSpeech)
 
 TriggerKind = Literal["user", "tool_outputs", "instructions", "other"]
 _REQUEST_TOKEN = re.compile(r"\s*r(\d+)\b")
+
+FaultT = TypeVar("FaultT", StreamFault, PushFault)
+EventT = TypeVar("EventT", bound="VADEvent | SpeechEvent")
 
 
 def fault_error(kind: FaultKind, where: str) -> BaseException:
@@ -60,7 +64,7 @@ class LLMRequest:
     number: int
     at: float
     chat_ctx: ChatContext
-    tool_choice: Any
+    tool_choice: ToolChoice | None
     trigger: TriggerKind
     trigger_ids: tuple[str, ...]
     reply: Reply
@@ -129,7 +133,14 @@ class ScriptedLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        """The reply the schedule plans for what triggered the request (recorded in
+        ``requests``; faults fire as scheduled).
+
+        Cancellation: leaving the block, cancelled or not, closes the stream and records
+        when the request ended.
+        """
         kind, ids, text = _trigger(chat_ctx)
         request = LLMRequest(number=len(self.requests) + 1, at=trio.current_time(),
                              chat_ctx=chat_ctx.copy(), tool_choice=tool_choice, trigger=kind,
@@ -145,7 +156,7 @@ class ScriptedLLM:
             if request.ended is None:
                 request.ended = "cancelled"
 
-    async def _stream(self, request: LLMRequest) -> AsyncIterator[ChatChunk]:
+    async def _stream(self, request: LLMRequest) -> AsyncGenerator[ChatChunk, None]:
         reply = request.reply
         started = trio.current_time()
         words = re.findall(r"\S+\s*", f"r{request.number} {reply.text}")
@@ -214,6 +225,10 @@ class ScriptedTTS:
     @asynccontextmanager
     async def stream(self, text: AsyncIterable[str]
                      ) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+        """The planned audio for ``text`` (faults fire as scheduled).
+
+        Cancellation: leaving the block, cancelled or not, closes the stream.
+        """
         self.open_streams += 1
         frames = self._synthesize(text)
         try:
@@ -222,7 +237,8 @@ class ScriptedTTS:
             await frames.aclose()
             self.open_streams -= 1
 
-    async def _synthesize(self, text: AsyncIterable[str]) -> AsyncIterator[rtc.AudioFrame]:
+    async def _synthesize(self, text: AsyncIterable[str]
+                          ) -> AsyncGenerator[rtc.AudioFrame, None]:
         full = "".join([t async for t in text])
         if not full.strip():
             return
@@ -261,7 +277,7 @@ class UserAudioScript:
     def speeches(self) -> list[UserSpeech]:
         return [a for a in self.schedule.actions if isinstance(a, UserSpeech)]
 
-    def vad_timeline(self) -> list[tuple[float, Any]]:
+    def vad_timeline(self) -> list[tuple[float, VADEvent]]:
         out: list[tuple[float, Any]] = []
         for s in self.speeches():
             end = s.at + s.duration
@@ -280,7 +296,7 @@ class UserAudioScript:
                                       silence_duration=self.min_silence)))
         return out
 
-    def stt_timeline(self) -> list[tuple[float, Any]]:
+    def stt_timeline(self) -> list[tuple[float, SpeechEvent]]:
         out: list[tuple[float, Any]] = []
         for s in self.speeches():
             if not s.transcript:
@@ -297,23 +313,23 @@ class UserAudioScript:
             out.append((end + s.stt_delay, SpeechEvent(type=SpeechEventType.END_OF_SPEECH)))
         return out
 
-    def faults(self, model: str, kind: type) -> list[Any]:
+    def faults(self, model: str, kind: type[FaultT]) -> list[FaultT]:
         return [f for f in self.schedule.faults if isinstance(f, kind) and f.model == model]
 
 
-class _ScriptStream:
+class _ScriptStream(Generic[EventT]):
     """One VAD or STT stream: frames in (faults may fire), scheduled events out."""
 
     def __init__(self, script: UserAudioScript, model: str,
-                 timeline: list[tuple[float, Any]]) -> None:
+                 timeline: Sequence[tuple[float, EventT]]) -> None:
         self._script = script
         self._model = model
         opened = trio.current_time()
         origin = script.origin
-        faults = [(f.at, f) for f in script.faults(model, StreamFault) if f not in script.fired]
-        self._timeline = sorted(
-            [(at, ev) for at, ev in [*timeline, *faults]
-             if origin is None or origin + at >= opened], key=lambda p: p[0])
+        planned: list[tuple[float, EventT | StreamFault]] = [*timeline]
+        planned += [(f.at, f) for f in script.faults(model, StreamFault) if f not in script.fired]
+        self._timeline = sorted([(at, ev) for at, ev in planned
+                                 if origin is None or origin + at >= opened], key=lambda p: p[0])
         self._next = 0
 
     def push_frame(self, frame: rtc.AudioFrame) -> None:
@@ -329,10 +345,10 @@ class _ScriptStream:
     def end_input(self) -> None:
         pass
 
-    def __aiter__(self) -> _ScriptStream:
+    def __aiter__(self) -> _ScriptStream[EventT]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> EventT:
         script = self._script
         await script.started.wait()
         assert script.origin is not None
@@ -347,7 +363,7 @@ class _ScriptStream:
         return ev
 
 
-class _ScriptedRecognizer:
+class _ScriptedRecognizer(Generic[EventT]):
     """A VAD or STT whose streams play the schedule's user audio script."""
 
     kind = ""
@@ -356,11 +372,11 @@ class _ScriptedRecognizer:
         self._script = script
         self.open_streams = 0
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, EventT]]:
         raise NotImplementedError
 
     @asynccontextmanager
-    async def stream(self) -> AsyncIterator[_ScriptStream]:
+    async def stream(self) -> AsyncIterator[_ScriptStream[EventT]]:
         self.open_streams += 1
         try:
             yield _ScriptStream(self._script, self.kind, self._timeline())
@@ -368,23 +384,23 @@ class _ScriptedRecognizer:
             self.open_streams -= 1
 
 
-class ScriptedVAD(_ScriptedRecognizer):
+class ScriptedVAD(_ScriptedRecognizer[VADEvent]):
     """Voice activity of the scheduled speech (start after 50 ms, inferences every 0.25 s, end
     0.5 s after the speech)."""
 
     kind = "vad"
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, VADEvent]]:
         return self._script.vad_timeline()
 
 
-class ScriptedSTT(_ScriptedRecognizer):
+class ScriptedSTT(_ScriptedRecognizer[SpeechEvent]):
     """Transcripts of the scheduled speech: an interim at ``end + stt_delay/2``, the final at
     ``end + stt_delay``."""
 
     kind = "stt"
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, SpeechEvent]]:
         return self._script.stt_timeline()
 
 
@@ -403,13 +419,13 @@ class ScriptedAudioOutput(FakeAudioOutput):
         self._segment_started = 0.0
         self.overlaps: list[tuple[float, float]] = []
 
-    async def wait_for_playout(self) -> Any:
+    async def wait_for_playout(self) -> PlaybackFinishedEvent:
         try:
             return await super().wait_for_playout()
         finally:
             self._segment_owner = None
 
-    def clear_buffer(self) -> Any:
+    def clear_buffer(self) -> PlaybackFinishedEvent | None:
         self._segment_owner = None
         return super().clear_buffer()
 
@@ -437,7 +453,11 @@ class ScriptedAudioOutput(FakeAudioOutput):
         await super().capture_frame(frame)
 
 
-def stream_counts(*models: Any) -> dict[str, int]:
+class _CountsStreams(Protocol):
+    open_streams: int
+
+
+def stream_counts(*models: _CountsStreams) -> dict[str, int]:
     """Open streams per model kind (for the "nothing left running" invariant)."""
     return {type(m).__name__: m.open_streams for m in models if m.open_streams}
 

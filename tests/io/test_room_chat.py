@@ -7,7 +7,7 @@ The room is a FakeRoom (no SDK audio: text only), so these run on Trio's MockClo
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ from agents_trio import Agent, AgentSession, open_bridge
 from agents_trio.io.room import RoomIO, RoomOptions, open_room_io
 from agents_trio.testing import FakeLLM, FakeRemoteParticipant, FakeRoom
 from agents_trio.testing.actions import FakeLLMResponse
+from room_witnesses import agent_state_reaches, room_events_handled, session_until
 
 TEXT_ONLY = RoomOptions(audio_input=False, audio_output=False)
 MAY_RECONNECT = rtc.DisconnectReason.SIGNAL_CLOSE
@@ -37,13 +38,6 @@ async def chat_room(session: AgentSession, options: RoomOptions = TEXT_ONLY
         async with open_room_io(room, session, options=options) as rio, session:
             await session.start(Chatty())
             yield bridge, room, rio
-
-
-async def until(predicate: Callable[[], bool]) -> None:
-    """Wait (in virtual time) until ``predicate()``; a deadlock fails at the deadline."""
-    with trio.fail_after(60):
-        while not predicate():
-            await trio.sleep(0.01)
 
 
 def user_texts(session: AgentSession) -> list[str]:
@@ -72,11 +66,12 @@ async def test_chat_from_a_stranger_before_anyone_is_linked_is_ignored(
     session = AgentSession(llm=FakeLLM())
     async with chat_room(session) as (bridge, room, rio):
         bridge.call_soon(room.send_chat, "stranger", "pretend I am the user")
-        await trio.sleep(1)
+        await room_events_handled(bridge)
+        assert rio.text_input_statistics().ignored == 1   # seen, and ignored
         bridge.call_soon(room.join, FakeRemoteParticipant("user"))
         assert (await rio.wait_for_participant()).identity == "user"
         bridge.call_soon(room.send_chat, "user", "hi")
-        await until(lambda: "hi" in user_texts(session))
+        await session_until(session, lambda: "hi" in user_texts(session))
     assert user_texts(session) == ["hi"]
 
 
@@ -88,19 +83,21 @@ async def test_a_reconnecting_user_keeps_the_link_and_a_stranger_is_not_linked(
         bridge.call_soon(room.join, user)
         await rio.wait_for_participant()
         bridge.call_soon(room.leave, user, MAY_RECONNECT)   # a network blip
-        await until(lambda: rio.linked_participant is None)
+        await room_events_handled(bridge)
+        assert rio.linked_participant is None
         stranger = FakeRemoteParticipant("stranger")
         bridge.call_soon(room.join, stranger)
         bridge.call_soon(room.send_chat, "stranger", "I am the user now")
-        await trio.sleep(1)
+        await room_events_handled(bridge)
+        assert rio.text_input_statistics().ignored == 1   # seen, and ignored
         assert rio.linked_participant is None
         assert session.agent_state == "listening"   # the session waits for its user
         back = FakeRemoteParticipant("user")
         bridge.call_soon(room.join, back)
-        await until(lambda: rio.linked_participant is not None)
+        await rio.wait_for_participant()
         assert rio.linked_participant is back
         bridge.call_soon(room.send_chat, "user", "I am back")
-        await until(lambda: "I am back" in user_texts(session))
+        await session_until(session, lambda: "I am back" in user_texts(session))
     assert user_texts(session) == ["I am back"]
 
 
@@ -113,12 +110,13 @@ async def test_a_user_gone_for_good_frees_the_link_when_the_session_stays_open(
         bridge.call_soon(room.join, first)
         await rio.wait_for_participant()
         bridge.call_soon(room.leave, first, rtc.DisconnectReason.CLIENT_INITIATED)
-        await until(lambda: rio.linked_participant is None)
+        await room_events_handled(bridge)
+        assert rio.linked_participant is None
         bridge.call_soon(room.join, FakeRemoteParticipant("next"))
-        await until(lambda: rio.linked_participant is not None)
+        await rio.wait_for_participant()
         assert rio.linked_participant.identity == "next"
         bridge.call_soon(room.send_chat, "next", "hello")
-        await until(lambda: "hello" in user_texts(session))
+        await session_until(session, lambda: "hello" in user_texts(session))
 
 
 async def test_the_identity_named_in_the_options_may_chat_before_it_is_linked(
@@ -128,7 +126,7 @@ async def test_the_identity_named_in_the_options_may_chat_before_it_is_linked(
     async with chat_room(session, options) as (bridge, room, rio):
         bridge.call_soon(room.send_chat, "mallory", "not me")
         bridge.call_soon(room.send_chat, "alice", "from alice")
-        await until(lambda: "from alice" in user_texts(session))
+        await session_until(session, lambda: "from alice" in user_texts(session))
     assert user_texts(session) == ["from alice"]
 
 
@@ -141,7 +139,7 @@ async def test_chat_messages_reach_the_history_in_the_order_they_were_sent(
         bridge.call_soon(room.join, FakeRemoteParticipant("user"))
         await rio.wait_for_participant()
         bridge.call_soon(send_all, room, "user", sent)
-        await until(lambda: set(sent) <= set(user_lines(session)))
+        await session_until(session, lambda: set(sent) <= set(user_lines(session)))
     assert user_lines(session) == sent
 
 
@@ -155,11 +153,12 @@ async def test_chat_sent_while_the_agent_thinks_is_coalesced_into_one_input(
         bridge.call_soon(room.join, FakeRemoteParticipant("user"))
         await rio.wait_for_participant()
         bridge.call_soon(room.send_chat, "user", "a")
-        await until(lambda: session.agent_state == "thinking")
-        await trio.sleep(0.5)
+        await agent_state_reaches(session, "thinking")
+        await trio.sleep(0.5)   # virtual time: the first answer is still 0.5 s away
         bridge.call_soon(send_all, room, "user", ["b", "c"])   # the agent is still thinking
-        await until(lambda: any(m.role == "assistant" and m.text_content == "About b and c."
-                                for m in session.history.messages()))
+        await session_until(session, lambda: any(
+            m.role == "assistant" and m.text_content == "About b and c."
+            for m in session.history.messages()))
     assert requested(llm) == ["a", "b\nc"]
     assert user_texts(session) == ["a", "b\nc"]
     stats = rio.text_input_statistics()
@@ -176,9 +175,9 @@ async def test_a_chat_flood_gives_a_bounded_number_of_requests_and_loses_no_acce
         await rio.wait_for_participant()
         with caplog.at_level(logging.WARNING, logger="agents_trio.room"):
             bridge.call_soon(send_all, room, "user", flood)
-            await trio.sleep(1)
+            await trio.sleep(1)   # virtual time: the agent works through the accepted part
             bridge.call_soon(room.send_chat, "user", "after the flood")   # the witness
-            await until(lambda: "after the flood" in user_texts(session))
+            await session_until(session, lambda: "after the flood" in user_texts(session))
         stats = rio.text_input_statistics()
     lines = user_lines(session)
     accepted = lines[:-1]
@@ -199,7 +198,7 @@ async def test_a_message_over_the_size_bound_is_refused_and_logged(
         await rio.wait_for_participant()
         with caplog.at_level(logging.WARNING, logger="agents_trio.room"):
             bridge.call_soon(send_all, room, "user", ["x" * 101, "fits"])
-            await until(lambda: "fits" in user_texts(session))
+            await session_until(session, lambda: "fits" in user_texts(session))
     assert user_texts(session) == ["fits"]
     assert rio.text_input_statistics().refused == 1
     assert any("refused" in r.getMessage() and "101" in r.getMessage()
@@ -214,10 +213,11 @@ async def test_empty_chat_messages_are_ignored(autojump_clock: trio.testing.Mock
         bridge.call_soon(room.join, FakeRemoteParticipant("user"))
         await rio.wait_for_participant()
         bridge.call_soon(send_all, room, "user", ["", None, "  \n "])
-        await trio.sleep(1)
+        await room_events_handled(bridge)
+        assert rio.text_input_statistics().ignored == 3   # read, and ignored
         assert llm.calls == []
         bridge.call_soon(room.send_chat, "user", "hi")
-        await until(lambda: "hi" in user_texts(session))
+        await session_until(session, lambda: "hi" in user_texts(session))
     assert requested(llm) == ["hi"] and user_texts(session) == ["hi"]
 
 
@@ -229,5 +229,5 @@ async def test_generate_reply_refuses_a_blank_user_input(
         await session.start(Chatty())
         with pytest.raises(ValueError, match="user_input"):
             session.generate_reply(user_input=blank)
-        await trio.sleep(1)
+        await trio.testing.wait_all_tasks_blocked()
     assert llm.calls == []

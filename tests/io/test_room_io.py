@@ -1,8 +1,9 @@
 """RoomIO against a fake room (no server) with the real SDK audio path.
 
 The room's events are emitted from the asyncio side, as the SDK does; the agent's audio goes
-to a real ``AudioSource`` and the user's microphone is a real ``LocalAudioTrack``, so these
-tests run on the wall clock (each well under a second).
+to a real ``AudioSource`` and the user's microphone is a real ``LocalAudioTrack``. The SDK
+plays audio on its own real-time threads, so these tests run on the wall clock, each bounded
+by ``trio.fail_after`` and waiting on positive witnesses (``room_witnesses``), never polling.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agents_trio.io.room import RoomOptions, open_room_io
 from agents_trio.models import SpeechData
 from agents_trio.testing import FakeLLM, FakeRemoteParticipant, FakeRoom, FakeTTS
 from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
+from room_witnesses import agent_state_reaches, room_events_handled
 
 
 class Quiet(Agent):
@@ -31,12 +33,6 @@ def make_session(reply: str = "Hi there!", audio: float = 0.2, **kwargs: Any) ->
     tts = FakeTTS([FakeTTSResponse(input=reply, audio_duration=audio, ttfb=0.01,
                                    duration=0.02)])
     return AgentSession(llm=llm, tts=tts, **kwargs)
-
-
-async def wait_until(predicate: Any, timeout: float = 3.0) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.01)
 
 
 async def test_participant_leaving_closes_the_session_with_participant_disconnected() -> None:
@@ -53,8 +49,7 @@ async def test_participant_leaving_closes_the_session_with_participant_disconnec
                 other = FakeRemoteParticipant("other")
                 bridge.call_soon(room.join, other)
                 bridge.call_soon(room.leave, other, rtc.DisconnectReason.CLIENT_INITIATED)
-                await bridge.run_sync(lambda: None)
-                await trio.sleep(0.05)
+                await room_events_handled(bridge)
                 assert session.agent_state == "listening"
                 bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
                 assert await rio.wait_session_closed() == "participant_disconnected"
@@ -73,8 +68,8 @@ async def test_chat_text_is_answered_with_voice_transcription_and_agent_state() 
                 bridge.call_soon(room.join, user)
                 await rio.wait_for_participant()
                 bridge.call_soon(room.send_chat, "user", "hello")
-                await wait_until(lambda: any(w.final for w in room.transcripts("agent")))
-                await wait_until(lambda: room.local_participant.attributes.get(
+                await room.wait_for(lambda: any(w.final for w in room.transcripts("agent")))
+                await room.wait_for(lambda: room.local_participant.attributes.get(
                     "lk.agent.state") == "listening" and len(
                         room.local_participant.attribute_history) >= 3)
                 states = [a["lk.agent.state"] for a in room.local_participant.attribute_history]
@@ -104,7 +99,8 @@ async def test_chat_from_another_participant_is_ignored() -> None:
                 bridge.call_soon(room.join, FakeRemoteParticipant("user"))
                 await rio.wait_for_participant()
                 bridge.call_soon(room.send_chat, "eavesdropper", "hello")
-                await trio.sleep(0.1)
+                await room_events_handled(bridge)
+                assert rio.text_input_statistics().ignored == 1   # seen, and ignored
             assert [m for m in session.history.messages() if m.role != "system"] == []
 
 
@@ -118,8 +114,8 @@ async def test_room_dropping_mid_speech_closes_cleanly_with_job_shutdown() -> No
                 bridge.call_soon(room.join, FakeRemoteParticipant("user"))
                 await rio.wait_for_participant()
                 bridge.call_soon(room.send_chat, "user", "hello")
-                await wait_until(lambda: session.agent_state == "speaking")
-                await trio.sleep(0.1)
+                await agent_state_reaches(session, "speaking")
+                await trio.sleep(0.1)   # some of the answer plays
                 dropped_at = trio.current_time()
                 bridge.call_soon(room.drop)
                 assert await rio.wait_session_closed() == "job_shutdown"
@@ -135,6 +131,12 @@ class CountingVAD:
     def __init__(self) -> None:
         self.samples = 0
         self.loud = 0
+        self._counted = trio.Event()
+
+    async def wait_loud(self, samples: float) -> None:
+        """Wait until at least ``samples`` non-silent samples were pushed."""
+        while self.loud < samples:
+            await self._counted.wait()
 
     def stream(self) -> Any:
         vad = self
@@ -144,6 +146,8 @@ class CountingVAD:
                 data = np.frombuffer(frame.data, dtype=np.int16)
                 vad.samples += data.size
                 vad.loud += int((data != 0).sum())
+                vad._counted.set()
+                vad._counted = trio.Event()
 
             def end_input(self) -> None:
                 pass
@@ -217,8 +221,8 @@ async def test_the_linked_participants_microphone_feeds_the_session() -> None:
                 for _ in range(20):  # 0.2 s of voice
                     await bridge.run(mic_source.capture_frame,
                                      rtc.AudioFrame(loud, 24000, 1, 240))
-                await wait_until(lambda: vad.loud >= 0.15 * 24000)
-                await wait_until(lambda: room.transcripts("user"))
+                await vad.wait_loud(0.15 * 24000)
+                await room.wait_for(lambda: room.transcripts("user"))
             [user_text] = room.transcripts("user")
             assert user_text.text == "from the mic" and user_text.final
             assert user_text.attributes["lk.transcribed_track_id"] == publication.sid
@@ -250,9 +254,12 @@ async def test_an_sdk_error_in_the_users_audio_ends_that_track_only(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from agents_trio.io import room_audio
 
+    failed = trio.Event()
+
     async def failing_frames(stream: Any) -> Any:
         async for event in stream:
             yield event.frame
+            failed.set()
             raise RuntimeError("audio_stream_event: decoder error")
 
     monkeypatch.setattr(room_audio, "_frames_of", failing_frames)
@@ -272,7 +279,9 @@ async def test_an_sdk_error_in_the_users_audio_ends_that_track_only(
                 bridge.call_soon(room.join, user)
                 await rio.wait_for_participant()
                 bridge.call_soon(room.subscribe, user, publication)
-                await wait_until(lambda: rio.audio_input.failures)
+                await failed.wait()
+                await room_events_handled(bridge)   # the failure crossed the bridge
+                assert rio.audio_input.failures
                 assert session.agent_state == "listening"  # the session goes on
                 bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
                 assert await rio.wait_session_closed() == "participant_disconnected"

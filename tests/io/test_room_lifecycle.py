@@ -14,6 +14,7 @@ from agents_trio.io.room import RoomDisconnectedError, RoomOptions, open_room_io
 from agents_trio.testing import (FakeAudioOutput, FakeLLM, FakeRemoteParticipant, FakeRoom,
                                  FakeTTS)
 from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
+from room_witnesses import agent_state_reaches, room_events_handled
 
 TEXT_ONLY = RoomOptions(audio_input=False, audio_output=False)
 
@@ -21,12 +22,6 @@ TEXT_ONLY = RoomOptions(audio_input=False, audio_output=False)
 class Quiet(Agent):
     def __init__(self) -> None:
         super().__init__(instructions="Be brief.")
-
-
-async def until(predicate: object) -> None:
-    with trio.fail_after(60):
-        while not predicate():  # type: ignore[operator]
-            await trio.sleep(0.01)
 
 
 # -- a room that is gone (issue 15, item 16) --------------------------------------------------
@@ -51,7 +46,7 @@ async def test_a_room_dropping_before_the_session_starts_closes_it_with_job_shut
         with trio.fail_after(5):
             async with open_room_io(room, session, options=TEXT_ONLY) as rio, session:
                 bridge.call_soon(room.drop)
-                await trio.sleep(1)   # the drop is seen before anything runs
+                await room_events_handled(bridge)   # the drop is seen before anything runs
                 await session.start(Quiet())
                 assert await rio.wait_session_closed() == "job_shutdown"
 
@@ -92,8 +87,8 @@ async def test_closing_mid_speech_sends_the_final_transcription_of_what_was_hear
             bridge.call_soon(room.join, FakeRemoteParticipant("user"))
             await rio.wait_for_participant()
             bridge.call_soon(room.send_chat, "user", "hello")
-            await until(lambda: session.agent_state == "speaking")
-            await trio.sleep(2.0)   # half of the answer played
+            await agent_state_reaches(session, "speaking")
+            await trio.sleep(2.0)   # virtual time: half of the answer played
             session.shutdown(drain=False)
             assert await rio.wait_session_closed() == "user_initiated"
     [heard] = [m for m in session.history.messages() if m.role == "assistant"]

@@ -2,10 +2,15 @@
 
 A ``LocalAudioTrack`` made from the output's ``AudioSource`` is read back with
 ``AudioStream.from_track`` by a ``RoomAudioInput``. The SDK plays audio on its own real-time
-threads, so these tests run on the wall clock, each bounded to well under a second of audio.
+threads, so these tests run on the wall clock, each bounded to well under a second of audio
+and by ``trio.fail_after``; they wait for what was heard (:meth:`Recorder.wait_for`). Two
+sleeps stay, because what they prove is an absence in real time: nothing is heard after
+``clear_buffer`` or while paused.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -31,6 +36,12 @@ class Recorder:
         self.audio_in = audio_in
         self.heard: list[tuple[float, int]] = []
         self.samples = 0
+        self._heard_more = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` holds, re-checked after every non-silent frame."""
+        while not predicate():
+            await self._heard_more.wait()
 
     async def run(self) -> None:
         async for frame in self.audio_in:
@@ -39,6 +50,8 @@ class Recorder:
             if nonzero.size:
                 self.heard.append((trio.current_time(), int(nonzero[0])))
                 self.samples += int(nonzero.size)
+                self._heard_more.set()
+                self._heard_more = trio.Event()
 
     def values(self) -> list[int]:
         out: list[int] = []
@@ -70,7 +83,7 @@ async def test_frames_come_back_in_order_and_playout_is_reported() -> None:
                 output.flush()
                 ev = await output.wait_for_playout()
                 elapsed = trio.current_time() - t0
-                await trio.sleep(0.1)
+                await rec.wait_for(lambda: rec.samples >= 30 * FRAME)
                 nursery.cancel_scope.cancel()
             assert len(started) == 1
             assert not ev.interrupted and ev.playback_position == pytest.approx(0.3, abs=0.011)
@@ -102,7 +115,7 @@ async def test_clear_buffer_silences_the_output_within_the_sdk_queue() -> None:
                     await speak()
                 ev = output.clear_buffer()
                 cleared_at = trio.current_time()
-                await trio.sleep(0.3)
+                await trio.sleep(0.3)   # an absence, in real time: nothing after the clear
                 nursery.cancel_scope.cancel()
             assert ev is not None and ev.interrupted
             assert 0.2 <= ev.playback_position <= 0.45
@@ -129,11 +142,11 @@ async def test_pause_holds_the_audio_and_resume_plays_the_rest() -> None:
                         paused_at = trio.current_time()
                     await output.capture_frame(tone(i + 1))
                 output.flush()
-                await trio.sleep(0.3)
+                await trio.sleep(0.3)   # an absence, in real time: nothing while paused
                 heard_while_paused = [t for t, _ in rec.heard if t > paused_at + 0.1]
                 output.resume()
                 ev = await output.wait_for_playout()
-                await trio.sleep(0.1)
+                await rec.wait_for(lambda: bool(rec.heard) and rec.heard[-1][1] == 40)
                 nursery.cancel_scope.cancel()
             assert heard_while_paused == []
             assert not ev.interrupted
@@ -156,7 +169,7 @@ async def test_resampling_to_the_output_rate() -> None:
                 await output.capture_frame(rtc.AudioFrame(data.tobytes(), 16000, 1, 1600))
                 output.flush()
                 ev = await output.wait_for_playout()
-                await trio.sleep(0.05)
+                await rec.wait_for(lambda: rec.samples >= 0.08 * RATE)
                 nursery.cancel_scope.cancel()
             assert ev.playback_position == pytest.approx(0.1, abs=0.01)
             assert rec.samples / RATE == pytest.approx(0.1, abs=0.02)

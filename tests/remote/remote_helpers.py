@@ -11,7 +11,7 @@ import trio.testing
 
 from agents_trio import (Agent, AgentSession, APIError, FunctionToolCall, RunContext,
                          SessionHost, function_tool, open_remote_session, open_session_host)
-from agents_trio.io import wire
+from agents_trio.remote import wire
 from agents_trio.testing import FakeActions, FakeLLM
 
 

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from agents_trio import AgentSession, RemoteConnectionError, RemoteSessionError, SessionHost
-from agents_trio.io import wire
+from agents_trio.remote import wire
 from agents_trio.testing import FakeActions, FakeLLM
 from remote_helpers import RawClient, attach, client_of, frame_of, hosted
 

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from agents_trio import RemoteConnectionError, SessionHost, open_session_host
-from agents_trio.io import wire
+from agents_trio.remote import wire
 from remote_helpers import RawClient, Weather, attach, client_of, hosted, text_session
 
 LORISES = 40

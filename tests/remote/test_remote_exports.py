@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 
 import agents_trio
-import agents_trio.io.wire
+import agents_trio.remote.wire
 import agents_trio.remote
 
 
@@ -17,7 +17,7 @@ def _public(module: types.ModuleType) -> set[str]:
 
 
 def test_remote_and_wire_names_are_exported() -> None:
-    for module in (agents_trio.remote, agents_trio.io.wire):
+    for module in (agents_trio.remote, agents_trio.remote.wire):
         assert [n for n in module.__all__ if not hasattr(module, n)] == []
         assert _public(module) - set(module.__all__) == set()
 

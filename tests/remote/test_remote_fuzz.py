@@ -21,7 +21,7 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agents_trio.io import wire
+from agents_trio.remote import wire
 from remote_helpers import RawClient, attach, client_of, frame_of, hosted
 
 SENTINEL = 10_000

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents_trio import AgentSession
-from agents_trio.io import wire
+from agents_trio.remote import wire
 from agents_trio.testing import FakeActions, FakeLLM
 from remote_helpers import RawClient, attach, client_of, frame_of, hosted
 

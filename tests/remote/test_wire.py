@@ -16,8 +16,8 @@ from agents_trio.events import (AgentFalseInterruptionEvent, AgentStateChangedEv
                                 FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                                 SpeechCreatedEvent, UserInputTranscribedEvent,
                                 UserStateChangedEvent)
-from agents_trio.io import wire
-from agents_trio.io import wire_payloads as wp
+from agents_trio.remote import wire
+from agents_trio.remote import wire_payloads as wp
 from agents_trio.remote._events import event_from_wire
 
 ALL_MESSAGES = [
