@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 import trio
+
+from .nurseries import single_leaf
 from livekit import rtc
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -69,14 +71,6 @@ class StreamHooks(msgspec.Struct, kw_only=True, frozen=True):
     on_lost: Callable[[], None]
     on_error: Callable[[BaseException], None]
     on_given_up: Callable[[BaseException], None]
-
-
-def _leaf(error: BaseException) -> BaseException:
-    """The error itself, unwrapped from exception groups that hold only it (a model stream
-    that runs a nursery wraps what it raises)."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
 
 
 class SupervisedStream:
@@ -210,7 +204,7 @@ class SupervisedStream:
                 self._incarnation = None
         if self._push_error is not None:
             error = self._push_error
-        return (None if error is None else _leaf(error)), delivered
+        return (None if error is None else single_leaf(error)), delivered
 
 
 class _Once:

@@ -20,7 +20,6 @@ import enum
 import inspect
 import logging
 import re
-import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ import msgspec
 from ._errors import StopResponse, ToolError
 from ._ids import now
 from .chat import FunctionCall, FunctionCallOutput
+from .nurseries import single_leaf
 
 __all__ = [
     "FunctionTool",
@@ -41,9 +41,6 @@ __all__ = [
     "function_tool",
     "parse_arguments",
 ]
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import ExceptionGroup
 
 logger = logging.getLogger("agents_trio")
 
@@ -569,16 +566,9 @@ def _outcome_from_value(call: FunctionCall, value: object,
                        agent=agents[0] if agents else None)
 
 
-def _unwrap_group(exc: Exception) -> Exception:
-    """The lone leaf of nested single-exception groups (a nursery inside a tool), else exc."""
-    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
     """Map an exception raised by a tool to its outcome."""
-    leaf = _unwrap_group(exc)
+    leaf = single_leaf(exc)
     if isinstance(leaf, ToolError):
         return _error(call, leaf.message)
     if isinstance(leaf, StopResponse):

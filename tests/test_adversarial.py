@@ -15,13 +15,11 @@ derandomized.
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from adversary_agents import TOOLS, Desk
-from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, ConversationViolation,
-                                 OutputFault, PushFault, Reply, RunInput, Schedule, StreamFault,
+from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, OutputFault, PushFault, Reply, RunInput, Schedule, StreamFault,
                                  TextInput, ToolCall, UserSpeech, check_conversation)
 from agents_trio.testing.invariants import (executed_calls_recorded, quiet_inputs,
                                             tool_calls_answered_once)

@@ -17,6 +17,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from agents_trio import Agent, AgentSession, open_bridge
+from agents_trio.io.room import RoomConnectError, mint_token, open_room, open_room_io
+from agents_trio.testing import FakeLLM, FakeTTS
+from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
 import trio
 from livekit import rtc
 
@@ -28,10 +33,6 @@ pytestmark = pytest.mark.skipif(
     not (URL and KEY and SECRET),
     reason="needs a LiveKit server: set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET")
 
-from agents_trio import Agent, AgentSession, open_bridge
-from agents_trio.io.room import RoomConnectError, mint_token, open_room, open_room_io
-from agents_trio.testing import FakeLLM, FakeTTS
-from agents_trio.testing.actions import FakeLLMResponse, FakeTTSResponse
 
 ROOT = Path(__file__).resolve().parents[1]
 

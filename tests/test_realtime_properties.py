@@ -167,8 +167,8 @@ def test_realtime_interleavings_keep_sessions_and_calls_consistent(script):
     model = _model()
     errors: list[str] = []
     record = ConversationRecord(schedule=Schedule(close_at=sum(d for _, d in ops) + close_after))
-    session = trio.run(_scenario, ops, tool_delay, close_after, model, errors, record,
-                       clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(_scenario, ops, tool_delay, close_after, model, errors, record,
+             clock=trio.testing.MockClock(autojump_threshold=0))
     found = violations(record, REALTIME_INVARIANTS)
     assert not found, "\n".join(found) + "\n" + record.timeline()
     assert model.violations == []

@@ -96,7 +96,6 @@ import dataclasses
 import inspect
 import logging
 import math
-import sys
 import threading
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
@@ -107,9 +106,7 @@ import outcome
 import trio
 
 from .._errors import AgentsTrioError
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
+from ..nurseries import open_unwrapping_nursery, unwrap_single_error
 
 __all__ = [
     "AsyncioBridge", "BridgeError", "BridgeFeeder", "BridgeReceiveChannel", "BridgeSendChannel",
@@ -228,7 +225,7 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
     """
     import trio_asyncio
 
-    try:
+    with unwrap_single_error():
         async with trio_asyncio.open_loop() as loop:
             bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
             _accept_any_executor(loop)
@@ -238,9 +235,6 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
             finally:
                 _current.reset(token)
                 await bridge.aclose()
-    except BaseExceptionGroup as group:
-        exc = _collapse(group)
-        raise exc from exc.__cause__
 
 
 def _accept_any_executor(loop: asyncio.AbstractEventLoop) -> None:
@@ -321,29 +315,6 @@ def _chain_job(loop: asyncio.AbstractEventLoop,
     future.add_done_callback(on_future_done)
     job.add_done_callback(on_job_done)
     return future
-
-
-def _collapse(group: BaseExceptionGroup) -> BaseException:
-    """The single exception of a (nested) group, or the group itself."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-@asynccontextmanager
-async def _open_nursery() -> AsyncIterator[trio.Nursery]:
-    """A nursery for the bridge's own pumps, whose errors are unwrapped when single.
-
-    The pumps capture their errors into their channels, so only the body's exception can
-    escape; unwrapping keeps the channel context managers free of ``ExceptionGroup``.
-    """
-    try:
-        async with trio.open_nursery() as nursery:
-            yield nursery
-    except BaseExceptionGroup as group:
-        exc = _collapse(group)
-        raise exc from exc.__cause__
 
 
 class AsyncioBridge:
@@ -640,7 +611,8 @@ class AsyncioBridge:
                        pump: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
         """Run the asyncio ``pump()`` for the block; leaving closes the channel and cancels
         the pump (and waits for it)."""
-        async with _open_nursery() as nursery:
+        # the pumps capture their errors into their channels: only the body's can escape
+        async with open_unwrapping_nursery() as nursery:
             nursery.start_soon(self.run, pump)
             try:
                 yield

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -14,9 +12,7 @@ from livekit.agents import APIError as LKAPIError
 
 from .._errors import APIError
 from ..io.bridge import AsyncioBridge, current_bridge
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
+from ..nurseries import open_unwrapping_nursery
 
 logger = logging.getLogger("agents_trio.plugins")
 
@@ -77,17 +73,8 @@ async def aclose_plugin_stream(bridge: AsyncioBridge, stream: AsyncClosable, lab
                        CLOSE_GRACE)
 
 
-@asynccontextmanager
-async def open_nursery() -> AsyncIterator[trio.Nursery]:
-    """A nursery for an adapter's helper tasks; a single error escapes unwrapped."""
-    try:
-        async with trio.open_nursery() as nursery:
-            yield nursery
-    except BaseExceptionGroup as group:
-        exc: BaseException = group
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        raise exc from exc.__cause__
+# A nursery for an adapter's helper tasks; a single error escapes unwrapped.
+open_nursery = open_unwrapping_nursery
 
 
 async def await_aio(awaitable: Awaitable[T]) -> T:
