@@ -70,3 +70,48 @@ def test_activity_helpers_do_not_import_activity_or_session() -> None:
         reached = _reachable(graph, f"agents_trio.{short}")
         higher = reached & {"agents_trio.activity", "agents_trio.session", "agents_trio"}
         assert higher == set(), f"agents_trio.{short} reaches {sorted(higher)}"
+
+
+# The package's layers, lowest first (docs/architecture.md draws them). A module may import
+# from its own layer and the ones below; entry points (demo, job, worker, remote/, testing/…)
+# sit above them all.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("chat", "events", "models", "realtime", "options", "text_transforms", "run_events",
+     "_errors", "_ids", "_iterators", "nurseries"),
+    ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
+     "tools", "testing.expect"),
+    ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
+     "in_flight", "recognition"),
+    ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
+     "realtime_link", "agent_state"),
+    ("activity", "agent_task", "workflows"),
+    ("session", "recognition_router"),
+)
+
+
+def _layer(module: str) -> int:
+    relative = module.removeprefix("agents_trio").removeprefix(".")
+    for level, names in enumerate(LAYERS):
+        if any(relative == n or relative.startswith(n + ".") for n in names):
+            return level
+    return len(LAYERS)  # an entry point
+
+
+def test_no_layer_imports_a_higher_one() -> None:
+    upward = sorted(f"{source} -> {target}"
+                    for source, targets in _graph().items() for target in targets
+                    if _layer(target) > _layer(source))
+    assert upward == []
+
+
+def test_the_architecture_page_shows_the_current_import_graph() -> None:
+    import importlib.util
+    tool = PACKAGE.parent / "docs" / "tools" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph", tool)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    assert f"```mermaid\n{module.mermaid()}\n```" in page, (
+        "the import graph changed: paste `python docs/tools/import_graph.py` into "
+        "docs/architecture.md")
