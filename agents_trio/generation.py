@@ -18,15 +18,13 @@ from livekit import rtc
 
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing
-from .agent import Agent
 from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
 from .events import LLMMetrics, TTSMetrics
-from .hosts import ActivityHost
+from .hosts import ActivityBasics
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
-from .options import TurnHandling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
 
@@ -113,17 +111,8 @@ async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
             yield chunk
 
 
-class GenerationHost(Protocol):
+class GenerationHost(ActivityBasics, Protocol):
     """What a generation step needs from the activity it runs for."""
-
-    @property
-    def session(self) -> ActivityHost[Any]: ...
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def options(self) -> TurnHandling: ...
 
     @property
     def llm(self) -> object: ...

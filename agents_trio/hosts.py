@@ -10,15 +10,17 @@ against it and never import the session, so the dependencies point one way:
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from .agent import SessionView
+from .agent import Agent, SessionView
 from .chat import AgentHandoff
 from .conversation import Conversation
 from .events import AgentMetrics
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
+from .options import TurnHandling
 from .recognition import AudioRecognition
+from .speech_handle import SpeechHandle
 from .text_transforms import TextTransform
 
 A = TypeVar("A", contravariant=True)
@@ -84,3 +86,28 @@ class ActivityHost(SessionView, Protocol[A]):
                        old_agent: object = None) -> None:
         """Point the session at ``activity`` (an AgentTask starting or returning)."""
         ...
+
+
+class ActivityBasics(Protocol):
+    """What every helper of an activity reads from it: the session it runs in, its agent and
+    its resolved turn-handling options. The helpers' own protocols (``GenerationHost``,
+    ``PreemptiveHost``, ``RealtimeHost`` …) extend it with what each needs besides."""
+
+    @property
+    def session(self) -> ActivityHost[Any]: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def options(self) -> TurnHandling: ...
+
+
+class TurnTaking(Protocol):
+    """Whether the activity takes a user turn now, and the speech it is playing."""
+
+    @property
+    def current_speech(self) -> SpeechHandle | None: ...
+
+    @property
+    def accepts_turns(self) -> bool: ...

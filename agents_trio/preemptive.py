@@ -10,40 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 
-from .agent import Agent
 from .chat import ChatContext, ChatMessage
-from .hosts import ActivityHost
+from .hosts import ActivityBasics, TurnTaking
 from .interruption import words
 from .models import ToolChoice
-from .options import TurnHandling
 from .speech_handle import SpeechHandle
 
 
 
-class PreemptiveHost(Protocol):
+class PreemptiveHost(ActivityBasics, TurnTaking, Protocol):
     """What preemptive generation needs from its activity."""
 
     @property
-    def session(self) -> ActivityHost[Any]: ...
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def options(self) -> TurnHandling: ...
-
-    @property
     def llm(self) -> object: ...
-
-    @property
-    def current_speech(self) -> SpeechHandle | None: ...
-
-    @property
-    def accepts_turns(self) -> bool: ...
 
     @property
     def tools_running(self) -> bool: ...

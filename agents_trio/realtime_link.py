@@ -22,12 +22,10 @@ from typing import Any, Protocol, TypeVar
 import trio
 from livekit import rtc
 
-from .agent import Agent
 from .chat import ChatContext, ChatItem, ChatMessage
 from .events import ErrorEvent, UserInputTranscribedEvent
 from .generation import ReplyRequest
-from .hosts import ActivityHost
-from .options import TurnHandling
+from .hosts import ActivityBasics, TurnTaking
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
                        RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
@@ -36,23 +34,8 @@ from .tools import FunctionTool
 
 
 
-class RealtimeHost(Protocol):
+class RealtimeHost(ActivityBasics, TurnTaking, Protocol):
     """What a realtime link needs from its activity."""
-
-    @property
-    def session(self) -> ActivityHost[Any]: ...
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def options(self) -> TurnHandling: ...
-
-    @property
-    def current_speech(self) -> SpeechHandle | None: ...
-
-    @property
-    def accepts_turns(self) -> bool: ...
 
     @property
     def allow_interruptions(self) -> bool: ...
