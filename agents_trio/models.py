@@ -3,6 +3,11 @@
 A model is any object with the described methods; nothing here is a base class you must
 inherit. Streams are async context managers so that a model owning background work can keep
 it inside the ``async with`` (the caller's task), and leaving the block stops that work.
+
+CPU-heavy work (inference, decoding) must not run on the Trio loop: every session of the
+process shares it, and a model that holds it for 50 ms delays every other session's audio by
+as much. Run such work in a worker thread when it releases the GIL, else in a subprocess;
+``agents_trio.blocking.open_blocking_worker`` does either with bounded queues both ways.
 """
 
 from __future__ import annotations
