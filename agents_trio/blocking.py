@@ -321,6 +321,9 @@ class BlockingWorker(Generic[I, O]):
         Raises:
             BlockingWorkerError: The worker failed.
             trio.ClosedResourceError: After ``end_input``.
+
+        Cancellation: a checkpoint; a cancelled send queues nothing and the worker stays
+        usable.
         """
         self._check()
         try:
@@ -356,6 +359,9 @@ class BlockingWorker(Generic[I, O]):
         Raises:
             trio.EndOfChannel: The input ended and every output was received.
             BlockingWorkerError: The worker failed (after the outputs it produced before).
+
+        Cancellation: a checkpoint; a cancelled receive takes no output (the next call
+        returns it).
         """
         try:
             return await self._out_receive.receive()
@@ -374,7 +380,12 @@ class BlockingWorker(Generic[I, O]):
 
     @asynccontextmanager
     async def running(self, backend: _Backend) -> AsyncIterator[None]:
-        """Internal (used by :func:`open_blocking_worker`): drive ``backend`` for the block."""
+        """Internal (used by :func:`open_blocking_worker`): drive ``backend`` for the block.
+
+        Cancellation: owns the driving task; leaving the block, by a cancellation too,
+        stops the worker as the module docstring says (a thread's step finishes first, a
+        process is terminated) and waits for it.
+        """
         async with trio.open_nursery() as nursery:
             await nursery.start(self._drive, backend)
             try:

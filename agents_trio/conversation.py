@@ -38,7 +38,14 @@ _TASK_INSTRUCTIONS_ID = "lk.agent_task.instructions"
 class TextSink(Protocol):
     """Where the agent's transcription goes (``session.output.transcription``)."""
 
-    async def capture_text(self, text: str) -> None: ...
+    async def capture_text(self, text: str) -> None:
+        """Add ``text`` to the current segment.
+
+        Cancellation: the forwarder cancels it only when the session stops delivering the
+        transcription (no ``flush`` follows); an implementation may drop that text but must
+        stay usable.
+        """
+        ...
 
     def flush(self) -> None: ...
 

@@ -39,6 +39,8 @@ class WeatherAgent(Agent):
         super().__init__(instructions="You are a friendly voice assistant.")
 
     async def on_enter(self) -> None:
+        """Greet the user. Not a checkpoint: the greeting is scheduled at once, so a
+        cancellation never leaves it half-scheduled."""
         self.session.say("Hi! Ask me about the weather, or for a story.")
 
     @function_tool
@@ -47,6 +49,9 @@ class WeatherAgent(Agent):
 
         Args:
             location: The city to look up
+
+        Note:
+            Cancelling it (an interrupted reply) returns nothing; it has nothing to undo.
         """
         await trio.sleep(0.4)
         return f"It is sunny and 22 degrees in {location}."

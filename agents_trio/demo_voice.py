@@ -89,6 +89,11 @@ class RuleLLM:
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
                    tool_choice: ToolChoice | None = None
                    ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        """One answer to the last item of ``chat_ctx``, streamed word by word.
+
+        Cancellation: it holds nothing; a cancelled stream stops mid-answer (the words
+        already streamed are the caller's).
+        """
         yield self._answer(chat_ctx, tool_choice)
 
     async def _answer(self, chat_ctx: ChatContext, tool_choice: ToolChoice | None
@@ -156,6 +161,8 @@ class OrderedPrinter(TimelinePrinter):
             print(line, file=self.out, flush=True)
 
     async def run(self) -> None:
+        """Print the lines older than ``HOLD`` every 0.25 s until cancelled (the way it stops);
+        the lines still held are printed by ``release()``."""
         while True:
             await trio.sleep(0.25)
             self.release(trio.current_time() - self.t0 - self.HOLD)
@@ -217,6 +224,8 @@ class VoiceDemo:
     # the scripted user
     async def say(self, clips: dict[str, np.ndarray], line: str, printer: OrderedPrinter
                   ) -> UserTurn:
+        """Play ``line``'s clip on the user's input. Not a checkpoint: the clip is queued at
+        once, so a cancellation never leaves it half-queued."""
         clip = clips[line]
         clip_start, clip_end = self.user.play(clip, RATE)
         bounds = speech_bounds(clip, RATE)
@@ -228,11 +237,15 @@ class VoiceDemo:
         return turn
 
     async def wait_clip_played(self, turn: UserTurn) -> None:
+        """Until ``turn``'s clip has played. Cancellation: a checkpoint; nothing changes."""
         await trio.sleep_until(self.origin + turn.clip_end)
 
     async def wait_listening(self, since: float) -> None:
         """Until the agent has been listening for ``QUIET`` seconds after changing state
-        since ``since`` (Trio time); at most ``TURN_TIMEOUT``."""
+        since ``since`` (Trio time); at most ``TURN_TIMEOUT``.
+
+        Cancellation: a checkpoint; nothing changes.
+        """
         with trio.move_on_after(TURN_TIMEOUT):
             while True:
                 now = trio.current_time()
@@ -242,11 +255,17 @@ class VoiceDemo:
                 await trio.sleep(0.05)
 
     async def wait_speaking(self, since: float) -> None:
+        """Until the agent starts speaking after ``since`` (Trio time); at most
+        ``TURN_TIMEOUT``. Cancellation: a checkpoint; nothing changes."""
         with trio.move_on_after(TURN_TIMEOUT):
             while not (self.agent_state == "speaking" and self.state_changed_at > since):
                 await trio.sleep(0.02)
 
     async def script(self, clips: dict[str, np.ndarray], printer: OrderedPrinter) -> None:
+        """The scripted user's four lines, each after the agent's previous answer.
+
+        Cancellation: the user stops where it is; a clip already queued plays on.
+        """
         await self.wait_listening(self.origin)                 # the greeting has played
         turn = await self.say(clips, WEATHER, printer)         # a tool call
         await self.wait_clip_played(turn)
@@ -263,7 +282,8 @@ class VoiceDemo:
         await self.wait_listening(trio.current_time())
 
     async def monitor(self, player: SoundPlayer) -> None:
-        """Plays the recording so far (user left, agent right) ``MONITOR_LAG`` behind."""
+        """Plays the recording so far (user left, agent right) ``MONITOR_LAG`` behind, until
+        cancelled (the way it stops); what it wrote to ``player`` plays out."""
         played = 0
         while True:
             await trio.sleep(0.05)
@@ -276,6 +296,13 @@ class VoiceDemo:
             played = upto
 
     async def run(self, player: SoundPlayer | None = None) -> None:
+        """The whole demo: synthesize the user's lines, run the session on the script, and
+        record both sides (monitored on ``player`` if given).
+
+        Cancellation: the session, the bridge and the printers end with their blocks (a
+        running espeak-ng is killed); the recordings keep what they got and ``duration`` is
+        not set.
+        """
         from . import open_bridge
         from .offline import EspeakTTS, SphinxSTT
         from .plugins import adapt

@@ -159,10 +159,31 @@ class TurnDetector(Protocol):
     the methods must be safe to cancel at any checkpoint.
     """
 
-    async def unlikely_threshold(self, language: str | None) -> float | None: ...
-    async def supports_language(self, language: str | None) -> bool: ...
+    async def unlikely_threshold(self, language: str | None) -> float | None:
+        """The probability below which the end of turn is unlikely (None: no opinion).
+
+        Cancellation: the runtime cancels it with the prediction it belongs to (see
+        :meth:`predict_end_of_turn`); it must let ``trio.Cancelled`` through and keep no
+        state from the call.
+        """
+        ...
+
+    async def supports_language(self, language: str | None) -> bool:
+        """Whether the model predicts for ``language``.
+
+        Cancellation: as :meth:`unlikely_threshold`; the runtime asks again next turn.
+        """
+        ...
+
     async def predict_end_of_turn(self, chat_ctx: ChatContext, *,
-                                  timeout: float | None = None) -> float: ...
+                                  timeout: float | None = None) -> float:
+        """The probability that the user has finished their turn, given ``chat_ctx``.
+
+        Cancellation: the runtime cancels it when the user speaks again (a new prediction
+        replaces it) or the session closes; it must stop its inference or leave it to
+        finish harmlessly, and the next call must work.
+        """
+        ...
 
 
 class ModelSettings(msgspec.Struct, kw_only=True):

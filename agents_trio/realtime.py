@@ -138,18 +138,57 @@ class RealtimeSession(Protocol):
     """
 
     def events(self) -> AsyncIterator[RealtimeEvent]: ...
-    async def update_instructions(self, instructions: str) -> None: ...
-    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None: ...
-    async def update_tools(self, tools: list[Any]) -> None: ...
+
+    async def update_instructions(self, instructions: str) -> None:
+        """Replace the session's instructions.
+
+        Cancellation: the runtime cancels it when the session stops being live (a handoff, a
+        pause, the close) and then closes the session, so a partial update need not be
+        undone; the call must let ``trio.Cancelled`` through.
+        """
+        ...
+
+    async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        """Replace the session's conversation with ``chat_ctx``.
+
+        Cancellation: as :meth:`update_instructions`, and also when the reply it precedes
+        is interrupted, the session staying live: the call must then leave the session
+        usable (every reply sends the whole context again first).
+        """
+        ...
+
+    async def update_tools(self, tools: list[Any]) -> None:
+        """Replace the session's tools.
+
+        Cancellation: as :meth:`update_instructions`.
+        """
+        ...
+
     def push_audio(self, frame: rtc.AudioFrame) -> None: ...
     def commit_audio(self) -> None: ...
     def clear_audio(self) -> None: ...
+
     async def generate_reply(self, *, instructions: str | None = None,
-                             tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent: ...
+                             tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent:
+        """Ask for a response; return its generation once the server created it.
+
+        Cancellation: the runtime cancels it when the speech is interrupted or the session
+        stops being live, and calls no ``interrupt()`` for it: a cancelled call should stop
+        or drop the response it asked for, which must not come out of ``events()`` later as
+        a server-initiated generation.
+        """
+        ...
+
     def interrupt(self) -> None: ...
     def truncate(self, *, message_id: str, audio_end_ms: int,
                  audio_transcript: str | None = None) -> None: ...
-    async def say(self, text: str) -> GenerationCreatedEvent: ...
+
+    async def say(self, text: str) -> GenerationCreatedEvent:
+        """Ask for ``text`` to be spoken; return its generation once the server created it.
+
+        Cancellation: as :meth:`generate_reply`.
+        """
+        ...
 
 
 @runtime_checkable

@@ -836,6 +836,8 @@ class BridgeReceiveChannel(Generic[T]):
 
         Raises:
             trio.EndOfChannel: The source ended and nothing is left.
+
+        Cancellation: a checkpoint; a cancelled call takes no item.
         """
         await self._wait_readable()
         if not self._buffer:
@@ -873,7 +875,11 @@ class BridgeReceiveChannel(Generic[T]):
     async def run_pump(self, source: AsyncIterable[T] | Callable[[], AsyncIterable[T]]
                        ) -> None:
         """Internal (``open_receive_channel``), asyncio-flavoured: read ``source`` into this
-        channel until it ends or fails."""
+        channel until it ends or fails.
+
+        Cancellation (asyncio's, when the block is left): the channel was closed first; the
+        item being put is dropped and an async generator ``source`` is closed.
+        """
         if callable(source) and not hasattr(source, "__aiter__"):
             try:
                 source = source()
@@ -1010,6 +1016,9 @@ class BridgeSendChannel(Generic[T]):
 
         Raises:
             The consumer's (mapped) error, if it failed.
+
+        Cancellation: a checkpoint; the channel stays closed to input and the pump goes on
+        draining until the ``open_send_channel`` block is left; calling it again waits again.
         """
         self.close()
         while not self._done:
@@ -1019,7 +1028,12 @@ class BridgeSendChannel(Generic[T]):
 
     async def run_pump(self, consumer: Callable[[list[T]], Awaitable[object]]) -> None:
         """Internal (``open_send_channel``), asyncio-flavoured: hand batches to ``consumer``
-        until the channel closes."""
+        until the channel closes.
+
+        Cancellation (asyncio's, when the block is left): the batch being consumed is cut
+        short and not requeued; the channel is marked finished, so later sends raise
+        ``trio.ClosedResourceError``.
+        """
         loop = self._link.loop
         try:
             while True:

@@ -80,6 +80,8 @@ class MicrophoneInput(AudioInput):
             are dropped (counted in ``dropped``).
 
     Use as ``async with``: the stream starts on entry and stops on exit (``aclose``).
+    Entering is not a checkpoint. Cancellation: leaving the block by a cancellation does not
+    stop the stream today (see :meth:`aclose`).
     """
 
     def __init__(self, *, sample_rate: int = 16000, device: int | str | None = None,
@@ -132,6 +134,13 @@ class MicrophoneInput(AudioInput):
             pass
 
     async def aclose(self) -> None:
+        """Stop and close the input stream, then end the frames (iteration stops).
+
+        Cancellation: not safe today: in an already cancelled scope (as when its
+        ``async with`` block is left by a cancellation) it forgets the stream without
+        stopping it, so the device stays open, the frames never end and a second call cannot
+        stop it; call it shielded. Once the stop has started it runs to its end.
+        """
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.to_thread.run_sync(_stop_stream, stream)
@@ -161,7 +170,9 @@ class SpeakerOutput(AudioOutput):
     playing with its first frame; ``wait_for_playout`` returns when the device has consumed
     the flushed segment; ``clear_buffer`` drops what the device has not taken yet.
 
-    Use as ``async with`` (or ``start``/``aclose``).
+    Use as ``async with`` (or ``start``/``aclose``). Entering is not a checkpoint.
+    Cancellation: leaving the block by a cancellation does not stop the stream today (see
+    :meth:`aclose`).
     """
 
     def __init__(self, *, sample_rate: int = 48000, device: int | str | None = None,
@@ -204,6 +215,13 @@ class SpeakerOutput(AudioOutput):
             raise LocalAudioUnavailable(f"cannot open the speaker: {e}") from e
 
     async def aclose(self) -> None:
+        """Stop and close the output stream (the samples still queued are dropped).
+
+        Cancellation: not safe today: in an already cancelled scope (as when its
+        ``async with`` block is left by a cancellation) it forgets the stream without stopping
+        it, so the device stays open and a second call cannot stop it; call it shielded.
+        Once the stop has started it runs to its end.
+        """
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.to_thread.run_sync(_stop_stream, stream)
@@ -243,6 +261,11 @@ class SpeakerOutput(AudioOutput):
         self._pushed += len(samples)
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Queue ``frame`` for the device (never waits for room).
+
+        Cancellation: a checkpoint before anything is queued; a cancelled call queues
+        nothing.
+        """
         await trio.lowlevel.checkpoint()
         if self._finished is not None:
             self._reset()
@@ -287,6 +310,11 @@ class SpeakerOutput(AudioOutput):
         return self._finish(played, interrupted=True)
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """Wait until the device has consumed the flushed segment (or it was cleared).
+
+        Cancellation: a checkpoint; cancelling the waiter leaves the audio playing, and the
+        next call reports the segment.
+        """
         while True:
             if self._finished is not None:
                 ev = self._finished
@@ -347,6 +375,13 @@ class SoundPlayer:
         outdata[filled:] = 0
 
     async def aclose(self) -> None:
+        """Stop and close the stream (the samples still queued are dropped).
+
+        Cancellation: not safe today: in an already cancelled scope (as in the ``finally``
+        of a cancelled task) it forgets the stream without stopping it, so the device stays
+        open and a second call cannot stop it; call it shielded. Once the stop has started it
+        runs to its end.
+        """
         stream, self._stream = self._stream, None
         if stream is not None:
             await trio.to_thread.run_sync(_stop_stream, stream)

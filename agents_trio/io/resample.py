@@ -60,7 +60,11 @@ class FrameResampler:
 async def resample_frames(frames: AsyncIterable[rtc.AudioFrame], sample_rate: int | None
                           ) -> AsyncIterator[rtc.AudioFrame]:
     """``frames`` at ``sample_rate`` (None: unchanged). Closing this generator closes
-    ``frames`` if it is an async generator."""
+    ``frames`` if it is an async generator.
+
+    Cancellation: a step cancelled while it waits for ``frames`` ends the generator (and
+    closes ``frames``, when converting); the tail the resampler still holds is dropped.
+    """
     if sample_rate is None:
         async for frame in frames:
             yield frame

@@ -292,6 +292,11 @@ class WavOutput(AudioOutput):
         self._length = max(self._length, end)
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Play and record ``frame`` after what was pushed before (never waits for room).
+
+        Cancellation: a checkpoint before anything is written; a cancelled call records
+        nothing.
+        """
         await trio.lowlevel.checkpoint()
         if self._finished is not None:
             self._reset()
@@ -346,6 +351,11 @@ class WavOutput(AudioOutput):
         return self._finish(self._position(now), interrupted=True, now=now)
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """Wait until the flushed segment has played on Trio's clock (or was cleared).
+
+        Cancellation: a checkpoint; cancelling the waiter leaves the audio playing, and the
+        next call reports the segment.
+        """
         while True:
             if self._finished is not None:
                 ev, self._finished = self._finished, None

@@ -54,7 +54,11 @@ class EspeakTTS:
         self.frame_duration = frame_duration
 
     async def synthesize(self, text: str) -> rtc.AudioFrame:
-        """All of ``text`` as one frame."""
+        """All of ``text`` as one frame.
+
+        Cancellation: the espeak-ng process is terminated (killed if it lingers, as
+        ``trio.run_process`` does) and reaped; nothing is kept, and the TTS stays usable.
+        """
         result = await trio.run_process(
             [self.executable, "--stdout", "--stdin", "-v", self.voice, "-s", str(self.speed),
              "-p", str(self.pitch)],

@@ -133,6 +133,9 @@ class RealtimeSessionAdapter:
     async def running(self) -> AsyncIterator[None]:
         """Internal (``RealtimeModelAdapter.session``): route the LiveKit session's events
         and own the generation pumps for the block; leaving it closes the LiveKit session.
+
+        Cancellation: leaving the block by a cancellation too cancels the pumps, marks the
+        session closed (later calls raise) and closes the LiveKit session (shielded, bounded).
         """
         lk_session = self.lk_session
         push, raw_events = self._bridge.callback_channel(
@@ -249,14 +252,27 @@ class RealtimeSessionAdapter:
             raise RealtimeError(f"{self._label}: {e}") from e
 
     async def update_instructions(self, instructions: str) -> None:
+        """Replace the session's instructions.
+
+        Cancellation: cancels the plugin's call (as ``bridge.run``); the update may or may
+        not have reached the provider, and the session stays usable.
+        """
         await self._call("update_instructions", self.lk_session.update_instructions,
                          instructions)
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        """Replace the session's conversation with ``chat_ctx``.
+
+        Cancellation: as :meth:`update_instructions`.
+        """
         await self._call("update_chat_ctx", self.lk_session.update_chat_ctx,
                          to_lk_chat_ctx(chat_ctx))
 
     async def update_tools(self, tools: list[object]) -> None:
+        """Replace the session's tools.
+
+        Cancellation: as :meth:`update_instructions`.
+        """
         await self._call("update_tools", self.lk_session.update_tools, to_lk_tools(tools))
 
     def push_audio(self, frame: rtc.AudioFrame) -> None:
@@ -287,6 +303,13 @@ class RealtimeSessionAdapter:
     async def generate_reply(self, *, instructions: str | None = None,
                              tool_choice: ToolChoice | None = None
                              ) -> GenerationCreatedEvent:
+        """Ask the plugin for a response; return its generation once it was created.
+
+        Cancellation: once the request is sent, cancelling stops the wait (the plugin's
+        future is cancelled) but not the response: a plugin that then reports it as not
+        user-initiated (LiveKit's OpenAI plugin does) has it come out of ``events()`` as a
+        new generation; ``interrupt()`` stops it.
+        """
         self._check("generate_reply")
         kwargs: dict[str, Any] = {}
         if instructions is not None:
@@ -297,6 +320,10 @@ class RealtimeSessionAdapter:
                                             **kwargs)
 
     async def say(self, text: str) -> GenerationCreatedEvent:
+        """Ask the plugin to speak ``text``; return its generation once it was created.
+
+        Cancellation: as :meth:`generate_reply`.
+        """
         return await self._await_generation("say", self.lk_session.say, text)
 
     async def _await_generation(

@@ -137,7 +137,11 @@ async def open_recognition_stream(bridge: AsyncioBridge,
                                   stream: lk_stt.RecognizeStream | lk_vad.VADStream,
                                   label: str, convert: Callable[[Any], E | None]
                                   ) -> AsyncIterator[RecognitionStream[E]]:
-    """Serve an opened plugin stream (STT or VAD) as a :class:`RecognitionStream`."""
+    """Serve an opened plugin stream (STT or VAD) as a :class:`RecognitionStream`.
+
+    Cancellation: owns the event pump; leaving the block (by a cancellation too) stops it,
+    drops the events not yet received, and closes the plugin stream (shielded, bounded).
+    """
     try:
         async with bridge.open_receive_channel(stream, max_buffer_size=256,
                                                map_error=error_mapper(label)) as events:

@@ -45,10 +45,30 @@ __all__ = ["LKTurnDetector", "TurnDetectorAdapter", "is_lk_turn_detector"]
 class LKTurnDetector(Protocol):
     """LiveKit's end-of-turn protocol (asyncio methods), as far as the adapter uses it."""
 
-    async def unlikely_threshold(self, language: LanguageCode | None) -> float | None: ...
-    async def supports_language(self, language: LanguageCode | None) -> bool: ...
+    async def unlikely_threshold(self, language: LanguageCode | None) -> float | None:
+        """asyncio: the probability below which the end of turn is unlikely.
+
+        Cancellation: the adapter cancels its asyncio task (``CancelledError``) and waits
+        at most the bridge's ``cancel_grace``; a call that runs on longer is abandoned
+        (logged) until the bridge closes.
+        """
+        ...
+
+    async def supports_language(self, language: LanguageCode | None) -> bool:
+        """asyncio: whether the model predicts for ``language``.
+
+        Cancellation: as :meth:`unlikely_threshold`.
+        """
+        ...
+
     async def predict_end_of_turn(self, chat_ctx: object, *, timeout: float | None = ...
-                                  ) -> float: ...
+                                  ) -> float:
+        """asyncio: the probability that the user has finished their turn.
+
+        Cancellation: as :meth:`unlikely_threshold`; a prediction already handed to an
+        inference executor may finish there, its result unused.
+        """
+        ...
 
 
 def _plugin_base() -> type | None:
@@ -103,6 +123,11 @@ class TurnDetectorAdapter:
         return f"{type(self.detector).__module__}.{type(self.detector).__name__}"
 
     async def unlikely_threshold(self, language: str | None) -> float | None:
+        """The detector's threshold for ``language``.
+
+        Cancellation: cancels the detector's asyncio call (as ``bridge.run``); nothing is
+        kept and the adapter stays usable.
+        """
         bridge = resolve_bridge(self._bridge)
         try:
             threshold = await bridge.run(self.detector.unlikely_threshold,
@@ -112,6 +137,10 @@ class TurnDetectorAdapter:
         return None if threshold is None else float(threshold)
 
     async def supports_language(self, language: str | None) -> bool:
+        """Whether the detector predicts for ``language``.
+
+        Cancellation: as :meth:`unlikely_threshold`.
+        """
         bridge = resolve_bridge(self._bridge)
         try:
             return bool(await bridge.run(self.detector.supports_language,
@@ -121,6 +150,10 @@ class TurnDetectorAdapter:
 
     async def predict_end_of_turn(self, chat_ctx: ChatContext, *,
                                   timeout: float | None = None) -> float:
+        """The detector's end-of-turn probability for ``chat_ctx``.
+
+        Cancellation: as :meth:`unlikely_threshold`.
+        """
         bridge = resolve_bridge(self._bridge)
         lk_ctx = to_lk_chat_ctx(chat_ctx)
         timeout = timeout if timeout is not None else self._timeout

@@ -73,6 +73,10 @@ class FakeAudioOutput(AudioOutput):
         self.on_playback_started()
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Add ``frame``'s duration to the segment (starting it with the first frame).
+
+        Cancellation: not a checkpoint; the frame is always taken.
+        """
         if self._finished is not None:
             self._reset()
         if self._pushed == 0.0 and self._started_at is None and self._paused_at is None:
@@ -98,6 +102,11 @@ class FakeAudioOutput(AudioOutput):
         return self._finish(self._played(), interrupted=True)
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """Wait until the flushed segment has played on Trio's clock (or was cleared).
+
+        Cancellation: a checkpoint; cancelling the waiter leaves the segment playing, and
+        the next call reports it.
+        """
         while True:
             if self._finished is not None:
                 ev, self._finished = self._finished, None
@@ -140,6 +149,8 @@ class FakeTextOutput(TextOutput):
         self._buffer = ""
 
     async def capture_text(self, text: str) -> None:
+        """Append ``text`` to the current message. Cancellation: not a checkpoint; the text
+        is always kept."""
         self._buffer += text
 
     def flush(self) -> None:

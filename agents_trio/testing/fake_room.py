@@ -46,6 +46,11 @@ class FakeWriter:
         room.notify_changed()
 
     async def write(self, text: str) -> None:
+        """Record ``text``.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         if self.closed_with is not None:
             raise RuntimeError("stream closed")
         self.chunks.append(text)
@@ -53,6 +58,11 @@ class FakeWriter:
 
     async def aclose(self, *, reason: str = "", attributes: dict[str, str] | None = None
                      ) -> None:
+        """Record the close and its ``attributes``.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         self.closed_with = dict(attributes or {})
         self._room.notify_changed()
 
@@ -75,6 +85,7 @@ class FakePublication:
         self.kind = rtc.TrackKind.KIND_AUDIO
 
     async def wait_for_subscription(self) -> None:
+        """Return at once (the fake is always subscribed). Cancellation: nothing to cancel."""
         return None
 
 
@@ -87,12 +98,22 @@ class FakeLocalParticipant:
         self.published: list[FakePublication] = []
 
     async def set_attributes(self, attributes: dict[str, str]) -> None:
+        """Record ``attributes``.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         self.attributes.update(attributes)
         self.attribute_history.append(dict(attributes))
         self._room.notify_changed()
 
     async def publish_track(self, track: rtc.Track,
                             options: rtc.TrackPublishOptions | None = None) -> FakePublication:
+        """Record the track as published.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         source = options.source if options is not None else rtc.TrackSource.SOURCE_UNKNOWN
         publication = FakePublication(track, source)
         self.published.append(publication)
@@ -100,11 +121,21 @@ class FakeLocalParticipant:
         return publication
 
     async def unpublish_track(self, sid: str) -> None:
+        """Forget the track ``sid``.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         self.published = [p for p in self.published if p.sid != sid]
         self._room.notify_changed()
 
     async def stream_text(self, *, topic: str = "", attributes: dict[str, str] | None = None,
                           sender_identity: str | None = None, **_: object) -> FakeWriter:
+        """A new recorded text stream.
+
+        Cancellation: it never waits, so it runs whole or (cancelled before its task
+        started) not at all.
+        """
         return FakeWriter(self._room, topic, attributes or {}, sender_identity or self.identity)
 
 
@@ -128,6 +159,7 @@ class FakeTextReader:
         self._text = text
 
     async def read_all(self) -> str | None:
+        """The whole text at once. Cancellation: nothing to cancel."""
         return self._text
 
 

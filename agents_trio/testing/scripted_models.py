@@ -420,6 +420,10 @@ class ScriptedAudioOutput(FakeAudioOutput):
         self.overlaps: list[tuple[float, float]] = []
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """As :meth:`FakeAudioOutput.wait_for_playout`; the segment has no owner after it.
+
+        Cancellation: as there; the segment loses its owner too.
+        """
         try:
             return await super().wait_for_playout()
         finally:
@@ -430,6 +434,11 @@ class ScriptedAudioOutput(FakeAudioOutput):
         return super().clear_buffer()
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """As :meth:`FakeAudioOutput.capture_frame`, failing or hanging where scheduled.
+
+        Cancellation: only a scheduled hang waits; cancelling it ends the hang (recorded in
+        ``hangs``) without taking the frame, and the fault does not fire again.
+        """
         task = trio.lowlevel.current_task()
         if self._segment_owner is None:
             self._segment_owner, self._segment_started = task, trio.current_time()
