@@ -136,14 +136,13 @@ class MicrophoneInput(AudioInput):
     async def aclose(self) -> None:
         """Stop and close the input stream, then end the frames (iteration stops).
 
-        Cancellation: not safe today: in an already cancelled scope (as when its
-        ``async with`` block is left by a cancellation) it forgets the stream without
-        stopping it, so the device stays open, the frames never end and a second call cannot
-        stop it; call it shielded. Once the stop has started it runs to its end.
+        Cancellation: the stop is shielded, so a cancelled caller (an ``async with`` left by
+        a cancellation) still waits the few milliseconds it takes: the device is closed and
+        the frames end.
         """
         stream, self._stream = self._stream, None
         if stream is not None:
-            await trio.to_thread.run_sync(_stop_stream, stream)
+            await _close_stream(stream)
         self._send.close()
 
     async def __anext__(self) -> rtc.AudioFrame:
@@ -161,6 +160,13 @@ class _Stream(Protocol):
 def _stop_stream(stream: _Stream) -> None:
     stream.stop()
     stream.close()
+
+
+async def _close_stream(stream: _Stream) -> None:
+    """Stop and close ``stream`` in a worker thread, shielded: PortAudio's stop takes a few
+    milliseconds, and a cancelled caller must not leave the device open."""
+    with trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(_stop_stream, stream)
 
 
 class SpeakerOutput(AudioOutput):
@@ -217,14 +223,12 @@ class SpeakerOutput(AudioOutput):
     async def aclose(self) -> None:
         """Stop and close the output stream (the samples still queued are dropped).
 
-        Cancellation: not safe today: in an already cancelled scope (as when its
-        ``async with`` block is left by a cancellation) it forgets the stream without stopping
-        it, so the device stays open and a second call cannot stop it; call it shielded.
-        Once the stop has started it runs to its end.
+        Cancellation: the stop is shielded, so a cancelled caller (an ``async with`` left by
+        a cancellation) still waits the few milliseconds it takes: the device is closed.
         """
         stream, self._stream = self._stream, None
         if stream is not None:
-            await trio.to_thread.run_sync(_stop_stream, stream)
+            await _close_stream(stream)
 
     # -- PortAudio's thread ----------------------------------------------------------------
     def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
@@ -377,11 +381,9 @@ class SoundPlayer:
     async def aclose(self) -> None:
         """Stop and close the stream (the samples still queued are dropped).
 
-        Cancellation: not safe today: in an already cancelled scope (as in the ``finally``
-        of a cancelled task) it forgets the stream without stopping it, so the device stays
-        open and a second call cannot stop it; call it shielded. Once the stop has started it
-        runs to its end.
+        Cancellation: the stop is shielded, so a cancelled caller (the ``finally`` of a
+        cancelled task) still waits the few milliseconds it takes: the device is closed.
         """
         stream, self._stream = self._stream, None
         if stream is not None:
-            await trio.to_thread.run_sync(_stop_stream, stream)
+            await _close_stream(stream)

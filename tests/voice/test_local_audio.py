@@ -194,3 +194,30 @@ async def test_voice_demo_monitor_plays_the_recording_behind_real_time(
     assert rms(user[:8000]) > 4000 and rms(user[8400:]) == 0
     assert rms(agent[:15900]) == 0 and rms(agent[16100:23900]) > 4000
     assert rms(agent[24100:]) == 0
+
+
+@pytest.mark.parametrize("opener", ["microphone", "speaker", "player"])
+async def test_leaving_by_cancellation_still_closes_the_device(
+        fake_sd: FakeSoundDevice, opener: str) -> None:
+    """A device left by a cancellation (its ``async with`` exited in a cancelled scope, or
+    ``aclose`` in a cancelled task's ``finally``) is stopped and closed, not forgotten."""
+    with trio.CancelScope() as scope:
+        if opener == "microphone":
+            async with MicrophoneInput():
+                scope.cancel()
+                await trio.sleep(1)
+        elif opener == "speaker":
+            async with SpeakerOutput():
+                scope.cancel()
+                await trio.sleep(1)
+        else:
+            player = SoundPlayer(sample_rate=16000, channels=2)
+            player.start()
+            try:
+                scope.cancel()
+                await trio.sleep(1)
+            finally:
+                await player.aclose()
+    assert scope.cancelled_caught
+    [stream] = fake_sd.streams
+    assert stream.closed and not stream.started
