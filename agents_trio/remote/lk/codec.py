@@ -102,4 +102,4 @@ class LkFrameReader:
                 if error is not None:
                     raise error
                 return None
-            self._decoder.feed(data)
+            self._decoder.feed(bytes(data))
