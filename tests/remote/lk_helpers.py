@@ -35,3 +35,4 @@ class Gate:
 def lk_remote_session(port: int) -> Any:
     from livekit.agents.voice.remote_session import RemoteSession, TcpSessionTransport
     return RemoteSession(TcpSessionTransport("127.0.0.1", port))
+

@@ -7,6 +7,11 @@ Trio client of the same protocol, with LiveKit's method names, able to drive Liv
 :mod:`.convert`.
 """
 
+from .client import (RemoteSession, accept_remote_session, connect_remote_session,
+                     open_remote_session)
+from .convert import decode_chat_item, decode_chat_items, encode_chat_item, encode_event
 from .host import LkHostStatistics, SessionHost, open_session_host
 
-__all__ = ["LkHostStatistics", "SessionHost", "open_session_host"]
+__all__ = ["LkHostStatistics", "RemoteSession", "SessionHost", "accept_remote_session",
+           "connect_remote_session", "decode_chat_item", "decode_chat_items", "encode_chat_item",
+           "encode_event", "open_remote_session", "open_session_host"]
