@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import trio
 import trio.testing
 
 from .agent import Agent
+from .chat import AgentHandoff, ChatMessage
+from .events import (ConversationItemAddedEvent, FunctionToolsExecutedEvent,
+                     PlaybackFinishedEvent)
 from .models import FunctionToolCall
 from .run_context import RunContext
 from .session import AgentSession
@@ -20,6 +23,13 @@ from .tools import function_tool
 
 STORY = ("Once upon a time, a lighthouse keeper counted the ships that passed his rock, "
          "and every night he sang to them.")
+
+
+class _Timestamped(Protocol):
+    """An event (they all say when they happened)."""
+
+    @property
+    def created_at(self) -> float: ...
 
 
 class WeatherAgent(Agent):
@@ -32,7 +42,7 @@ class WeatherAgent(Agent):
         self.session.say("Hi! Ask me about the weather, or for a story.")
 
     @function_tool
-    async def get_weather(self, ctx: RunContext, location: str) -> str:
+    async def get_weather(self, ctx: RunContext[Any], location: str) -> str:
         """Look up the weather.
 
         Args:
@@ -80,27 +90,29 @@ class TimelinePrinter:
         on("agent_false_interruption", lambda ev: self._line(ev, "resume", "false interruption"))
         on("error", lambda ev: self._line(ev, "error", repr(ev.error)))
         on("close", lambda ev: self._line(ev, "close", ev.reason))
-        session.output.audio.on("playback_finished", self._playback)
+        audio = session.output.audio
+        assert audio is not None, "create_session gives the session a fake audio output"
+        audio.on("playback_finished", self._playback)
 
-    def _line(self, ev: Any, who: str, text: str) -> None:
+    def _line(self, ev: _Timestamped, who: str, text: str) -> None:
         line = f"{ev.created_at - self.t0:7.2f}s  {who:<8} {text}"
         self.lines.append(line)
         print(line, file=self.out, flush=True)
 
-    def _item(self, ev: Any) -> None:
+    def _item(self, ev: ConversationItemAddedEvent) -> None:
         item = ev.item
-        if item.type == "agent_handoff":
+        if isinstance(item, AgentHandoff):
             self._line(ev, "handoff", f"{item.old_agent_id} -> {item.new_agent_id}")
-        else:
+        elif isinstance(item, ChatMessage):
             mark = " [interrupted]" if item.interrupted else ""
             self._line(ev, item.role, f"{item.text_content!r}{mark}")
 
-    def _tools(self, ev: Any) -> None:
+    def _tools(self, ev: FunctionToolsExecutedEvent) -> None:
         for call, output in ev.zipped():
             result = output.output if output is not None else "<no output>"
             self._line(ev, "tool", f"{call.name}({call.arguments}) -> {result!r}")
 
-    def _playback(self, ev: Any) -> None:
+    def _playback(self, ev: PlaybackFinishedEvent) -> None:
         what = "interrupted" if ev.interrupted else "finished"
         self._line(ev, "audio", f"playback {what} at {ev.playback_position:.2f}s")
 

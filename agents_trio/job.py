@@ -29,7 +29,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 from livekit import rtc
@@ -40,10 +40,15 @@ from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptio
 
 from .nurseries import open_unwrapping_nursery
 
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .session import AgentSession
+
 __all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
 
 logger = logging.getLogger("agents_trio.job")
 
+R = TypeVar("R")
 Entrypoint = Callable[["JobContext"], Awaitable[Any]]
 RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
 
@@ -64,14 +69,14 @@ class JobContext:
         self.job_id = job_id
         self.shutdown_grace = shutdown_grace
         self.shutdown_reason: str | None = None
-        self._sessions: list[Any] = []
+        self._sessions: list[AgentSession] = []
         # the entrypoint's scope: shielded from the job's caller, whose cancellation becomes
         # a shutdown; its own deadline (set by shutdown) still ends it
         self._scope = trio.CancelScope(shield=True)
         self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
 
-    async def run_session(self, session: Any, agent: Any, *,
+    async def run_session(self, session: AgentSession, agent: Agent, *,
                           room_options: RoomOptions | None = None) -> str | None:
         """Use the room as ``session``'s I/O, start ``agent``, and return when the session
         closed (the linked participant left, the room dropped, the agent or a tool shut it
@@ -140,8 +145,9 @@ class JobContext:
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
-    async def run_entrypoint(self, entrypoint: Entrypoint, *,
-                             on_ready: Callable[[JobContext], object] | None = None) -> Any:
+    async def run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]], *,
+                             on_ready: Callable[[JobContext], object] | None = None
+                             ) -> R | None:
         """Run ``entrypoint(self)`` as this job: what :func:`run_job` does once connected.
 
         The room's connection is watched from before the entrypoint runs: its end shuts the
@@ -176,7 +182,8 @@ class JobContext:
                 nursery.cancel_scope.cancel()
         return result
 
-    async def _run_entrypoint(self, entrypoint: Entrypoint) -> Any:
+    async def _run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]]
+                              ) -> R | None:
         with self._scope:
             return await entrypoint(self)
         logger.warning("the entrypoint did not return within %.0f s of the shutdown; "
@@ -201,7 +208,7 @@ class JobContext:
             self.room.off("disconnected", push)
             disconnected.close()
 
-    def _on_room_disconnected(self, reason: Any) -> None:
+    def _on_room_disconnected(self, reason: str) -> None:
         if self._room_gone.is_set():
             return
         logger.warning("the room disconnected (%s); shutting the job down", reason)
@@ -232,12 +239,13 @@ async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> N
                 ctx.shutdown("job_shutdown")
 
 
-async def run_job(entrypoint: Entrypoint, *, url: str, token: str | None = None,
+async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
+                  token: str | None = None,
                   api_key: str | None = None, api_secret: str | None = None,
                   room_name: str | None = None, identity: str | None = None,
                   job_id: str | None = None, connect_timeout: float = 10.0,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
-                  on_ready: Callable[[JobContext], Any] | None = None) -> Any:
+                  on_ready: Callable[[JobContext], object] | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:

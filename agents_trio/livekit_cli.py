@@ -16,12 +16,18 @@ import logging
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Protocol
 
 COMMANDS = ("connect", "worker")
 
 
-def add_commands(sub: Any) -> None:
+class _Subcommands(Protocol):
+    """What ``add_commands`` uses of argparse's subparsers object."""
+
+    def add_parser(self, name: str, *, help: str = ...) -> argparse.ArgumentParser: ...
+
+
+def add_commands(sub: _Subcommands) -> None:
     connect = sub.add_parser("connect", help="join a LiveKit room and run an entrypoint")
     connect.add_argument("entrypoint", help="module:function or path/to/app.py:function")
     connect.add_argument("--room", help="room to join (needed when a token is minted)")

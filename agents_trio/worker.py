@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from livekit.agents import AgentServer
+from livekit.agents import JobContext as LiveKitJobContext
 
 from .io.bridge import is_asyncio_cancellation, run_trio_in_thread
 from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
@@ -69,10 +70,10 @@ class TrioJobEntrypoint:
             return load_entrypoint(self.entrypoint)
         return self.entrypoint
 
-    def __call__(self, job_ctx: Any) -> Any:
+    def __call__(self, job_ctx: LiveKitJobContext) -> Coroutine[Any, Any, None]:
         return self._run(job_ctx)
 
-    async def _run(self, job_ctx: Any) -> None:
+    async def _run(self, job_ctx: LiveKitJobContext) -> None:
         """asyncio-flavoured: run the Trio job, then end the LiveKit job."""
         # RunningJobInfo: LiveKit exposes the job's URL and token only here
         info = job_ctx._info  # noqa: SLF001 - LiveKit's JobContext, no public accessor
@@ -102,7 +103,8 @@ class TrioJobEntrypoint:
 
 def create_agent_server(entrypoint: str | Entrypoint, *, agent_name: str = "",
                         on_request: Callable[..., Any] | None = None,
-                        **server_options: Any) -> AgentServer:
+                        **server_options: Any,  # noqa: ANN401 - AgentServer types them
+                        ) -> AgentServer:
     """A LiveKit ``AgentServer`` whose jobs run ``entrypoint`` on the Trio runtime.
 
     Args:

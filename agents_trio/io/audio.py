@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import trio
@@ -20,6 +20,7 @@ from livekit import rtc
 from .._errors import AgentsTrioError
 from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
 from ..nurseries import EventFanout
+from ..nurseries.fanout import CallbackT
 
 
 def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: int = 1
@@ -99,7 +100,16 @@ class AudioOutput:
         self.sample_rate = sample_rate
         self._events = EventFanout()
 
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
+        """Register ``callback`` for ``name`` (``playback_started``, ``playback_finished``);
+        without one, return a decorator."""
         return self._events.on(name, callback) if callback else self._events.on(name)
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:

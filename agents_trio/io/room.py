@@ -42,17 +42,20 @@ import uuid
 from types import TracebackType
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import trio
 from livekit import rtc
+from livekit.rtc.room import EventTypes
 
 from .._errors import AgentsTrioError
 from ..nurseries import LatestSlot, open_unwrapping_nursery
 from .audio import TextOutput
-from .bridge import AsyncioBridge, current_bridge
+from ..events import AgentStateChangedEvent, CloseEvent, UserInputTranscribedEvent
+from .bridge import AsyncioBridge, BridgeReceiveChannel, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
+from .session_port import RoomSession
 from .room_chat import (ChatInbox, TextInputCallback, TextInputEvent, TextInputStatistics,
                         default_text_input)
 
@@ -259,7 +262,7 @@ class RoomIO:
         audio_input, audio_output, transcription_output: The session's I/O (or None).
     """
 
-    def __init__(self, room: rtc.Room, session: Any, bridge: AsyncioBridge,
+    def __init__(self, room: rtc.Room, session: RoomSession, bridge: AsyncioBridge,
                  options: RoomOptions) -> None:
         self.room = room
         self.session = session
@@ -268,7 +271,7 @@ class RoomIO:
         self.audio_input: RoomAudioInput | None = None
         self.audio_output: RoomAudioOutput | None = None
         self.transcription_output: RoomTranscriptionOutput | None = None
-        self._publication: Any = None
+        self._publication: rtc.LocalTrackPublication | None = None
         self._linked: rtc.RemoteParticipant | None = None
         # the identity the link belongs to; kept while its participant may reconnect
         self._held_identity: str | None = None
@@ -284,7 +287,8 @@ class RoomIO:
         self._states_send, self._states_recv = trio.open_memory_channel[str](math.inf)
         self._chat = ChatInbox(max_messages=options.text_input_max_messages,
                                max_chars=options.text_input_max_chars)
-        self._chat_send, self._chat_recv = trio.open_memory_channel[tuple[Any, str]](math.inf)
+        self._chat_send, self._chat_recv = trio.open_memory_channel[
+            tuple[rtc.TextStreamReader, str]](math.inf)
         self._lifetime: AbstractAsyncContextManager[RoomIO] | None = None
 
     # -- public -------------------------------------------------------------------------------
@@ -337,9 +341,10 @@ class RoomIO:
         push, events = bridge.callback_channel(convert=lambda name, *args: (name, args))
         handlers = {name: (lambda *a, _n=name: push(_n, *a)) for name in _ROOM_EVENTS}
         chat_registered = False
-        session_hooks = [("agent_state_changed", self._on_agent_state),
-                         ("user_input_transcribed", self._on_user_transcribed),
-                         ("close", self._on_session_close)]
+        session_hooks: list[tuple[str, Callable[[Any], None]]] = [
+            ("agent_state_changed", self._on_agent_state),
+            ("user_input_transcribed", self._on_user_transcribed),
+            ("close", self._on_session_close)]
         try:
             async with open_unwrapping_nursery() as nursery, \
                     _maybe_output(bridge, options) as output:
@@ -389,8 +394,8 @@ class RoomIO:
                     self._texts_published.set()
                 if options.agent_state:
                     nursery.start_soon(self._publish_states)
-                for name, hook in session_hooks:
-                    session.on(name, hook)
+                for event_name, hook in session_hooks:
+                    session.on(event_name, hook)
                 for participant in list(room.remote_participants.values()):
                     self._link(participant)
                 try:
@@ -402,8 +407,8 @@ class RoomIO:
                         self.audio_input.close()
                     await _unpublish(bridge, room, self._publication)
         finally:
-            for name, hook in session_hooks:
-                session.off(name, hook)
+            for event_name, hook in session_hooks:
+                session.off(event_name, hook)
             for name, handler in handlers.items():
                 room.off(name, handler)
             if chat_registered:
@@ -411,17 +416,17 @@ class RoomIO:
             events.close()
 
     # -- session hooks (called by the session's event fan-out) ----------------------------------
-    def _on_agent_state(self, ev: Any) -> None:
+    def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
         self._session_running.set()
         self._states_send.send_nowait(ev.new_state)
 
-    def _on_user_transcribed(self, ev: Any) -> None:
+    def _on_user_transcribed(self, ev: UserInputTranscribedEvent) -> None:
         try:
             self._texts_send.send_nowait(("user_text", ev.transcript, ev.is_final))
         except trio.ClosedResourceError:
             pass  # the room I/O is closing: its last transcriptions are being sent
 
-    def _on_session_close(self, ev: Any) -> None:
+    def _on_session_close(self, ev: CloseEvent) -> None:
         self.close_reason = getattr(ev, "reason", None)
         self._session_closed.set()
 
@@ -455,7 +460,8 @@ class RoomIO:
             if publication.track is not None and publication.subscribed:
                 self._on_track_subscribed(publication.track, publication, participant)
 
-    def _on_track_subscribed(self, track: Any, publication: Any, participant: Any) -> None:
+    def _on_track_subscribed(self, track: rtc.Track, publication: rtc.RemoteTrackPublication,
+                             participant: rtc.RemoteParticipant) -> None:
         if (self._linked is None or participant.identity != self._linked.identity
                 or self.audio_input is None or self._track_slot is None):
             return
@@ -465,19 +471,21 @@ class RoomIO:
         self._input_track_sid = publication.sid
         self._track_slot.replace(self.audio_input.serve_track, track)
 
-    def _on_track_unsubscribed(self, track: Any, publication: Any, participant: Any) -> None:
+    def _on_track_unsubscribed(self, track: rtc.Track, publication: rtc.RemoteTrackPublication,
+                               participant: rtc.RemoteParticipant) -> None:
         if publication.sid == self._input_track_sid and self._track_slot is not None:
             self._input_track_sid = None
             self._track_slot.cancel()
 
-    def _on_participant_disconnected(self, participant: Any) -> None:
+    def _on_participant_disconnected(self, participant: rtc.RemoteParticipant) -> None:
         if self._linked is None or participant.identity != self._linked.identity:
             return
         self._linked = None
         self._wake()
         if self._track_slot is not None:
             self._track_slot.cancel()
-        reason = participant.disconnect_reason
+        # set by the SDK before it emits participant_disconnected
+        reason = cast("rtc.DisconnectReason.ValueType", participant.disconnect_reason)
         if reason not in CLOSE_ON_DISCONNECT_REASONS:
             logger.info("participant %s dropped (%s); the link waits for them to rejoin",
                         participant.identity, rtc.DisconnectReason.Name(reason))
@@ -492,14 +500,14 @@ class RoomIO:
         logger.error("closing the session: the agent's audio output failed (%r)", error)
         self.session.shutdown(drain=False, reason="error")
 
-    def _on_room_disconnected(self, reason: Any = None) -> None:
+    def _on_room_disconnected(self, reason: object = None) -> None:
         if self._room_gone.is_set():
             return
         logger.warning("the agent's room connection dropped (%s); closing the session", reason)
         self._room_gone.set()
         self._wake()
 
-    def _on_chat(self, reader: Any, identity: str) -> None:
+    def _on_chat(self, reader: rtc.TextStreamReader, identity: str) -> None:
         speaker = self._speaker_identity
         if speaker is None or identity != speaker:
             self._chat.ignore(identity, "not the participant linked as the user"
@@ -514,7 +522,8 @@ class RoomIO:
         await self._session_running.wait()
         self.session.shutdown(drain=False, reason="job_shutdown")
 
-    async def _serve_room_events(self, events: Any) -> None:
+    async def _serve_room_events(
+            self, events: BridgeReceiveChannel[tuple[str, tuple[Any, ...]]]) -> None:
         handlers: dict[str, Callable[..., None]] = {
             "participant_connected": self._link,
             "participant_disconnected": self._on_participant_disconnected,
@@ -591,7 +600,7 @@ class RoomIO:
             await self._texts_published.wait()
 
     async def _publish_text_ops(self) -> None:
-        writer: Any = None
+        writer: rtc.TextStreamWriter | None = None
         segment_id = _segment_id()
         user_segment_id = _segment_id()
         async for op in self._texts_recv:
@@ -630,17 +639,18 @@ class RoomIO:
         return self._publication.sid if self._publication is not None else None
 
     async def _open_writer(self, attributes: dict[str, str], track_sid: str | None, *,
-                           sender: str | None = None) -> Any:
+                           sender: str | None = None) -> rtc.TextStreamWriter | None:
         if not self.room.isconnected():
             return None
         if track_sid:
             attributes[ATTRIBUTE_TRANSCRIPTION_TRACK_ID] = track_sid
         local = self.room.local_participant
-        return await self._bridge.run(local.stream_text, topic=TOPIC_TRANSCRIPTION,
-                                      attributes=attributes,
-                                      sender_identity=sender or local.identity)
+        writer: rtc.TextStreamWriter = await self._bridge.run(
+            local.stream_text, topic=TOPIC_TRANSCRIPTION, attributes=attributes,
+            sender_identity=sender or local.identity)
+        return writer
 
-    async def _open_audio_gate(self, publication: Any) -> None:
+    async def _open_audio_gate(self, publication: rtc.LocalTrackPublication) -> None:
         """Hold the agent's audio until someone subscribed to it (or the room is gone), so a
         greeting is not played to an empty room."""
         assert self.audio_output is not None
@@ -655,12 +665,13 @@ def _segment_id() -> str:
     return f"SG_{uuid.uuid4().hex[:12]}"
 
 
-_ROOM_EVENTS = ("participant_connected", "participant_disconnected", "track_subscribed",
-                "track_unsubscribed", "disconnected")
+_ROOM_EVENTS: tuple[EventTypes, ...] = ("participant_connected", "participant_disconnected", "track_subscribed",
+                                        "track_unsubscribed", "disconnected")
 
 
 @asynccontextmanager
-async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | None = None,
+async def open_room_io(room: rtc.Room, session: RoomSession, *,
+                       options: RoomOptions | None = None,
                        bridge: AsyncioBridge | None = None) -> AsyncIterator[RoomIO]:
     """Use ``room`` as the I/O of ``session`` until the block exits (see the module docstring).
 
@@ -684,7 +695,7 @@ async def open_room_io(room: rtc.Room, session: Any, *, options: RoomOptions | N
         yield rio
 
 
-async def _read_texts(readers: list[Any]) -> list[str | None]:
+async def _read_texts(readers: list[rtc.TextStreamReader]) -> list[str | None]:
     """asyncio-flavoured: the text of each chat stream, in order (None where reading failed)."""
     texts: list[str | None] = []
     for reader in readers:
@@ -708,7 +719,8 @@ async def _maybe_output(bridge: AsyncioBridge, options: RoomOptions
         yield output
 
 
-async def _unpublish(bridge: AsyncioBridge, room: rtc.Room, publication: Any) -> None:
+async def _unpublish(bridge: AsyncioBridge, room: rtc.Room,
+                     publication: rtc.LocalTrackPublication | None) -> None:
     if publication is None or bridge.closed or not room.isconnected():
         return
     with trio.move_on_after(_GRACE, shield=True):

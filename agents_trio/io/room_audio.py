@@ -26,7 +26,7 @@ logger = logging.getLogger("agents_trio.room")
 _CLOSE_GRACE = 2.0
 
 
-async def _frames_of(stream: Any) -> AsyncIterator[rtc.AudioFrame]:
+async def _frames_of(stream: rtc.AudioStream) -> AsyncIterator[rtc.AudioFrame]:
     """asyncio-flavoured: the frames of an ``rtc.AudioStream``."""
     async for event in stream:
         yield event.frame

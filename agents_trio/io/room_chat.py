@@ -26,6 +26,9 @@ from typing import Any
 
 import trio
 
+from ..events import AgentStateChangedEvent
+from .session_port import ReplyHandle, RoomSession
+
 __all__ = ["TextInputCallback", "TextInputEvent", "TextInputStatistics", "default_text_input"]
 
 logger = logging.getLogger("agents_trio.room")
@@ -40,10 +43,12 @@ class TextInputEvent:
     participant_identity: str
 
 
+# The session parameter is ``Any`` so that a callback annotated with ``AgentSession`` fits;
+# RoomIO passes its session (a RoomSession).
 TextInputCallback = Callable[[Any, TextInputEvent], Awaitable[None]]
 
 
-async def default_text_input(session: Any, ev: TextInputEvent) -> None:
+async def default_text_input(session: RoomSession, ev: TextInputEvent) -> None:
     """Interrupt the agent and reply to the text (LiveKit's default); returns once the reply
     was taken: the agent started speaking, or the reply ended (done, interrupted, failed).
 
@@ -58,14 +63,14 @@ async def default_text_input(session: Any, ev: TextInputEvent) -> None:
     await _reply_taken(session, handle)
 
 
-async def _reply_taken(session: Any, handle: Any) -> None:
+async def _reply_taken(session: RoomSession, handle: ReplyHandle) -> None:
     taken = trio.Event()
 
-    def on_state(state_ev: Any) -> None:
+    def on_state(state_ev: AgentStateChangedEvent) -> None:
         if state_ev.new_state == "speaking":
             taken.set()
 
-    def on_done(_: Any) -> None:
+    def on_done(_: object) -> None:
         taken.set()
 
     session.on("agent_state_changed", on_state)

@@ -7,7 +7,7 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, overload
 
 import trio
 
@@ -16,6 +16,7 @@ __all__ = ["EventFanout", "FanoutEvent", "FanoutStatistics", "Subscription"]
 logger = logging.getLogger("agents_trio")
 
 Callback = Callable[[Any], Any]
+CallbackT = TypeVar("CallbackT", bound=Callable[[Any], object])
 
 
 class FanoutEvent(NamedTuple):
@@ -131,14 +132,23 @@ class EventFanout:
         """True once :meth:`close` was called."""
         return self._closed
 
-    def on(self, name: str, callback: Callback | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
         """Register ``callback`` for ``name``; without one, return a decorator.
 
         Returns:
             ``callback`` itself, or a decorator registering and returning it.
         """
         if callback is None:
-            return lambda cb: self.on(name, cb)
+            def register(cb: CallbackT) -> CallbackT:
+                return self.on(name, cb)
+            return register
         self._callbacks.setdefault(name, []).append(callback)
         return callback
 
@@ -150,7 +160,7 @@ class EventFanout:
         if not callbacks:
             self._callbacks.pop(name, None)
 
-    def emit(self, name: str, event: Any) -> None:
+    def emit(self, name: str, event: object) -> None:
         """Call ``name``'s callbacks in registration order, then feed subscribers.
 
         A raising callback is logged and skipped. Registrations changed during

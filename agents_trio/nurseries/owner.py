@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 __all__ = ["TaskOwner", "open_owner"]
+
+if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
+    from typing_extensions import TypeVarTuple, Unpack
+
+    PosArgT = TypeVarTuple("PosArgT")
 
 
 class TaskOwner:
@@ -42,7 +47,8 @@ class TaskOwner:
         return self._closed.is_set()
 
     def start_soon(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+        self, fn: Callable[[Unpack[PosArgT]], Awaitable[object]], *args: Unpack[PosArgT],
+        name: str | None = None,
     ) -> None:
         """Start ``fn(*args)`` as a child task.
 
@@ -52,8 +58,8 @@ class TaskOwner:
         self._nursery.start_soon(fn, *args, name=name)
 
     async def start(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
-    ) -> Any:
+        self, fn: Callable[..., Awaitable[object]], *args: object, name: str | None = None
+    ) -> object:
         """Start ``fn(*args, task_status=...)`` and wait until it calls ``started``.
 
         Returns:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
+    from typing_extensions import TypeVarTuple, Unpack
+
+    PosArgT = TypeVarTuple("PosArgT")
 
 __all__ = ["LatestSlot"]
 
@@ -43,7 +48,8 @@ class LatestSlot:
         """
         return self._tasks > 0
 
-    def replace(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def replace(self, fn: Callable[[Unpack[PosArgT]], Awaitable[object]],
+                *args: Unpack[PosArgT]) -> None:
         """Cancel the current occupant and start ``fn(*args)`` in its place.
 
         Raises:

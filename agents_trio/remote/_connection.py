@@ -215,7 +215,7 @@ class Connection:
             # a flood of frames in one read must still let the session run
             await trio.lowlevel.checkpoint()
 
-    async def _receive(self) -> bytes | None:
+    async def _receive(self) -> bytes | bytearray | None:
         """The next bytes (``b""`` at the end of input), or None when a deadline passed or
         the stream broke."""
         with trio.CancelScope(deadline=self._deadline()) as scope:

@@ -7,8 +7,9 @@ class name. Times are the host's Trio times.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union, cast
 
+from ..events import AgentState, UserState
 from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
                       ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                       FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
@@ -17,11 +18,13 @@ from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, Close
 from . import wire_payloads as wp
 from .errors import RemoteSessionError
 
-_METRICS = {cls().type: cls
+Metrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics]
+
+_METRICS: dict[str, type[Metrics]] = {cls().type: cls
             for cls in (EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics)}
 
 
-def _metrics(data: dict[str, Any]) -> Any:
+def _metrics(data: dict[str, Any]) -> Metrics | dict[str, Any]:
     cls = _METRICS.get(data.get("type", ""))
     if cls is None:
         return data
@@ -36,11 +39,13 @@ def event_from_wire(event: wp.WireEvent) -> tuple[str, Any]:
     """``(name, event)``: the session event a wire event stands for."""
     at = event.created_at
     if isinstance(event, wp.AgentStateChanged):
-        return event.name, AgentStateChangedEvent(old_state=event.old_state,  # type: ignore
-                                                  new_state=event.new_state, created_at=at)
+        return event.name, AgentStateChangedEvent(
+            old_state=cast(AgentState, event.old_state),
+            new_state=cast(AgentState, event.new_state), created_at=at)
     if isinstance(event, wp.UserStateChanged):
-        return event.name, UserStateChangedEvent(old_state=event.old_state,  # type: ignore
-                                                 new_state=event.new_state, created_at=at)
+        return event.name, UserStateChangedEvent(
+            old_state=cast(UserState, event.old_state),
+            new_state=cast(UserState, event.new_state), created_at=at)
     if isinstance(event, wp.UserInputTranscribed):
         return event.name, UserInputTranscribedEvent(
             transcript=event.transcript, is_final=event.is_final, language=event.language,
@@ -54,7 +59,9 @@ def event_from_wire(event: wp.WireEvent) -> tuple[str, Any]:
             function_call_outputs=[None if o is None else wp.from_wire_item(o)  # type: ignore
                                    for o in event.function_call_outputs], created_at=at)
     if isinstance(event, wp.MetricsCollected):
-        return event.name, MetricsCollectedEvent(metrics=_metrics(event.metrics), created_at=at)
+        metrics = _metrics(event.metrics)  # a kind this side does not know stays a dict
+        return event.name, MetricsCollectedEvent(metrics=metrics,  # type: ignore[arg-type]
+                                                 created_at=at)
     if isinstance(event, wp.SpeechCreated):
         return event.name, SpeechCreatedEvent(speech_handle=event.speech_id,
                                               user_initiated=event.user_initiated,

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from ..chat import ChatItem
+
 from .wire import (AgentConfigUpdateItem, FunctionCallItem, FunctionCallOutputItem,
                    GetChatHistory, HistoryReply, MessageItem, WireItem, to_wire_item)
 
@@ -69,7 +71,7 @@ class _Page:
         self.truncated: list[str] = []
         self.covered = 0
 
-    def take(self, item: Any) -> bool:
+    def take(self, item: ChatItem) -> bool:
         """Add ``item`` (shortened if it is the first and does not fit); False when it does
         not fit and the page ends before it."""
         try:

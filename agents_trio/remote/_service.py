@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -24,6 +24,9 @@ from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentIn
                    WireItem, to_wire_item)
 from ._connection import Connection, Refusal
 from ._history import history_page
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 
 logger = logging.getLogger("agents_trio.remote")
@@ -47,7 +50,8 @@ class SessionService:
         max_frame_size: The reply limit: history pages are cut to fit it.
     """
 
-    def __init__(self, session: Any, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, session: AgentSession, *,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._session = session
         self._max_frame_size = max_frame_size
         self._ready = trio.Event()
@@ -56,10 +60,10 @@ class SessionService:
         self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
         self.queued_turns = 0
 
-    def note_event(self, event: Any) -> None:
+    def note_event(self, event: object) -> None:
         """Watch the session's events: the first agent state after start means ready."""
         if getattr(event, "type", "") == "agent_state_changed" and \
-                event.new_state != "initializing":
+                getattr(event, "new_state", None) != "initializing":
             self._ready.set()
 
     async def run_turns(self) -> None:

@@ -12,14 +12,20 @@ import argparse
 import functools
 import signal
 import sys
-from typing import Any
+from typing import Protocol
 
 import trio
 
 COMMANDS = ("serve", "console", "simulate")
 
 
-def add_commands(sub: Any) -> None:
+class _Subcommands(Protocol):
+    """What ``add_commands`` uses of argparse's subparsers object."""
+
+    def add_parser(self, name: str, *, help: str = ...) -> argparse.ArgumentParser: ...
+
+
+def add_commands(sub: _Subcommands) -> None:
     """Add the subcommands to an ``argparse`` subparsers object."""
     serve = sub.add_parser("serve", help="serve the demo agent (fake models) to remote clients")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")

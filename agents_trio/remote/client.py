@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import trio
 
@@ -29,7 +29,8 @@ from .wire import (DEFAULT_MAX_FRAME_SIZE, HEADER_SIZE, AgentInfo, AgentInfoRepl
                    ReplyMessage, Request, Run, RunReply, SessionStateInfo, SessionStateReply,
                    Subscribe, SubscribedReply, Unsubscribe, UnsubscribedReply, WaitForReady,
                    WireError, decode_reply, encode_frame, from_wire_item)
-from ..nurseries import EventFanout, open_unwrapping_nursery
+from ..nurseries import EventFanout, Subscription, open_unwrapping_nursery
+from ..nurseries.fanout import CallbackT
 from ..run_result import RunResult
 from ._events import event_from_wire
 from .errors import RemoteConnectionError, RemoteSessionError, error_from_code
@@ -417,7 +418,14 @@ class RemoteSession:
         await self._request(lambda i: Unsubscribe(id=i), UnsubscribedReply)
 
     # -- events -------------------------------------------------------------------------------
-    def on(self, name: str, callback: Callable[[Any], Any] | None = None) -> Any:
+    @overload
+    def on(self, name: str, callback: CallbackT) -> CallbackT: ...
+
+    @overload
+    def on(self, name: str, callback: None = None) -> Callable[[CallbackT], CallbackT]: ...
+
+    def on(self, name: str, callback: CallbackT | None = None
+           ) -> CallbackT | Callable[[CallbackT], CallbackT]:
         """Register a plain function for a streamed event; usable as a decorator."""
         return self._fanout.on(name, callback) if callback else self._fanout.on(name)
 
@@ -431,13 +439,13 @@ class RemoteSession:
 
 
 class _Events:
-    def __init__(self, subscription: Any) -> None:
+    def __init__(self, subscription: Subscription) -> None:
         self._sub = subscription
 
     def __aiter__(self) -> _Events:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> object:
         return (await self._sub.__anext__()).event
 
     async def aclose(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 import trio
 
@@ -26,7 +26,7 @@ HELP = """commands:
   /quit      leave (so does Ctrl-D); the agent keeps running"""
 
 
-def describe_item(item: Any) -> str | None:
+def describe_item(item: object) -> str | None:
     """One console line for a chat item (None for items a user does not need to see)."""
     if isinstance(item, ChatMessage):
         who = "agent" if item.role == "assistant" else item.role

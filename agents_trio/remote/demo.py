@@ -18,7 +18,7 @@ import trio
 from .._errors import APIError
 from ..chat import ChatContext, ChatMessage, FunctionCallOutput
 from ..demo import STORY, WeatherAgent
-from ..models import ChatChunk, FunctionToolCall
+from ..models import ChatChunk, FunctionToolCall, ToolChoice
 from ..session import AgentSession
 from .host import SessionHost
 
@@ -39,7 +39,8 @@ class DemoLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
         self.calls += 1
         names = {getattr(t, "name", "") for t in tools or []}
         yield self._answer(chat_ctx, can_call="get_weather" in names and tool_choice != "none")

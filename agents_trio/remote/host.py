@@ -27,10 +27,10 @@ import enum
 import logging
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -41,6 +41,9 @@ from .wire_payloads import FORWARDED_EVENTS
 from ._connection import Connection, ConnectionLimits, Counters
 from ._service import SessionService
 from ._slots import Slots
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -126,7 +129,7 @@ class SessionHost:
         Making room for newcomers is what defends against slow clients there.
     """
 
-    def __init__(self, session: Any, *, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, session: AgentSession, *, host: str = "127.0.0.1", port: int = 0,
                  path: str | os.PathLike[str] | None = None,
                  listeners: list[trio.abc.Listener[Any]] | None = None,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_pending_requests: int = 32,
@@ -322,7 +325,7 @@ class SessionHost:
             while self._connections:
                 await self._connections_changed.park()
 
-    async def _watch_session(self, events: Any) -> None:
+    async def _watch_session(self, events: AsyncIterable[object]) -> None:
         """The end of the session's events is its close, which stops the host. Events of a
         name without a callback here are forwarded from this task."""
         async for event in events:
@@ -331,7 +334,7 @@ class SessionHost:
         self._stop_reason = ("session_closed", "the session closed")
         self._stop_requested.set()
 
-    def _forward_event(self, event: Any) -> None:
+    def _forward_event(self, event: object) -> None:
         """Fan one session event out to the subscribed connections (encoded once)."""
         name = getattr(event, "type", "")
         self._service.note_event(event)
@@ -385,9 +388,10 @@ def _unlink_socket(path: str) -> None:
         pass
 
 
-async def serve_session(session: Any, *,
+async def serve_session(session: AgentSession, *,
                         task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED,
-                        **options: Any) -> None:
+                        **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
+                        ) -> None:
     """Serve ``session`` in the caller's nursery: ``host = await nursery.start(serve_session,
     session)`` (pass options with ``functools.partial``). See :class:`SessionHost` for the
     options; returns when the session closes or the host is closed.
@@ -396,7 +400,9 @@ async def serve_session(session: Any, *,
 
 
 @asynccontextmanager
-async def open_session_host(session: Any, **options: Any) -> AsyncIterator[SessionHost]:
+async def open_session_host(session: AgentSession,
+                            **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
+                            ) -> AsyncIterator[SessionHost]:
     """``async with open_session_host(session, port=0) as host:`` serves ``session`` in a
     nursery of its own; leaving the block closes the host gracefully (see
     :meth:`SessionHost.aclose`). See :class:`SessionHost` for the options. An exception of

@@ -32,7 +32,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 import trio
@@ -41,6 +41,9 @@ from .._errors import AgentsTrioError
 from ..chat import AgentHandoff, ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from .client import RemoteSession
 from .errors import RemoteConnectionError, RemoteSessionError
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 ItemType = Literal["message", "function_call", "function_call_output", "agent_handoff"]
 
@@ -155,7 +158,7 @@ class RemoteDriver:
 class LocalDriver:
     """Drives an in-process ``AgentSession``."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
 
     async def run(self, text: str) -> TurnOutcome:

@@ -15,7 +15,7 @@ that a host can answer the offending request with a clear error and keep the con
 from __future__ import annotations
 
 import struct
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
 import msgspec
 import trio
@@ -279,9 +279,9 @@ _M = TypeVar("_M", bound=Message)
 
 
 class _MessageDecoder(Generic[_M]):
-    def __init__(self, union: Any, what: str) -> None:
+    def __init__(self, union: object, what: str) -> None:
         self._decoder = msgspec.msgpack.Decoder(union)
-        self._kinds = frozenset(t.__struct_config__.tag for t in union.__args__)
+        self._kinds = frozenset(t.__struct_config__.tag for t in get_args(union))
         self._what = what
 
     def decode(self, payload: bytes) -> _M:
@@ -308,7 +308,7 @@ class _MessageDecoder(Generic[_M]):
         return MalformedMessageError(f"malformed message: {error}", request_id=rid)
 
 
-def _version_text(v: Any) -> str:
+def _version_text(v: object) -> str:
     shown = repr(v)[:32]
     return f"unsupported protocol version {shown} (this side speaks {PROTOCOL_VERSION})"
 
@@ -355,7 +355,7 @@ class FrameDecoder:
         """Bytes received but not yet returned as a frame."""
         return len(self._buffer) - self._start
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         if self._start and self._start * 2 >= len(self._buffer):
             del self._buffer[:self._start]
             self._start = 0

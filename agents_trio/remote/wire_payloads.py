@@ -9,7 +9,7 @@ class name. An event this module does not know yet travels as :class:`OtherEvent
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import msgspec
 
@@ -67,6 +67,18 @@ ITEM_PAIRS: dict[str, tuple[type[Any], type[Any]]] = {
     "agent_handoff": (AgentHandoff, AgentHandoffItem),
     "agent_config_update": (AgentConfigUpdate, AgentConfigUpdateItem),
 }
+
+
+@overload
+def to_wire_item(item: FunctionCall) -> FunctionCallItem: ...
+
+
+@overload
+def to_wire_item(item: FunctionCallOutput) -> FunctionCallOutputItem: ...
+
+
+@overload
+def to_wire_item(item: ChatItem) -> WireItem: ...
 
 
 def to_wire_item(item: ChatItem) -> WireItem:
@@ -216,16 +228,20 @@ FORWARDED_EVENTS: tuple[str, ...] = tuple(
 """The session event names with a Struct of their own."""
 
 
-def _describe(obj: Any) -> str | None:
+def _describe(obj: object) -> str | None:
     return None if obj is None else type(obj).__name__
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: object) -> str:
     return repr(obj)[:200]
 
 
-def event_to_wire(event: Any) -> WireEvent:
+def event_to_wire(event: object) -> WireEvent:
     """The wire form of a session event (any object with ``type`` and ``created_at``)."""
+    return _event_to_wire(event)
+
+
+def _event_to_wire(event: Any) -> WireEvent:  # noqa: ANN401 - dispatched on ``event.type``
     name = getattr(event, "type", type(event).__name__)
     at = float(getattr(event, "created_at", 0.0))
     if name in ("agent_state_changed", "user_state_changed"):

@@ -12,9 +12,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ..chat import INSTRUCTIONS_ID, ChatMessage, FunctionCall
+from ..speech_handle import SpeechHandle
 from .conversation import ActionOutcome, ConversationRecord
 from .schedules import (OutputFault, PushFault, Reply, RunInput, Schedule, StreamFault,
                         TextInput, UserSpeech)
@@ -168,7 +168,7 @@ def agents_entered(record: ConversationRecord, at: float) -> int:
     return sum(1 for n in entered.values() if n > 0)
 
 
-def _done_by(record: ConversationRecord, handle: Any, at: float) -> bool:
+def _done_by(record: ConversationRecord, handle: SpeechHandle, at: float) -> bool:
     done_at = record.speech_done_at.get(handle.id)
     return done_at is not None and done_at < at  # the close itself ends every speech
 
@@ -343,7 +343,8 @@ def _chain_time(reply: Reply) -> float:
     return own + max(calls, default=0.0)
 
 
-def _fault_blocks(record: ConversationRecord, action: Any, start: float, end: float) -> bool:
+def _fault_blocks(record: ConversationRecord, action: UserSpeech | TextInput | RunInput,
+                  start: float, end: float) -> bool:
     """Whether a fault may keep ``action`` from being heard or answered: its own reply fails,
     the output failed, or recognition failed around it (for good after a non-provider
     error, documented to stop recognition)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,10 @@ import trio
 import trio.testing
 
 from ..agent import Agent
-from ..chat import ChatItem
+from ..chat import AgentHandoff, ChatItem, ChatMessage
+from ..events import (AgentStateChangedEvent, CloseEvent, ConversationItemAddedEvent, ErrorEvent,
+                      FunctionToolsExecutedEvent, SpeechCreatedEvent, UserInputTranscribedEvent,
+                      UserStateChangedEvent)
 from ..run_context import RunContext
 from ..session import AgentSession
 from ..speech_handle import SpeechHandle
@@ -127,7 +130,7 @@ class ConversationRecord:
         for name, ev, at in self.events:
             if name == "metrics_collected":
                 continue
-            detail = _event_detail(name, ev)
+            detail = _event_detail(ev)
             lines.append(f"{self.t(at):8.2f} {name} {detail}")
         for ex in self.tool_executions:
             lines.append(f"{self.t(ex.started_at):8.2f} tool {ex.name} {ex.call_id} "
@@ -155,25 +158,27 @@ class ConversationRecord:
         return "\n".join(lines)
 
 
-def _event_detail(name: str, ev: Any) -> str:
-    if name == "conversation_item_added":
+def _event_detail(ev: object) -> str:
+    if isinstance(ev, ConversationItemAddedEvent):
         item = ev.item
-        if item.type == "message":
+        if isinstance(item, ChatMessage):
             return f"{item.role} {item.text_content!r} ({item.id})"
-        return f"{item.type} {item.old_agent_id} -> {item.new_agent_id}"
-    if name == "agent_state_changed" or name == "user_state_changed":
+        if isinstance(item, AgentHandoff):
+            return f"{item.type} {item.old_agent_id} -> {item.new_agent_id}"
+        return item.type
+    if isinstance(ev, (AgentStateChangedEvent, UserStateChangedEvent)):
         return f"{ev.old_state} -> {ev.new_state}"
-    if name == "user_input_transcribed":
+    if isinstance(ev, UserInputTranscribedEvent):
         return f"{ev.transcript!r} final={ev.is_final}"
-    if name == "function_tools_executed":
+    if isinstance(ev, FunctionToolsExecutedEvent):
         return ", ".join(f"{c.name} {c.call_id} -> {o.output[:40]!r}" if o else
                          f"{c.name} {c.call_id} -> (no output)"
                          for c, o in zip(ev.function_calls, ev.function_call_outputs))
-    if name == "speech_created":
+    if isinstance(ev, SpeechCreatedEvent):
         return f"{ev.speech_handle.id} source={ev.source}"
-    if name == "error":
+    if isinstance(ev, ErrorEvent):
         return repr(ev.error)
-    if name == "close":
+    if isinstance(ev, CloseEvent):
         return f"reason={ev.reason} error={ev.error!r}"
     return ""
 
@@ -206,7 +211,7 @@ class _Instrument:
     def _tool(self, agent: Agent, tool: FunctionTool) -> FunctionTool:
         record, llm = self._record, self._llm
 
-        async def instrumented(ctx: RunContext, raw_arguments: dict) -> Any:
+        async def instrumented(ctx: RunContext[Any], raw_arguments: dict[str, Any]) -> object:
             call = ctx.function_call
             plan = llm.plan_for_call(call.call_id)
             execution = ToolExecution(call_id=call.call_id, name=call.name, agent_id=agent.id,
@@ -225,13 +230,13 @@ class _Instrument:
             finally:
                 execution.ended_at = trio.current_time()
 
-        schema = {"name": tool.name, "description": tool.description,
-                  "parameters": tool.parameters_schema}
-        return function_tool(instrumented, raw_schema=schema, flags=tool.flags)
+        schema: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                                  "parameters": tool.parameters_schema}
+        return function_tool(raw_schema=schema, flags=tool.flags)(instrumented)
 
 
-async def _perform(tool: FunctionTool, ctx: RunContext, raw_arguments: dict,
-                   plan: ToolCall | None) -> Any:
+async def _perform(tool: FunctionTool, ctx: RunContext[Any], raw_arguments: dict[str, Any],
+                   plan: ToolCall | None) -> object:
     """Run ``tool`` the way the schedule says (latency, failure, shielded time)."""
     if plan is not None:
         await trio.sleep(plan.latency)
@@ -253,7 +258,7 @@ async def _perform(tool: FunctionTool, ctx: RunContext, raw_arguments: dict,
     return value
 
 
-def _run_now(coro: Any) -> None:
+def _run_now(coro: Coroutine[Any, Any, object]) -> None:
     """Run a coroutine that never suspends (``Agent.update_tools``) from sync code."""
     try:
         coro.send(None)
@@ -267,11 +272,15 @@ def watch_session(session: AgentSession, record: ConversationRecord) -> None:
     """Record ``session``'s events and speech handles into ``record`` (register before the
     session starts). ``run_conversation`` does this; use it to check the invariants of a
     session you drive yourself (a realtime model, say)."""
-    for name in SESSION_EVENTS:
-        session.on(name, lambda ev, name=name: record.events.append(
-            (name, ev, trio.current_time())))
+    def recorder(name: str) -> Callable[[object], None]:
+        def record_event(ev: object) -> None:
+            record.events.append((name, ev, trio.current_time()))
+        return record_event
 
-    def on_speech(ev: Any) -> None:
+    for name in SESSION_EVENTS:
+        session.on(name, recorder(name))
+
+    def on_speech(ev: SpeechCreatedEvent) -> None:
         record.speech_handles.append(ev.speech_handle)
         ev.speech_handle.add_done_callback(
             lambda h: record.speech_done_at.setdefault(h.id, trio.current_time()))
@@ -370,7 +379,7 @@ async def run_conversation(agent_factory: Callable[[], Agent], schedule: Schedul
     watch_session(session, record)
     instrument = _Instrument(record, llm)
 
-    def on_item(ev: Any) -> None:
+    def on_item(ev: ConversationItemAddedEvent) -> None:
         if ev.item.type == "agent_handoff":
             instrument.agent(session.current_agent)  # before its on_enter is launched
 

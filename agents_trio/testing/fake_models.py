@@ -12,7 +12,7 @@ import trio
 from livekit import rtc
 
 from ..chat import ChatContext, ChatItem, ChatMessage, FunctionCallOutput
-from ..models import (ChatChunk, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+from ..models import (ChatChunk, SpeechData, ToolChoice, SpeechEvent, SpeechEventType, VADEvent,
                       VADEventType)
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech
 
@@ -218,13 +218,14 @@ class FakeLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
         self.calls.append({"chat_ctx": self._recorder.record(chat_ctx),
                            "tools": list(tools or []),
                            "tool_choice": tool_choice})
         yield self._stream(self._find(_last_item_text(chat_ctx)), tool_choice)
 
-    async def _stream(self, resp: FakeLLMResponse | None, tool_choice: Any
+    async def _stream(self, resp: FakeLLMResponse | None, tool_choice: ToolChoice | None
                       ) -> AsyncIterator[ChatChunk]:
         if resp is None:
             return

@@ -20,7 +20,7 @@ from livekit import rtc
 
 from .._ids import short_id
 from ..chat import ChatContext, ChatMessage, FunctionCall, FunctionCallOutput
-from ..models import FunctionToolCall
+from ..models import FunctionToolCall, ToolChoice
 from ..realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, GenerationCreatedEvent,
                         InputSpeechStartedEvent, InputSpeechStoppedEvent,
                         InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
@@ -128,7 +128,7 @@ class FakeRealtimeSession:
         self.closed = True
         self._events_send.close()
 
-    def _check(self, call: str, arg: Any = None) -> None:
+    def _check(self, call: str, arg: object = None) -> None:
         if self.closed:
             self.model.violations.append(f"{call} on closed session {self.id}")
             raise RealtimeSessionClosedError(f"{call}() on a closed realtime session")
@@ -172,7 +172,7 @@ class FakeRealtimeSession:
         self._check("truncate", (message_id, audio_end_ms, audio_transcript))
 
     async def generate_reply(self, *, instructions: str | None = None,
-                             tool_choice: Any = None) -> GenerationCreatedEvent:
+                             tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent:
         self._check("generate_reply", instructions)
         key = instructions if instructions is not None else self._last_text()
         response = self.model.find(key) or FakeRealtimeResponse(input=key)
@@ -233,7 +233,9 @@ class FakeRealtimeSession:
                                       user_initiated=user_initiated,
                                       response_id=short_id("resp"))
 
-    async def _produce(self, response: FakeRealtimeResponse, msg_send: Any, fn_send: Any) -> None:
+    async def _produce(self, response: FakeRealtimeResponse,
+                       msg_send: trio.MemorySendChannel[MessageGeneration],
+                       fn_send: trio.MemorySendChannel[FunctionCall]) -> None:
         async with msg_send, fn_send:
             text_send, text_recv = trio.open_memory_channel[str](math.inf)
             audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)

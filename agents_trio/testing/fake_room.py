@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import trio
 from livekit import rtc
+
+from ..io.bridge import AsyncioBridge
 
 __all__ = ["FakeRemoteParticipant", "FakeRoom", "open_fake_room"]
 
@@ -65,7 +66,7 @@ class FakeWriter:
 
 
 class FakePublication:
-    def __init__(self, track: Any, source: int) -> None:
+    def __init__(self, track: rtc.Track, source: int) -> None:
         self.sid = f"TR_{next(_sids)}"
         self.track = track
         self.source = source
@@ -89,7 +90,8 @@ class FakeLocalParticipant:
         self.attribute_history.append(dict(attributes))
         self._room.notify_changed()
 
-    async def publish_track(self, track: Any, options: Any = None) -> FakePublication:
+    async def publish_track(self, track: rtc.Track,
+                            options: rtc.TrackPublishOptions | None = None) -> FakePublication:
         source = options.source if options is not None else rtc.TrackSource.SOURCE_UNKNOWN
         publication = FakePublication(track, source)
         self.published.append(publication)
@@ -101,7 +103,7 @@ class FakeLocalParticipant:
         self._room.notify_changed()
 
     async def stream_text(self, *, topic: str = "", attributes: dict[str, str] | None = None,
-                          sender_identity: str | None = None, **_: Any) -> FakeWriter:
+                          sender_identity: str | None = None, **_: object) -> FakeWriter:
         return FakeWriter(self._room, topic, attributes or {}, sender_identity or self.identity)
 
 
@@ -114,7 +116,7 @@ class FakeRemoteParticipant:
         self.track_publications: dict[str, FakePublication] = {}
         self.disconnect_reason: int = rtc.DisconnectReason.UNKNOWN_REASON
 
-    def add_microphone(self, track: Any) -> FakePublication:
+    def add_microphone(self, track: rtc.Track) -> FakePublication:
         publication = FakePublication(track, rtc.TrackSource.SOURCE_MICROPHONE)
         self.track_publications[publication.sid] = publication
         return publication
@@ -128,7 +130,7 @@ class FakeTextReader:
         return self._text
 
 
-class FakeRoom(rtc.EventEmitter):
+class FakeRoom(rtc.EventEmitter[str]):
     """See the module docstring."""
 
     def __init__(self, *, name: str = "test-room", agent_identity: str = "agent") -> None:
@@ -136,7 +138,7 @@ class FakeRoom(rtc.EventEmitter):
         self.name = name
         self.local_participant = FakeLocalParticipant(self, agent_identity)
         self.remote_participants: dict[str, FakeRemoteParticipant] = {}
-        self.text_handlers: dict[str, Any] = {}
+        self.text_handlers: dict[str, Callable[[FakeTextReader, str], object]] = {}
         self.writers: list[FakeWriter] = []
         self.connected = True
         self._changed = trio.Event()
@@ -160,7 +162,8 @@ class FakeRoom(rtc.EventEmitter):
     def isconnected(self) -> bool:
         return self.connected
 
-    def register_text_stream_handler(self, topic: str, handler: Any) -> None:
+    def register_text_stream_handler(self, topic: str,
+                                     handler: Callable[[FakeTextReader, str], object]) -> None:
         if topic in self.text_handlers:
             raise ValueError(f"handler for {topic!r} already set")
         self.text_handlers[topic] = handler
@@ -195,8 +198,7 @@ class FakeRoom(rtc.EventEmitter):
 
 
 @asynccontextmanager
-async def _open_fake_room(url: str, token: str, *, bridge: Any = None,
-                          connect_timeout: float = 10.0, **_: Any) -> AsyncIterator[FakeRoom]:
+async def _open_fake_room(url: str, token: str) -> AsyncIterator[FakeRoom]:
     room = FakeRoom()
     open_fake_room.rooms.append(room)
     try:
@@ -211,8 +213,11 @@ class _FakeRoomOpener:
     def __init__(self) -> None:
         self.rooms: list[FakeRoom] = []
 
-    def __call__(self, url: str, token: str, **kwargs: Any) -> Any:
-        return _open_fake_room(url, token, **kwargs)
+    def __call__(self, url: str, token: str, *, bridge: AsyncioBridge | None = None,
+                 connect_timeout: float = 10.0, auto_subscribe: bool = True
+                 ) -> AbstractAsyncContextManager[FakeRoom]:
+        """Like ``open_room`` (the connection options are accepted and not needed)."""
+        return _open_fake_room(url, token)
 
 
 open_fake_room = _FakeRoomOpener()

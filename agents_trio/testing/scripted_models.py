@@ -6,10 +6,10 @@ scheduled user speech, and every model fails where the schedule says."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import trio
 from livekit import rtc
@@ -17,13 +17,16 @@ from livekit import rtc
 from .._errors import APIError
 from ..chat import INSTRUCTIONS_ID, ChatContext, ChatMessage, FunctionCallOutput
 from ..models import (ChatChunk, FunctionToolCall, SpeechData, SpeechEvent, SpeechEventType,
-                      VADEvent, VADEventType)
+                      ToolChoice, VADEvent, VADEventType)
+from ..events import PlaybackFinishedEvent
 from .fake_io import FakeAudioOutput
 from .schedules import (DEFAULT_REPLY, Fault, FaultKind, OutputFault, PushFault, Reply,
                         Schedule, StreamFault, ToolCall, UserSpeech)
 
 TriggerKind = Literal["user", "tool_outputs", "instructions", "other"]
 _REQUEST_TOKEN = re.compile(r"\s*r(\d+)\b")
+
+FaultT = TypeVar("FaultT", StreamFault, PushFault)
 
 
 def fault_error(kind: FaultKind, where: str) -> BaseException:
@@ -60,7 +63,7 @@ class LLMRequest:
     number: int
     at: float
     chat_ctx: ChatContext
-    tool_choice: Any
+    tool_choice: ToolChoice | None
     trigger: TriggerKind
     trigger_ids: tuple[str, ...]
     reply: Reply
@@ -129,7 +132,8 @@ class ScriptedLLM:
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
-                   tool_choice: Any = None) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+                   tool_choice: ToolChoice | None = None
+                   ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
         kind, ids, text = _trigger(chat_ctx)
         request = LLMRequest(number=len(self.requests) + 1, at=trio.current_time(),
                              chat_ctx=chat_ctx.copy(), tool_choice=tool_choice, trigger=kind,
@@ -145,7 +149,7 @@ class ScriptedLLM:
             if request.ended is None:
                 request.ended = "cancelled"
 
-    async def _stream(self, request: LLMRequest) -> AsyncIterator[ChatChunk]:
+    async def _stream(self, request: LLMRequest) -> AsyncGenerator[ChatChunk, None]:
         reply = request.reply
         started = trio.current_time()
         words = re.findall(r"\S+\s*", f"r{request.number} {reply.text}")
@@ -222,7 +226,8 @@ class ScriptedTTS:
             await frames.aclose()
             self.open_streams -= 1
 
-    async def _synthesize(self, text: AsyncIterable[str]) -> AsyncIterator[rtc.AudioFrame]:
+    async def _synthesize(self, text: AsyncIterable[str]
+                          ) -> AsyncGenerator[rtc.AudioFrame, None]:
         full = "".join([t async for t in text])
         if not full.strip():
             return
@@ -261,7 +266,7 @@ class UserAudioScript:
     def speeches(self) -> list[UserSpeech]:
         return [a for a in self.schedule.actions if isinstance(a, UserSpeech)]
 
-    def vad_timeline(self) -> list[tuple[float, Any]]:
+    def vad_timeline(self) -> list[tuple[float, VADEvent]]:
         out: list[tuple[float, Any]] = []
         for s in self.speeches():
             end = s.at + s.duration
@@ -280,7 +285,7 @@ class UserAudioScript:
                                       silence_duration=self.min_silence)))
         return out
 
-    def stt_timeline(self) -> list[tuple[float, Any]]:
+    def stt_timeline(self) -> list[tuple[float, SpeechEvent]]:
         out: list[tuple[float, Any]] = []
         for s in self.speeches():
             if not s.transcript:
@@ -297,7 +302,7 @@ class UserAudioScript:
             out.append((end + s.stt_delay, SpeechEvent(type=SpeechEventType.END_OF_SPEECH)))
         return out
 
-    def faults(self, model: str, kind: type) -> list[Any]:
+    def faults(self, model: str, kind: type[FaultT]) -> list[FaultT]:
         return [f for f in self.schedule.faults if isinstance(f, kind) and f.model == model]
 
 
@@ -305,7 +310,7 @@ class _ScriptStream:
     """One VAD or STT stream: frames in (faults may fire), scheduled events out."""
 
     def __init__(self, script: UserAudioScript, model: str,
-                 timeline: list[tuple[float, Any]]) -> None:
+                 timeline: Sequence[tuple[float, VADEvent | SpeechEvent]]) -> None:
         self._script = script
         self._model = model
         opened = trio.current_time()
@@ -332,7 +337,7 @@ class _ScriptStream:
     def __aiter__(self) -> _ScriptStream:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> VADEvent | SpeechEvent:
         script = self._script
         await script.started.wait()
         assert script.origin is not None
@@ -356,7 +361,7 @@ class _ScriptedRecognizer:
         self._script = script
         self.open_streams = 0
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
         raise NotImplementedError
 
     @asynccontextmanager
@@ -374,7 +379,7 @@ class ScriptedVAD(_ScriptedRecognizer):
 
     kind = "vad"
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
         return self._script.vad_timeline()
 
 
@@ -384,7 +389,7 @@ class ScriptedSTT(_ScriptedRecognizer):
 
     kind = "stt"
 
-    def _timeline(self) -> list[Any]:
+    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
         return self._script.stt_timeline()
 
 
@@ -403,13 +408,13 @@ class ScriptedAudioOutput(FakeAudioOutput):
         self._segment_started = 0.0
         self.overlaps: list[tuple[float, float]] = []
 
-    async def wait_for_playout(self) -> Any:
+    async def wait_for_playout(self) -> PlaybackFinishedEvent:
         try:
             return await super().wait_for_playout()
         finally:
             self._segment_owner = None
 
-    def clear_buffer(self) -> Any:
+    def clear_buffer(self) -> PlaybackFinishedEvent | None:
         self._segment_owner = None
         return super().clear_buffer()
 
@@ -437,7 +442,11 @@ class ScriptedAudioOutput(FakeAudioOutput):
         await super().capture_frame(frame)
 
 
-def stream_counts(*models: Any) -> dict[str, int]:
+class _CountsStreams(Protocol):
+    open_streams: int
+
+
+def stream_counts(*models: _CountsStreams) -> dict[str, int]:
     """Open streams per model kind (for the "nothing left running" invariant)."""
     return {type(m).__name__: m.open_streams for m in models if m.open_streams}
 

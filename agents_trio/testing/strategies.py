@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -36,6 +36,8 @@ ALL_FAULTS: tuple[FaultKind, ...] = ("error", "api_error", "recoverable_api_erro
 ALL_TOOL_OUTCOMES: tuple[ToolOutcomeKind, ...] = ("ok", "raise_before", "raise_after",
                                                   "tool_error", "hang")
 
+T = TypeVar("T")
+
 
 def seconds(lo: float, hi: float, step: float = 0.05) -> st.SearchStrategy[float]:
     """Seconds on a ``step`` grid from ``lo`` to ``hi``, shrinking towards ``lo``."""
@@ -43,7 +45,7 @@ def seconds(lo: float, hi: float, step: float = 0.05) -> st.SearchStrategy[float
 
 
 @st.composite
-def _sometimes(draw: st.DrawFn, strategy: st.SearchStrategy[Any], weight: int = 4) -> Any:
+def _sometimes(draw: st.DrawFn, strategy: st.SearchStrategy[T], weight: int = 4) -> T | None:
     """``strategy`` about once in ``weight`` draws, else None (shrinks to None)."""
     return draw(strategy) if draw(st.integers(0, weight - 1)) == weight - 1 else None
 
@@ -157,7 +159,7 @@ def conversations(
                              ("interrupt", interruptions)) if on]
     if not kinds:
         raise ValueError("conversations() needs at least one kind of action")
-    reply_kwargs = dict(outcomes=tool_outcomes, max_latency=max_tool_latency,
+    reply_kwargs: dict[str, Any] = dict(outcomes=tool_outcomes, max_latency=max_tool_latency,
                         max_shield=max_shield, llm_faults=llm_faults, tts_faults=tts_faults,
                         min_calls=min_calls if tools else 0)
     # a busy conversation piles actions on each other; a calm one leaves each input time to
