@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+from google.protobuf.message import Message
 
 from ..errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError
 from .codec import (LIVEKIT_MAX_FRAME_SIZE, LkFrameReader, WireError, encode_message, pb)
@@ -174,14 +175,16 @@ class RemoteSession:
         return resp.finalize_simulation
 
     async def _request(self, *, timeout: float = 60.0,
-                       **kind: Any) -> pb.SessionResponse:  # noqa: ANN401
+                       **kind: Message) -> pb.SessionResponse:
         if self._closed is not None:
             raise RemoteSessionClosedError(f"the remote session is closed ({self._closed})",
                                            code="session_closed")
         if len(self._pending) >= self._max_pending:
             raise RemoteSessionError(f"too many pending requests (limit {self._max_pending})",
                                      code="too_many_requests")
-        request = pb.SessionRequest(request_id=_request_id(), **kind)
+        request = pb.SessionRequest(request_id=_request_id())
+        for name, body in kind.items():
+            getattr(request, name).CopyFrom(body)
         req_kind = request.WhichOneof("request")
         waiter = _Waiter()
         self._pending[request.request_id] = waiter
@@ -281,7 +284,8 @@ class _Waiter:
 
 @asynccontextmanager
 async def open_remote_session(stream: trio.abc.Stream,
-                              **options: Any) -> AsyncIterator[RemoteSession]:  # noqa: ANN401
+                              **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
+                              ) -> AsyncIterator[RemoteSession]:
     """``async with open_remote_session(stream) as remote:`` — a client over a connected
     stream, its receiver running until the block ends (which closes the stream)."""
     remote = RemoteSession(stream, **options)
@@ -296,7 +300,8 @@ async def open_remote_session(stream: trio.abc.Stream,
 
 @asynccontextmanager
 async def connect_remote_session(host: str, port: int,
-                                 **options: Any) -> AsyncIterator[RemoteSession]:  # noqa: ANN401
+                                 **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
+                              ) -> AsyncIterator[RemoteSession]:
     """Dial a host that listens (``HOST:PORT``) and open a client on it."""
     try:
         stream = await trio.open_tcp_stream(host, port)
@@ -309,7 +314,8 @@ async def connect_remote_session(host: str, port: int,
 
 @asynccontextmanager
 async def accept_remote_session(listener: trio.abc.Listener[trio.SocketStream],
-                                **options: Any) -> AsyncIterator[RemoteSession]:  # noqa: ANN401
+                                **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
+                              ) -> AsyncIterator[RemoteSession]:
     """Wait for a host that dials out (LiveKit's ``SessionHost`` over a
     ``TcpSessionTransport``) on ``listener`` and open a client on its connection."""
     stream = await listener.accept()

@@ -30,9 +30,10 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+from google.protobuf.message import Message
 
 from ..._errors import SessionClosedError
 from ...nurseries import open_unwrapping_nursery, single_leaf
@@ -41,6 +42,9 @@ from .codec import (HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooL
                     WireError, decode_message, encode_message, pb, request_problem)
 from .convert import (AGENT_STATE_TO_PB, FORWARDED_EVENTS, USER_STATE_TO_PB, encode_chat_items,
                       encode_event, timestamp)
+
+if TYPE_CHECKING:
+    from ...session import AgentSession
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -94,9 +98,11 @@ class _Limits:
 
 
 def _response(request_id: str, *, error: str | None = None,
-              **kind: Any) -> pb.AgentSessionMessage:  # noqa: ANN401
-    return pb.AgentSessionMessage(response=pb.SessionResponse(request_id=request_id,
-                                                             error=error, **kind))
+              **kind: Message) -> pb.AgentSessionMessage:
+    response = pb.SessionResponse(request_id=request_id, error=error)
+    for name, body in kind.items():
+        getattr(response, name).CopyFrom(body)
+    return pb.AgentSessionMessage(response=response)
 
 
 class _Refusal(Exception):
@@ -421,7 +427,7 @@ class SessionHost:
             ``audio_playback_finished``); without it they are ignored.
     """
 
-    def __init__(self, session: Any, *, host: str = "127.0.0.1", port: int = 0,  # noqa: ANN401
+    def __init__(self, session: AgentSession, *, host: str = "127.0.0.1", port: int = 0,
                  listeners: list[trio.abc.Listener[Any]] | None = None,
                  max_frame_size: int = LIVEKIT_MAX_FRAME_SIZE, max_pending_requests: int = 32,
                  max_connections: int = 32, max_outbox: int = 256, close_grace: float = 1.0,
@@ -588,7 +594,7 @@ class SessionHost:
         _nodelay(stream)
         await self.serve_stream(stream)
 
-    async def _watch_session(self, events: Any) -> None:  # noqa: ANN401
+    async def _watch_session(self, events: AsyncIterator[object]) -> None:
         async for _ in events:
             pass
         self._stop_reason = "the session closed"
@@ -734,7 +740,7 @@ class SessionHost:
         return kept
 
 
-def _options(session: Any) -> dict[str, str]:  # noqa: ANN401
+def _options(session: AgentSession) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in ("turn_detection",):
         value = getattr(session, name, None)
@@ -743,7 +749,7 @@ def _options(session: Any) -> dict[str, str]:  # noqa: ANN401
     return out
 
 
-def _apply_update_io(session: Any, update: pb.SessionRequest.UpdateIO) -> None:  # noqa: ANN401
+def _apply_update_io(session: AgentSession, update: pb.SessionRequest.UpdateIO) -> None:
     """Apply the channels the request sets, where the session's I/O has such a switch."""
     sides = [("input", update.input, ("audio_enabled", "video_enabled")),
              ("output", update.output,
@@ -778,7 +784,8 @@ async def _refuse(stream: trio.abc.Stream, reason: str, grace: float) -> None:
 
 
 @asynccontextmanager
-async def open_session_host(session: Any, **options: Any  # noqa: ANN401
+async def open_session_host(session: AgentSession,
+                            **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
                             ) -> AsyncIterator[SessionHost]:
     """``async with open_session_host(session, port=0) as host:`` serves ``session`` on
     LiveKit's protocol in a nursery of its own; leaving the block closes the host."""
