@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
+import trio.testing
 
 T = TypeVar("T")
 
@@ -36,3 +38,74 @@ def lk_remote_session(port: int) -> Any:
     from livekit.agents.voice.remote_session import RemoteSession, TcpSessionTransport
     return RemoteSession(TcpSessionTransport("127.0.0.1", port))
 
+
+
+# -- our LiveKit-protocol host, over memory streams --------------------------------------------
+
+@asynccontextmanager
+async def lk_hosted(session: Any = None, *, start: bool = True,
+                    **options: Any) -> AsyncIterator[Any]:
+    """A started agents_trio session behind a LiveKit-protocol host serving only the streams
+    given to it (see :func:`lk_attach`)."""
+    from agents_trio.remote import lk
+    from remote_helpers import Weather, text_session
+    session = session or text_session()
+    async with session, lk.open_session_host(session, listeners=[], **options) as host:
+        if start:
+            await session.start(Weather())
+        yield host
+
+
+def lk_attach(host: Any, nursery: trio.Nursery) -> trio.abc.Stream:
+    client, server = trio.testing.memory_stream_pair()
+    nursery.start_soon(host.serve_stream, server)
+    return client
+
+
+def request(request_id: str, **kind: Any) -> Any:
+    from agents_trio.remote.lk.codec import pb
+    return pb.AgentSessionMessage(request=pb.SessionRequest(request_id=request_id, **kind))
+
+
+def ping(request_id: str) -> Any:
+    from agents_trio.remote.lk.codec import pb
+    return request(request_id, ping=pb.SessionRequest.Ping())
+
+
+def run_input(request_id: str, text: str) -> Any:
+    from agents_trio.remote.lk.codec import pb
+    return request(request_id, run_input=pb.SessionRequest.RunInput(text=text))
+
+
+class LkRawClient:
+    """Speaks LiveKit-protocol frames by hand, for the bad-input and fuzz tests."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        from agents_trio.remote.lk.codec import LkFrameReader
+        self.stream = stream
+        self.reader = LkFrameReader(stream, max_frame_size=1 << 24)
+
+    async def send(self, message: Any) -> None:
+        from agents_trio.remote.lk.codec import encode_message
+        data = message if isinstance(message, (bytes, bytearray)) else encode_message(message)
+        await self.stream.send_all(bytes(data))
+
+    async def receive(self) -> Any:
+        """The next message, or None once the host closed the connection."""
+        try:
+            return await self.reader.receive()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
+
+    async def response(self) -> Any:
+        """The next response (events skipped), or None once the connection closed."""
+        while (message := await self.receive()) is not None:
+            if message.WhichOneof("message") == "response":
+                return message.response
+        return None
+
+    async def responses_until_closed(self) -> list[Any]:
+        out = []
+        while (resp := await self.response()) is not None:
+            out.append(resp)
+        return out
