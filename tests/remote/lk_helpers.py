@@ -109,3 +109,59 @@ class LkRawClient:
         while (resp := await self.response()) is not None:
             out.append(resp)
         return out
+
+
+# -- rooms that carry byte streams to each other (asyncio side, on the bridge loop) ------------
+
+class _FakeByteReader:
+    """Yields a byte stream's data in chunks, as the SDK's ByteStreamReader does."""
+
+    def __init__(self, data: bytes, chunk: int = 15_000) -> None:
+        self._chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""]
+
+    def __aiter__(self) -> Any:
+        return self._gen()
+
+    async def _gen(self) -> Any:
+        for c in self._chunks:
+            await asyncio.sleep(0)
+            yield c
+
+
+class LinkedRoom:
+    """A room with the byte-stream surface LiveKit's RoomSessionTransport uses; rooms linked
+    with :func:`link_rooms` deliver each other's ``send_bytes`` to their handlers."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+        self.peers: list[LinkedRoom] = []
+        self.handlers: dict[str, Any] = {}
+        self.local_participant = self
+        self.sent: list[tuple[str, list[str] | None]] = []
+
+    def isconnected(self) -> bool:
+        return True
+
+    def register_byte_stream_handler(self, topic: str, handler: Any) -> None:
+        if topic in self.handlers:
+            raise ValueError(f"a handler for {topic!r} is already registered")
+        self.handlers[topic] = handler
+
+    def unregister_byte_stream_handler(self, topic: str) -> None:
+        self.handlers.pop(topic, None)
+
+    async def send_bytes(self, data: bytes, *, name: str = "", topic: str = "",
+                         destination_identities: list[str] | None = None,
+                         **_: Any) -> None:
+        self.sent.append((topic, destination_identities))
+        for peer in self.peers:
+            if destination_identities and peer.identity not in destination_identities:
+                continue
+            handler = peer.handlers.get(topic)
+            if handler is not None:
+                handler(_FakeByteReader(bytes(data)), self.identity)
+
+
+def link_rooms(*rooms: LinkedRoom) -> None:
+    for room in rooms:
+        room.peers = [r for r in rooms if r is not room]
