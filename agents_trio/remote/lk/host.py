@@ -45,6 +45,7 @@ from .convert import (AGENT_STATE_TO_PB, FORWARDED_EVENTS, USER_STATE_TO_PB, enc
 
 if TYPE_CHECKING:
     from ...session import AgentSession
+    from .tcp_console import TcpConsoleIO
 
 logger = logging.getLogger("agents_trio.remote")
 
@@ -52,8 +53,6 @@ SimulationEnd = Callable[[bool, str], Awaitable["tuple[bool, str] | None"]]
 """``on_simulation_end(provisional_success, provisional_reason)``: the agent's own verdict
 (success, reason), or None for none."""
 
-AudioHandler = Callable[[pb.AgentSessionMessage], None]
-"""Receives the console I/O messages (``audio_input``, ``audio_playback_finished``)."""
 
 _INLINE = frozenset({"ping", "get_chat_history", "get_agent_info", "get_framework_info",
                      "get_session_state", "get_session_usage", "get_rtc_stats", "update_io"})
@@ -117,9 +116,11 @@ class _Refusal(Exception):
 class _Connection:
     """One client; see the module docstring of ``remote._connection`` for the deadlines."""
 
-    def __init__(self, host: SessionHost, stream: trio.abc.Stream) -> None:
+    def __init__(self, host: SessionHost, stream: trio.abc.Stream,
+                 console: TcpConsoleIO | None = None) -> None:
         self._host = host
         self._stream = stream
+        self._console = console
         limits = host.limits
         self._limits = limits
         self._stats = host.stats
@@ -151,6 +152,8 @@ class _Connection:
 
     # -- lifecycle
     async def run(self) -> None:
+        if self._console is not None:
+            self._console.output.attach(self._send_console)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
@@ -173,7 +176,14 @@ class _Connection:
                 nursery.cancel_scope.cancel()
         finally:
             self._pending.clear()
+            if self._console is not None:
+                self._console.output.detach()
+                self._console.input.close()
             await trio.aclose_forcefully(self._stream)
+
+    def _send_console(self, message: pb.AgentSessionMessage) -> None:
+        if not self._send(encode_message(message), reply=False):
+            self._stats.events_dropped += 1
 
     def shutdown(self, reason: str) -> None:
         """Answer every pending request with ``reason`` and close. Idempotent."""
@@ -270,9 +280,10 @@ class _Connection:
     def _dispatch(self, message: pb.AgentSessionMessage) -> None:
         kind = message.WhichOneof("message")
         if kind != "request":
-            if kind in ("audio_input", "audio_playback_finished") and \
-                    self._host.audio_handler is not None:
-                self._host.audio_handler(message)
+            if kind == "audio_input" and self._console is not None:
+                self._console.input.push_frame(message.audio_input)
+            elif kind == "audio_playback_finished" and self._console is not None:
+                self._console.output.notify_playout_finished()
             elif kind is None:
                 self.send_error("", "the message carries nothing this host knows "
                                     "(no request, no console I/O)")
@@ -423,8 +434,10 @@ class SessionHost:
         on_simulation_end: Answers ``finalize_simulation`` with the agent's own verdict;
             without it the response carries no verdict, as LiveKit's does outside a
             simulation job.
-        audio_handler: Receives console audio messages (``audio_input``,
-            ``audio_playback_finished``); without it they are ignored.
+
+    Console audio (``audio_input``, ``audio_playback_finished``) is taken only on a console
+    connection (:meth:`connect` or :meth:`serve_stream` with ``console=``); elsewhere it is
+    ignored.
     """
 
     def __init__(self, session: AgentSession, *, host: str = "127.0.0.1", port: int = 0,
@@ -433,8 +446,7 @@ class SessionHost:
                  max_connections: int = 32, max_outbox: int = 256, close_grace: float = 1.0,
                  read_timeout: float = 10.0, idle_timeout: float | None = None,
                  idle_timeout_when_full: float = 1.0, admission_timeout: float = 5.0,
-                 on_simulation_end: SimulationEnd | None = None,
-                 audio_handler: AudioHandler | None = None) -> None:
+                 on_simulation_end: SimulationEnd | None = None) -> None:
         if max_frame_size < 512:
             raise ValueError(f"max_frame_size must be at least 512 bytes, got {max_frame_size}")
         if max_connections < 1 or max_pending_requests < 1 or max_outbox < 1:
@@ -458,7 +470,6 @@ class SessionHost:
         self.slots = Slots(max_connections, idle_when_full=idle_timeout_when_full,
                            wait_timeout=admission_timeout)
         self.stats = LkHostStatistics()
-        self.audio_handler = audio_handler
         self._max_connections = max_connections
         self._on_simulation_end = on_simulation_end
         self._connections: set[_Connection] = set()
@@ -538,8 +549,10 @@ class SessionHost:
         self._stop_requested.set()
         await self._stopped.wait()
 
-    async def serve_stream(self, stream: trio.abc.Stream) -> None:
-        """Serve one connected stream until it ends (accepted, or dialled out)."""
+    async def serve_stream(self, stream: trio.abc.Stream, *,
+                           console: TcpConsoleIO | None = None) -> None:
+        """Serve one connected stream until it ends (accepted, or dialled out); with
+        ``console``, it also carries that console's audio (see ``tcp_console``)."""
         try:
             admitted = self._serving and await self.slots.acquire()
         except BaseException:
@@ -554,7 +567,7 @@ class SessionHost:
                       if self._serving else self._stop_reason)
             await _refuse(stream, reason, self.limits.close_grace)
             return
-        conn = _Connection(self, stream)
+        conn = _Connection(self, stream, console)
         self.slots.hold(conn)
         self.stats.connections_total += 1
         self._connections.add(conn)
@@ -564,12 +577,13 @@ class SessionHost:
             self._connections.discard(conn)
             self._connections_changed.unpark_all()
 
-    async def connect(self, host: str, port: int) -> None:
+    async def connect(self, host: str, port: int, *,
+                      console: TcpConsoleIO | None = None) -> None:
         """Dial ``host:port`` (a console server, as LiveKit's ``--connect-addr``) and serve
-        that connection until it ends."""
+        that connection until it ends; ``console``: its audio goes on it too."""
         stream = await trio.open_tcp_stream(host, port)
         _nodelay(stream)
-        await self.serve_stream(stream)
+        await self.serve_stream(stream, console=console)
 
     # -- serving
     async def _open_listeners(self) -> list[trio.abc.Listener[Any]]:
