@@ -166,7 +166,7 @@ async def test_bad_microphone_frames_are_counted_not_fatal(autojump_clock) -> No
                                    samples_per_channel=480))
     assert console.input.frames_invalid == 3 and console.input.frames_received == 0
     small = TcpConsoleIO(max_buffered_frames=2)
-    for _ in range(10):
+    for _ in range(100):
         small.input.push_frame(mic_frame(samples=480).audio_input)
     assert small.input.frames_dropped > 0
 
