@@ -37,9 +37,16 @@ def add_commands(sub: _Subcommands) -> None:
     serve.add_argument("--unix", metavar="PATH",
                        help="listen on a Unix socket instead (msgpack protocol)")
     _protocol_option(serve)
-    console = sub.add_parser("console", help="chat by typing with an agent served by a host")
-    console.add_argument("--connect", required=True, metavar="HOST:PORT",
+    console = sub.add_parser(
+        "console", help="chat by typing with an agent served by a host (--connect), or run an "
+                        "agent file against LiveKit's TCP console (AGENT --connect-addr)")
+    console.add_argument("entrypoint", nargs="?", metavar="AGENT",
+                         help="with --connect-addr: the agent file or module (file.py[:name])")
+    console.add_argument("--connect", metavar="HOST:PORT",
                          help="the host's address (HOST:PORT or unix:PATH)")
+    console.add_argument("--connect-addr", metavar="HOST:PORT",
+                         help="the TCP console server to dial (as `python -m livekit.agents "
+                              "console --connect-addr`)")
     console.add_argument("--timeout", type=float, default=10.0,
                          help="seconds to wait for the host to be reachable and ready")
     _protocol_option(console)
@@ -66,6 +73,18 @@ def run_command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "console":
+        if args.connect_addr is not None or args.entrypoint is not None:
+            if args.connect_addr is None or args.entrypoint is None or args.connect:
+                print("error: give AGENT with --connect-addr, or --connect alone",
+                      file=sys.stderr)
+                return 2
+            from .lk.tcp_console import run_console_agent
+
+            return trio.run(run_console_agent, args.entrypoint, args.connect_addr)
+        if args.connect is None:
+            print("error: console needs --connect HOST:PORT (or AGENT --connect-addr "
+                  "HOST:PORT)", file=sys.stderr)
+            return 2
         if _protocol(args, args.connect) == "livekit":
             from .lk.console import run_lk_console
 

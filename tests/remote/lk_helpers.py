@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import numpy as np
 import trio
 import trio.testing
 
@@ -165,3 +166,83 @@ class LinkedRoom:
 def link_rooms(*rooms: LinkedRoom) -> None:
     for room in rooms:
         room.peers = [r for r in rooms if r is not room]
+
+
+# -- a TCP console server, written from the protocol definition --------------------------------
+
+def mic_frame(value: int = 0, samples: int = 480) -> Any:
+    data = np.full(samples, value, dtype=np.int16).tobytes()
+    pb = _pb()
+    return pb.AgentSessionMessage(audio_input=pb.AgentSessionMessage.ConsoleIO.AudioFrame(
+        data=data, sample_rate=48000, num_channels=1, samples_per_channel=samples))
+
+
+class ConsoleServer:
+    """The console's side: streams the microphone, plays the agent's audio on Trio's clock
+    and confirms each flushed segment, sends requests, records everything."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        from agents_trio.remote.lk.codec import LkFrameReader
+        self.stream = stream
+        self.reader = LkFrameReader(stream)
+        self.lock = trio.Lock()
+        self.played = 0.0
+        self.segments: list[float] = []
+        self.rates: set[int] = set()
+        self.flushes = 0
+        self.clears = 0
+        self.responses: dict[str, Any] = {}
+        self.response_arrived = trio.Event()
+        self.events: list[str] = []
+
+    async def send(self, message: Any) -> None:
+        async with self.lock:
+            from agents_trio.remote.lk.codec import encode_message
+            await self.stream.send_all(encode_message(message))
+
+    async def microphone(self, seconds: float) -> None:
+        for _ in range(int(seconds * 100)):
+            await self.send(mic_frame())
+            await trio.sleep(0.01)
+
+    async def read(self) -> None:
+        segment = 0.0
+        while (message := await self.reader.receive()) is not None:
+            kind = message.WhichOneof("message")
+            if kind == "audio_output":
+                frame = message.audio_output
+                self.rates.add(frame.sample_rate)
+                segment += frame.samples_per_channel / frame.sample_rate
+            elif kind == "audio_playback_flush":
+                self.flushes += 1
+                if segment:
+                    await trio.sleep(segment)  # play it
+                    self.segments.append(segment)
+                    self.played += segment
+                    segment = 0.0
+                    await self.send(_pb().AgentSessionMessage(
+                        audio_playback_finished=(
+                            _pb().AgentSessionMessage.ConsoleIO.AudioPlaybackFinished())))
+            elif kind == "audio_playback_clear":
+                self.clears += 1
+                segment = 0.0
+            elif kind == "response":
+                self.responses[message.response.request_id] = message.response
+                self.response_arrived.set()
+                self.response_arrived = trio.Event()
+            elif kind == "event":
+                self.events.append(message.event.WhichOneof("event") or "")
+
+    async def request(self, request_id: str, **kind: object) -> Any:
+        await self.send(_pb().AgentSessionMessage(request=_pb().SessionRequest(
+            request_id=request_id, **kind)))
+        while request_id not in self.responses:
+            await self.response_arrived.wait()
+        return self.responses[request_id]
+
+
+
+
+def _pb() -> Any:
+    from livekit.protocol.agent_pb import agent_session
+    return agent_session

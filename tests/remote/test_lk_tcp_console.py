@@ -16,80 +16,13 @@ pytest.importorskip("livekit.protocol")
 
 from agents_trio import Agent  # noqa: E402
 from agents_trio.remote import lk  # noqa: E402
-from agents_trio.remote.lk.codec import LkFrameReader, encode_message, pb  # noqa: E402
+from agents_trio.remote.lk.codec import pb  # noqa: E402
 from agents_trio.remote.lk.tcp_console import (ConsoleAudioOutput,  # noqa: E402
                                                TcpConsoleIO)
 from agents_trio.testing import FakeActions, create_session  # noqa: E402
+from lk_helpers import ConsoleServer, mic_frame  # noqa: E402
 
 Frame = pb.AgentSessionMessage.ConsoleIO.AudioFrame
-
-
-def mic_frame(value: int = 0, samples: int = 480) -> pb.AgentSessionMessage:
-    data = np.full(samples, value, dtype=np.int16).tobytes()
-    return pb.AgentSessionMessage(audio_input=Frame(data=data, sample_rate=48000,
-                                                    num_channels=1, samples_per_channel=samples))
-
-
-class ConsoleServer:
-    """The console's side: streams the microphone, plays the agent's audio on Trio's clock
-    and confirms each flushed segment, sends requests, records everything."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self.reader = LkFrameReader(stream)
-        self.lock = trio.Lock()
-        self.played = 0.0
-        self.segments: list[float] = []
-        self.rates: set[int] = set()
-        self.flushes = 0
-        self.clears = 0
-        self.responses: dict[str, pb.SessionResponse] = {}
-        self.response_arrived = trio.Event()
-        self.events: list[str] = []
-
-    async def send(self, message: pb.AgentSessionMessage) -> None:
-        async with self.lock:
-            await self.stream.send_all(encode_message(message))
-
-    async def microphone(self, seconds: float) -> None:
-        for _ in range(int(seconds * 100)):
-            await self.send(mic_frame())
-            await trio.sleep(0.01)
-
-    async def read(self) -> None:
-        segment = 0.0
-        while (message := await self.reader.receive()) is not None:
-            kind = message.WhichOneof("message")
-            if kind == "audio_output":
-                frame = message.audio_output
-                self.rates.add(frame.sample_rate)
-                segment += frame.samples_per_channel / frame.sample_rate
-            elif kind == "audio_playback_flush":
-                self.flushes += 1
-                if segment:
-                    await trio.sleep(segment)  # play it
-                    self.segments.append(segment)
-                    self.played += segment
-                    segment = 0.0
-                    await self.send(pb.AgentSessionMessage(
-                        audio_playback_finished=(
-                            pb.AgentSessionMessage.ConsoleIO.AudioPlaybackFinished())))
-            elif kind == "audio_playback_clear":
-                self.clears += 1
-                segment = 0.0
-            elif kind == "response":
-                self.responses[message.response.request_id] = message.response
-                self.response_arrived.set()
-                self.response_arrived = trio.Event()
-            elif kind == "event":
-                self.events.append(message.event.WhichOneof("event") or "")
-
-    async def request(self, request_id: str, **kind: object) -> pb.SessionResponse:
-        await self.send(pb.AgentSessionMessage(request=pb.SessionRequest(
-            request_id=request_id, **kind)))
-        while request_id not in self.responses:
-            await self.response_arrived.wait()
-        return self.responses[request_id]
 
 
 async def test_a_voice_turn_over_the_console_connection(autojump_clock) -> None:
@@ -175,3 +108,57 @@ def trio_frame(seconds: float):
     from livekit import rtc
     samples = int(24000 * seconds)
     return rtc.AudioFrame(np.zeros(samples, dtype=np.int16).tobytes(), 24000, 1, samples)
+
+
+AGENT_FILE = '''
+from agents_trio import Agent
+from agents_trio.testing import FakeActions, create_session
+
+
+async def entrypoint(ctx):
+    a = FakeActions()
+    a.add_user_speech(0.2, 0.6, "hello")
+    a.add_llm("Hi there!", ttft=0.05, duration=0.05)
+    a.add_tts(0.3, ttfb=0.05, duration=0.05)
+    session = create_session(a)
+    await ctx.run_session(session, Agent(instructions="Say hi."))
+'''
+
+
+async def test_console_command_runs_an_agent_file_against_a_console_server(tmp_path) -> None:
+    """``python -m agents_trio console agent.py --connect-addr HOST:PORT`` (a subprocess) dials
+    the console server; a voice turn plays; hanging up ends the command with status 0."""
+    import os
+    import subprocess
+    import sys
+
+    agent = tmp_path / "my_agent.py"
+    agent.write_text(AGENT_FILE)
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    root = str(__import__("pathlib").Path(__file__).parents[2])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(functools.partial(
+                trio.run_process, [sys.executable, "-m", "agents_trio", "console", str(agent),
+                                   "--connect-addr", f"127.0.0.1:{port}"],
+                cwd=root, env=env, check=False, capture_stderr=True))
+            stream = await listener.accept()
+            console_server = ConsoleServer(stream)
+            async with trio.open_nursery() as talk:
+                talk.start_soon(console_server.read)
+                talk.start_soon(console_server.microphone, 30.0)
+                while not console_server.segments:
+                    await trio.sleep(0.05)
+                history = await console_server.request(
+                    "h", get_chat_history=pb.SessionRequest.GetChatHistory())
+                talk.cancel_scope.cancel()
+            await stream.aclose()  # the console hangs up
+            status = await proc.wait()
+    await listener.aclose()
+    assert status == 0, proc.stderr
+    texts = [i.message.content[0].text for i in history.get_chat_history.items
+             if i.WhichOneof("item") == "message"]
+    assert texts == ["hello", "Hi there!"]
+    assert console_server.segments[0] == pytest.approx(0.3, abs=0.03)

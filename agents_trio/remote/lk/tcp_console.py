@@ -30,6 +30,7 @@ WIRE_SAMPLE_RATE = 48000
 AGENT_SAMPLE_RATE = 24000
 
 if TYPE_CHECKING:
+    from ...agent import Agent
     from ...session import AgentSession
 
 _Frame = pb.AgentSessionMessage.ConsoleIO.AudioFrame
@@ -196,3 +197,83 @@ class TcpConsoleIO:
     def attach_to(self, session: AgentSession) -> None:
         session.input.audio = self.input
         session.output.audio = self.output
+
+
+class ConsoleJobContext:
+    """The job context an entrypoint gets under ``python -m agents_trio console AGENT.py
+    --connect-addr HOST:PORT``: no room; :meth:`run_session` dials the console server and
+    puts the session's audio, requests and events on that connection (LiveKit's TCP console).
+
+    Attributes:
+        bridge: The asyncio bridge (for LiveKit plugins), when the runner opened one.
+        room: Always None: there is no room in console mode.
+    """
+
+    def __init__(self, host: str, port: int, *, bridge: object | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.bridge = bridge
+        self.room = None
+        self.job_id: str | None = None
+        self.shutdown_reason: str | None = None
+        self._scope: trio.CancelScope | None = None
+
+    async def run_session(self, session: AgentSession, agent: Agent,
+                          **_room_options: object) -> str | None:
+        """Run ``session`` with ``agent`` on the console until the console hangs up (or the
+        session closes); returns the session's close reason."""
+        from .host import open_session_host
+
+        console = TcpConsoleIO()
+        console.attach_to(session)
+        with trio.CancelScope() as self._scope:
+            async with session, open_session_host(session, listeners=[]) as host:
+                async with trio.open_nursery() as nursery:
+                    connected = trio.Event()
+
+                    async def serve_console() -> None:
+                        try:
+                            await host.connect(self.host, self.port, console=console)
+                        finally:
+                            connected.set()
+                            nursery.cancel_scope.cancel()  # the console hung up: done
+
+                    nursery.start_soon(serve_console)
+                    await session.start(agent)
+                    await connected.wait()
+        return self.shutdown_reason or "user_initiated"
+
+    async def wait_for_participant(self) -> None:
+        raise RuntimeError("there is no room (and no participant) in console mode")
+
+    def shutdown(self, reason: str = "job_shutdown") -> None:
+        self.shutdown_reason = reason
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+async def run_console_agent(entrypoint_spec: str, connect_addr: str) -> int:
+    """``python -m agents_trio console AGENT.py --connect-addr HOST:PORT``: run the agent
+    file's entrypoint against the TCP console listening there. Returns the exit status."""
+    import sys
+
+    from ...io.bridge import open_bridge
+    from ...job import load_entrypoint
+
+    host, sep, port = connect_addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        print(f"error: --connect-addr must be HOST:PORT, got {connect_addr!r}", file=sys.stderr)
+        return 2
+    try:
+        entrypoint = load_entrypoint(entrypoint_spec)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        async with open_bridge() as bridge:
+            ctx = ConsoleJobContext(host.strip("[]"), int(port), bridge=bridge)
+            await entrypoint(ctx)  # type: ignore[arg-type]
+    except OSError as e:
+        print(f"error: cannot reach the console at {connect_addr}: {e}", file=sys.stderr)
+        return 1
+    return 0
