@@ -129,7 +129,6 @@ async def test_console_command_runs_an_agent_file_against_a_console_server(tmp_p
     """``python -m agents_trio console agent.py --connect-addr HOST:PORT`` (a subprocess) dials
     the console server; a voice turn plays; hanging up ends the command with status 0."""
     import os
-    import subprocess
     import sys
 
     agent = tmp_path / "my_agent.py"
