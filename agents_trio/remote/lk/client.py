@@ -96,10 +96,10 @@ class RemoteSession:
                     with trio.move_on_after(retry_interval):
                         await self._request(ping=pb.SessionRequest.Ping())
                         return
-                except RemoteConnectionError:
+                except (RemoteConnectionError, RemoteSessionClosedError):
                     raise
                 except RemoteSessionError as e:
-                    last = e
+                    last = e  # e.g. our host: "not started an agent yet"
                     await trio.sleep(retry_interval)
         raise TimeoutError(f"wait_for_ready timed out after {timeout:g} s"
                            + (f" ({last.message})" if last is not None else ""))
@@ -139,7 +139,15 @@ class RemoteSession:
 
     async def run(self, text: str, timeout: float = 60.0
                   ) -> pb.SessionResponse.RunInputResponse:
-        """One user turn (the host interrupts the agent first); the turn's chat items."""
+        """One user turn (the host interrupts the agent first); the turn's chat items
+        (:func:`~agents_trio.remote.lk.convert.decode_chat_items` makes them ours).
+
+        Raises:
+            RemoteSessionError: the turn failed (the host's ``error``).
+            RemoteSessionClosedError: the connection ended first.
+            TimeoutError: no answer within ``timeout`` (the request is forgotten; LiveKit's
+                protocol has no cancel, so the host may still run the turn).
+        """
         resp = await self._request(run_input=pb.SessionRequest.RunInput(text=text),
                                    timeout=timeout)
         return resp.run_input
@@ -196,8 +204,10 @@ class RemoteSession:
             except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
                 raise RemoteConnectionError(f"the connection broke: {e}",
                                             code="connection_lost") from None
-            with trio.fail_after(timeout):
+            with trio.move_on_after(timeout):
                 await waiter.done.wait()
+            if not waiter.done.is_set():
+                raise TimeoutError(f"session request {req_kind} timed out after {timeout:g} s")
         finally:
             self._pending.pop(request.request_id, None)
         if waiter.closed is not None:
