@@ -118,6 +118,11 @@ class TimelinePrinter:
 
 
 async def run_demo(out: TextIO) -> list[str]:
+    """Run the scripted weather conversation on fake models, printing its timeline to ``out``;
+    returns the printed lines.
+
+    Cancellation: cancelling it closes the session (what was printed stays printed).
+    """
     session = create_session(demo_script())
     printer = TimelinePrinter(session, out)
     printer.t0 = trio.current_time()

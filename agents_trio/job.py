@@ -295,6 +295,9 @@ async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]
     ElevenLabs, …) fail without it. It is bound in the caller's context, so every task and
     bridge call started from the block sees it; it is closed when the block exits. Does
     nothing when livekit-agents is not installed or a session is already bound.
+
+    Cancellation: leaving the block, cancelled or not, closes the HTTP session (shielded,
+    at most 5 s).
     """
     try:
         from livekit.agents.utils import http_context

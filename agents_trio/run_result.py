@@ -19,7 +19,7 @@ its names stay importable from this module too).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, Union
 
@@ -136,16 +136,6 @@ class RunResult(Generic[T]):
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
         return f"RunResult(user_input={self.user_input!r}, {state}, events={len(self._events)})"
-
-    @classmethod
-    def of_items(cls, items: Iterable[ChatItem], *, user_input: str | None = None
-                 ) -> RunResult[T]:
-        """A finished run whose events are ``items`` (e.g. a remote turn's, replayed)."""
-        result: RunResult[T] = cls(user_input=user_input)
-        for item in items:
-            result._record_item(item)
-        result._check_done()
-        return result
 
     # -- public ----------------------------------------------------------------------------
 

@@ -84,6 +84,10 @@ class AudioInput:
         return self
 
     async def __anext__(self) -> rtc.AudioFrame:  # pragma: no cover - abstract
+        """The next frame of the user's audio; ``StopAsyncIteration`` once the input ended.
+
+        Cancellation: implementations wait on a channel: a cancelled wait loses no frame.
+        """
         raise StopAsyncIteration
 
 
@@ -136,6 +140,11 @@ class AudioOutput:
         """
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Queue ``frame`` for playout (it may wait while the output's buffer is full).
+
+        Cancellation: a cancelled call queues nothing; what was queued before plays on
+        (``clear_buffer`` stops it).
+        """
         raise NotImplementedError
 
     def flush(self) -> None:
@@ -146,7 +155,10 @@ class AudioOutput:
         raise NotImplementedError
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
-        """Wait until the flushed segment has played (or was cleared)."""
+        """Wait until the flushed segment has played (or was cleared).
+
+        Cancellation: a checkpoint; cancelling the waiter leaves the audio playing.
+        """
         raise NotImplementedError
 
     def pause(self) -> None:
@@ -160,7 +172,11 @@ class TextOutput:
     """Where the agent's transcription goes (``output.transcription``)."""
 
     async def capture_text(self, text: str) -> None:
-        pass
+        """Add ``text`` to the current segment (``flush`` ends it).
+
+        Cancellation: the default keeps nothing and returns at once; an implementation that
+        waits drops the text of a cancelled call.
+        """
 
     def flush(self) -> None:
         pass

@@ -238,6 +238,10 @@ class RoomTranscriptionOutput(TextOutput):
         self._send = send
 
     async def capture_text(self, text: str) -> None:
+        """Queue ``text`` for the room (sent in order by the room I/O's publisher).
+
+        Cancellation: not a checkpoint; the text is queued at once.
+        """
         if text:
             self._put(("agent_text", text))
 
@@ -314,7 +318,10 @@ class RoomIO:
             await self._changed.wait()
 
     async def wait_session_closed(self) -> str | None:
-        """Wait until the session emitted ``close``; returns its reason."""
+        """Wait until the session emitted ``close``; returns its reason.
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
         await self._session_closed.wait()
         return self.close_reason
 
@@ -324,13 +331,20 @@ class RoomIO:
 
     # -- lifetime (the block of open_room_io) ---------------------------------------------------
     async def __aenter__(self) -> RoomIO:
-        """Link the room and the session; see :func:`open_room_io` (which enters this)."""
+        """Link the room and the session; see :func:`open_room_io` (which enters this).
+
+        Cancellation: cancelling it unlinks what was linked so far (shielded, bounded).
+        """
         self._lifetime = self._linked_for_the_block()
         return await self._lifetime.__aenter__()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> bool | None:
-        """Unlink; see :func:`open_room_io` for what leaving the block does."""
+        """Unlink; see :func:`open_room_io` for what leaving the block does.
+
+        Cancellation: the queued transcriptions are still sent and the track unpublished
+        (shielded, bounded); the room I/O's tasks are cancelled.
+        """
         assert self._lifetime is not None, "RoomIO exited without being entered"
         return await self._lifetime.__aexit__(exc_type, exc, tb)
 
@@ -665,8 +679,8 @@ def _segment_id() -> str:
     return f"SG_{uuid.uuid4().hex[:12]}"
 
 
-_ROOM_EVENTS: tuple[EventTypes, ...] = ("participant_connected", "participant_disconnected", "track_subscribed",
-                                        "track_unsubscribed", "disconnected")
+_ROOM_EVENTS: tuple[EventTypes, ...] = ("participant_connected", "participant_disconnected",
+                                        "track_subscribed", "track_unsubscribed", "disconnected")
 
 
 @asynccontextmanager

@@ -102,6 +102,10 @@ class RoomAudioInput(AudioInput):
         self._send.close()
 
     async def __anext__(self) -> rtc.AudioFrame:
+        """The next frame of the served track (``StopAsyncIteration`` after :meth:`close`).
+
+        Cancellation: a checkpoint; a cancelled wait loses no frame.
+        """
         try:
             return await self._recv.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -176,7 +180,10 @@ class RoomAudioOutput(AudioOutput):
         return self._paused
 
     async def create_track(self, name: str = "roomio_audio") -> rtc.LocalAudioTrack:
-        """A ``LocalAudioTrack`` playing this output (to publish, or to read back in tests)."""
+        """A ``LocalAudioTrack`` playing this output (to publish, or to read back in tests).
+
+        Cancellation: a checkpoint; a cancelled call returns no track (nothing is published).
+        """
         return await self._bridge.run_sync(rtc.LocalAudioTrack.create_audio_track, name,
                                            self.source)
 

@@ -6,7 +6,7 @@ from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .owner import TaskOwner, open_owner
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
-from .unwrap import open_unwrapping_nursery, single_leaf
+from .unwrap import open_unwrapping_nursery, single_leaf, unwrap_single_error
 
 __all__ = [
     "EventFanout",
@@ -19,4 +19,5 @@ __all__ = [
     "open_owner",
     "open_unwrapping_nursery",
     "single_leaf",
+    "unwrap_single_error",
 ]

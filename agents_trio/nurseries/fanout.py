@@ -97,9 +97,17 @@ class Subscription:
         await trio.lowlevel.checkpoint()
 
     async def __aenter__(self) -> Subscription:
+        """The subscription itself (subscribed already when it was created).
+
+        Cancellation: not a checkpoint.
+        """
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Like :meth:`aclose`.
+
+        Cancellation: a checkpoint; the subscription is closed even if cancelled.
+        """
         await self.aclose()
 
     def __aiter__(self) -> Subscription:

@@ -3,7 +3,8 @@
 Trio's nurseries (``strict_exception_groups=True``) wrap whatever escapes them in a group, even
 one error. Context managers whose own tasks catch their errors (so that only the body's error
 can escape) use :func:`open_unwrapping_nursery`, and callers catch ``SomeError`` as they would
-from a plain call. :func:`single_leaf` is the same unwrapping for an exception already caught.
+from a plain call. :func:`unwrap_single_error` does the same around any block (one that opens
+nurseries inside a library, say), and :func:`single_leaf` for an exception already caught.
 
 Chaining: the leaf is re-raised ``from`` its own ``__cause__``. Its cause (``raise
 APIError(...) from plugin_error``) is kept, and the group is not shown as its context: the
@@ -14,8 +15,8 @@ unchanged.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import overload
 
 import trio
@@ -48,6 +49,21 @@ def single_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+@contextmanager
+def unwrap_single_error() -> Iterator[None]:
+    """``with unwrap_single_error():`` — a group holding one exception (nested or not) that
+    escapes the block is re-raised as that exception (see the module doc for the chaining);
+    a group of several escapes unchanged.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaf = single_leaf(group)
+        if leaf is group:
+            raise
+        raise leaf from leaf.__cause__
+
+
 @asynccontextmanager
 async def open_unwrapping_nursery() -> AsyncIterator[trio.Nursery]:
     """``async with open_unwrapping_nursery() as nursery:`` — a nursery whose single escaping
@@ -62,14 +78,9 @@ async def open_unwrapping_nursery() -> AsyncIterator[trio.Nursery]:
         the body cancels them. A ``Cancelled`` that escapes alone is unwrapped too, so an
         outer cancel scope catches it as usual.
     """
-    try:
+    with unwrap_single_error():
         async with trio.open_nursery() as nursery:
             yield nursery
-    except BaseExceptionGroup as group:
-        leaf = single_leaf(group)
-        if leaf is group:
-            raise
-        raise leaf from leaf.__cause__
 
 
-__all__ = ["open_unwrapping_nursery", "single_leaf"]
+__all__ = ["open_unwrapping_nursery", "single_leaf", "unwrap_single_error"]

@@ -57,7 +57,12 @@ class RequestHandler(Protocol):
     def answer_now(self, conn: Connection, request: RequestMessage) -> Message | None:
         """The reply, or None when the request needs :meth:`answer` (a task)."""
 
-    async def answer(self, conn: Connection, request: RequestMessage) -> Message: ...
+    async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        """The reply to a request that needs waiting for (run in the connection's nursery).
+
+        Cancellation: the request is dropped (the client withdrew it, or the connection
+        closes); no reply is sent.
+        """
 
 
 class SlotKeeper(Protocol):

@@ -67,7 +67,10 @@ class SessionService:
             self._ready.set()
 
     async def run_turns(self) -> None:
-        """Play the queued turns one at a time; skips those nobody waits for any more."""
+        """Play the queued turns one at a time; skips those nobody waits for any more.
+
+        Cancellation: the turn being played is cancelled with it (``session.run`` is).
+        """
         async for turn in self._turns_recv:
             if not turn.abandoned:
                 await self._play(turn)
@@ -116,6 +119,11 @@ class SessionService:
         raise Refusal("unknown_message_type", f"unhandled request {request.kind!r}")
 
     async def answer(self, conn: Connection, request: RequestMessage) -> Message:
+        """Wait for the session to be ready, or for a queued turn to settle.
+
+        Cancellation: a turn that had not started is skipped; one already running finishes
+        in the session (its reply is dropped).
+        """
         if isinstance(request, WaitForReady):
             await self._ready.wait()
             return self._ready_reply(request.id)

@@ -337,8 +337,11 @@ class RemoteSession:
         is skipped, one already running finishes in the session and its reply is dropped.
         """
         reply = await self._request(lambda i: Run(id=i, text=text), RunReply)
-        return RunResult[None].of_items((from_wire_item(item) for item in reply.items),
-                                        user_input=text)
+        result: RunResult[None] = RunResult(user_input=text)
+        for item in reply.items:
+            result._record_item(from_wire_item(item))
+        result._check_done()
+        return result
 
     async def get_chat_history(self) -> ChatContext:
         """The session's whole chat history, fetched a page at a time (each page fits a reply
@@ -399,22 +402,39 @@ class RemoteSession:
                                more=reply.more, truncated=tuple(reply.truncated))
 
     async def get_agent_info(self) -> AgentInfo:
-        """The current agent: id, class name, instructions, tools."""
+        """The current agent: id, class name, instructions, tools.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         reply = await self._request(lambda i: GetAgentInfo(id=i), AgentInfoReply)
         return reply.agent
 
     async def get_session_state(self) -> SessionStateInfo:
-        """Agent and user state, current agent and speech."""
+        """Agent and user state, current agent and speech.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         reply = await self._request(lambda i: GetSessionState(id=i), SessionStateReply)
         return reply.state
 
     async def subscribe(self, events: Iterable[str] | None = None) -> None:
         """Ask the host to stream session events (all, or those named); replaces an earlier
-        subscription's filter."""
+        subscription's filter.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         names = None if events is None else sorted(set(events))
         await self._request(lambda i: Subscribe(id=i, events=names), SubscribedReply)
 
     async def unsubscribe(self) -> None:
+        """Ask the host to stop streaming session events.
+
+        Cancellation: the request is withdrawn (the host is told to drop it); the
+        connection stays open.
+        """
         await self._request(lambda i: Unsubscribe(id=i), UnsubscribedReply)
 
     # -- events -------------------------------------------------------------------------------
@@ -470,6 +490,10 @@ async def connect_remote_session(nursery: trio.Nursery, target: str | trio.abc.S
 
     Raises:
         RemoteConnectionError: the connection failed.
+
+    Cancellation: cancelling the connect (or the retries) leaves nothing behind; once it
+    returned, the connection is served in ``nursery`` until :meth:`RemoteSession.aclose` or
+    the nursery's cancellation, which closes it at once.
     """
     stream = (target if isinstance(target, trio.abc.Stream)
               else await connect_stream(target, retry_interval=retry_interval))
@@ -486,6 +510,9 @@ async def open_remote_session(target: str | trio.abc.Stream, *,
     owns its nursery; leaving the block closes it. Arguments as
     :func:`connect_remote_session`. An exception of the body escapes as itself, not in an
     ``ExceptionGroup``.
+
+    Cancellation: cancelling the block closes the connection (``aclose``, then the nursery's
+    tasks are cancelled); requests in flight are withdrawn.
     """
     async with open_unwrapping_nursery() as nursery:
         remote = await connect_remote_session(nursery, target, max_frame_size=max_frame_size,

@@ -66,12 +66,21 @@ class Console:
         return None if line == "" else line
 
     async def read_line(self) -> str | None:
+        """The next typed line, stripped (None at the end of input), after a prompt.
+
+        Cancellation: the wait is abandoned (a stdin read in progress finishes in its
+        thread and is discarded).
+        """
         self.out.write("you> ")
         self.out.flush()
         line = await self._lines()
         return None if line is None else line.strip()
 
     async def greet(self) -> None:
+        """Say who the agent is and the last message of the conversation so far.
+
+        Cancellation: the requests in flight are withdrawn.
+        """
         info = await self.remote.get_agent_info()
         self.say(f"connected: agent {info.id} ({info.label}). Type a message; /help for "
                  f"commands, Ctrl-D to leave.")
@@ -83,7 +92,10 @@ class Console:
             self.say(describe_item(messages[-1]) or "")
 
     async def command(self, line: str) -> bool:
-        """Run a ``/command``; returns False to leave."""
+        """Run a ``/command``; returns False to leave.
+
+        Cancellation: the requests in flight are withdrawn.
+        """
         name = line[1:].split(maxsplit=1)[0].lower() if len(line) > 1 else ""
         if name in ("quit", "exit", "q"):
             return False
@@ -108,6 +120,10 @@ class Console:
         return True
 
     async def turn(self, text: str) -> None:
+        """Send ``text`` as a turn and print what the agent did.
+
+        Cancellation: the turn is withdrawn (the agent may still finish it on the host).
+        """
         try:
             result = await self.remote.run(text)
         except (RemoteSessionClosedError, RemoteConnectionError):
@@ -123,6 +139,10 @@ class Console:
             self.say("  (no reply)")
 
     async def loop(self) -> None:
+        """Greet, then read lines and answer them until the end of input or ``/quit``.
+
+        Cancellation: stops at once; a turn in flight is withdrawn.
+        """
         await self.greet()
         while (line := await self.read_line()) is not None:
             if not line:
@@ -145,6 +165,9 @@ async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = N
         stdin, lines: Where typed lines come from (see :class:`Console`).
         connect_timeout: Seconds to keep retrying the connection and waiting for the
             session to be ready.
+
+    Cancellation: cancelling it closes the connection; a turn in flight is withdrawn (the
+    agent may still finish it on the host).
     """
     out = out or sys.stdout
     try:

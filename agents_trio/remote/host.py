@@ -197,6 +197,9 @@ class SessionHost:
         Raises:
             RuntimeError: the session is not open (``async with session:``).
             OSError: the address could not be bound.
+
+        Cancellation: cancelling it before it returns stops the host (nothing stays bound);
+        afterwards the host lives in that nursery (see :meth:`serve`).
         """
         if nursery is not None:
             return await nursery.start(self.serve)  # type: ignore[no-any-return]
@@ -395,6 +398,9 @@ async def serve_session(session: AgentSession, *,
     """Serve ``session`` in the caller's nursery: ``host = await nursery.start(serve_session,
     session)`` (pass options with ``functools.partial``). See :class:`SessionHost` for the
     options; returns when the session closes or the host is closed.
+
+    Cancellation: as :meth:`SessionHost.serve`: cancelling it closes every connection at once,
+    without a goodbye.
     """
     await SessionHost(session, **options).serve(task_status=task_status)
 

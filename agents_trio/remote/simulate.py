@@ -136,12 +136,29 @@ class TurnOutcome:
 
 
 class Driver(Protocol):
-    async def run(self, text: str) -> TurnOutcome: ...
-    async def agent_id(self) -> str: ...
+    """What a scenario is played through: a remote session, or an in-process one."""
+
+    async def run(self, text: str) -> TurnOutcome:
+        """Send ``text`` as a user turn; its outcome once it settled.
+
+        Cancellation: the turn is withdrawn (remote) or cancelled (in-process).
+        """
+        ...
+
+    async def agent_id(self) -> str:
+        """The current agent's id.
+
+        Cancellation: a checkpoint; nothing else happens.
+        """
+        ...
 
 
 class LkRemoteDriver:
-    """Drives the session behind a LiveKit-protocol ``RemoteSession``."""
+    """Drives the session behind a LiveKit-protocol ``RemoteSession``.
+
+    Cancellation: a cancelled turn is only forgotten by the client (LiveKit's protocol has no
+    cancel): the host still plays it.
+    """
 
     def __init__(self, remote: LkRemoteSession, *, turn_timeout: float = 60.0) -> None:
         self.remote = remote
@@ -183,6 +200,7 @@ class RemoteDriver:
         self.remote = remote
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it withdraws the turn on the host)."""
         try:
             result = await self.remote.run(text)
         except RemoteConnectionError:
@@ -192,6 +210,7 @@ class RemoteDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (cancelling it withdraws the request)."""
         return (await self.remote.get_agent_info()).id
 
 
@@ -202,6 +221,7 @@ class LocalDriver:
         self.session = session
 
     async def run(self, text: str) -> TurnOutcome:
+        """See :meth:`Driver.run` (cancelling it cancels ``session.run``)."""
         try:
             result = await self.session.run(user_input=text)
         except Exception as e:  # noqa: BLE001 - a failed turn is an outcome to score
@@ -209,6 +229,7 @@ class LocalDriver:
         return TurnOutcome(items=[ev.item for ev in result.events])
 
     async def agent_id(self) -> str:
+        """See :meth:`Driver.agent_id` (not a checkpoint: the id is at hand)."""
         return str(self.session.current_agent.id)
 
 
@@ -337,7 +358,10 @@ class ScenarioResult:
 
 
 async def run_scenario(scenario: Scenario, driver: Driver) -> ScenarioResult:
-    """Play one scenario through ``driver``; stops at the first failing turn."""
+    """Play one scenario through ``driver``; stops at the first failing turn.
+
+    Cancellation: cancelling it cancels the turn in flight (a remote one is withdrawn).
+    """
     started = trio.current_time()
     result = ScenarioResult(name=scenario.name, turns=len(scenario.turns))
     for number, turn in enumerate(scenario.turns, 1):
@@ -360,7 +384,10 @@ SessionFactory = Callable[[], Any]
 
 @asynccontextmanager
 async def local_driver(factory: SessionFactory) -> AsyncIterator[LocalDriver]:
-    """A fresh in-process session from ``factory``, started, closed on exit."""
+    """A fresh in-process session from ``factory``, started, closed on exit.
+
+    Cancellation: cancelling the block closes the session (as leaving ``async with session``).
+    """
     session, agent = factory()
     async with session:
         await session.start(agent)
@@ -371,7 +398,11 @@ async def run_scenarios(scenarios: Sequence[Scenario], *,
                         remote: RemoteSession | LkRemoteSession | None = None,
                         factory: SessionFactory | None = None) -> list[ScenarioResult]:
     """Play ``scenarios`` against a remote session (LiveKit's protocol or msgpack), or
-    in-process against a fresh session from ``factory`` for each."""
+    in-process against a fresh session from ``factory`` for each.
+
+    Cancellation: cancelling it stops at the scenario in flight (see :func:`run_scenario`);
+    the results so far are lost.
+    """
     if (remote is None) == (factory is None):
         raise ValueError("give exactly one of remote= or factory=")
     results = []

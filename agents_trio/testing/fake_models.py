@@ -77,6 +77,10 @@ class FakeVAD:
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        """A stream playing the script's events from its first pushed frame.
+
+        Cancellation: leaving the block, cancelled or not, stops the script.
+        """
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
@@ -111,6 +115,10 @@ class FakeSTT:
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[_ScriptedStream]:
+        """A stream playing the script's events from its first pushed frame.
+
+        Cancellation: leaving the block, cancelled or not, stops the script.
+        """
         stream = _ScriptedStream()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stream.play, self.timeline(), self.speeches_done)
@@ -220,6 +228,10 @@ class FakeLLM:
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
                    tool_choice: ToolChoice | None = None
                    ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        """The response scripted for the last item's text (recorded in ``calls``).
+
+        Cancellation: cancelling the reader stops the stream where it is.
+        """
         self.calls.append({"chat_ctx": self._recorder.record(chat_ctx),
                            "tools": list(tools or []),
                            "tool_choice": tool_choice})
@@ -259,7 +271,12 @@ class FakeTTS:
         return None
 
     @asynccontextmanager
-    async def stream(self, text: AsyncIterable[str]) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+    async def stream(self, text: AsyncIterable[str]
+                     ) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+        """The audio scripted for the whole ``text`` (recorded in ``inputs``).
+
+        Cancellation: cancelling the reader stops the stream where it is.
+        """
         yield self._synthesize(text)
 
     async def _synthesize(self, text: AsyncIterable[str]) -> AsyncIterator[rtc.AudioFrame]:

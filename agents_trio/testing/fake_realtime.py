@@ -83,6 +83,10 @@ class FakeRealtimeModel:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[FakeRealtimeSession]:
+        """A new fake connection (recorded in ``sessions``), closed when the block exits.
+
+        Cancellation: see :meth:`FakeRealtimeSession.connected`.
+        """
         session = FakeRealtimeSession(self)
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
@@ -143,14 +147,26 @@ class FakeRealtimeSession:
         return self._events_recv.__aiter__()
 
     async def update_instructions(self, instructions: str) -> None:
+        """Record the instructions (``instructions``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_instructions", instructions)
         self.instructions = instructions
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
+        """Record a copy of the chat context (``chat_ctx``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_chat_ctx", chat_ctx.copy())
         self.chat_ctx = chat_ctx.copy()
 
     async def update_tools(self, tools: list[Any]) -> None:
+        """Record the tools' names (``tools``, ``calls``).
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("update_tools", [t.name for t in tools])
         self.tools = [t.name for t in tools]
 
@@ -173,6 +189,11 @@ class FakeRealtimeSession:
 
     async def generate_reply(self, *, instructions: str | None = None,
                              tool_choice: ToolChoice | None = None) -> GenerationCreatedEvent:
+        """Start the response scripted for the instructions (or the last user text) after its
+        ``ttft``.
+
+        Cancellation: a checkpoint (the ``ttft`` wait); a cancelled call starts nothing.
+        """
         self._check("generate_reply", instructions)
         key = instructions if instructions is not None else self._last_text()
         response = self.model.find(key) or FakeRealtimeResponse(input=key)
@@ -182,6 +203,10 @@ class FakeRealtimeSession:
         return self._start_generation(response, user_initiated=True)
 
     async def say(self, text: str) -> GenerationCreatedEvent:
+        """Start a response speaking ``text``.
+
+        Cancellation: not a checkpoint; the call takes effect at once.
+        """
         self._check("say", text)
         return self._start_generation(FakeRealtimeResponse(
             input="", text=text, audio_duration=0.06 * len(text.split())), user_initiated=True)

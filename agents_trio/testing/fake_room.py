@@ -1,7 +1,8 @@
 """FakeRoom: a stand-in for ``rtc.Room`` with the surface RoomIO uses, for tests without a
 LiveKit server.
 
-It is asyncio-flavoured like the SDK (its coroutines run on the bridge loop) and records what
+It is asyncio-flavoured like the SDK (its coroutines run on the bridge loop, and none of them
+waits: cancelling one cancels nothing it started) and records what
 the agent did: attributes set (``local_participant.attribute_history``), text streams written
 (``writers``, ``transcripts()``), tracks published. Tests drive the room from the asyncio side,
 as the SDK does: ``bridge.call_soon(room.join, FakeRemoteParticipant("user"))``, then

@@ -134,6 +134,12 @@ class ScriptedLLM:
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
                    tool_choice: ToolChoice | None = None
                    ) -> AsyncIterator[AsyncIterator[ChatChunk]]:
+        """The reply the schedule plans for what triggered the request (recorded in
+        ``requests``; faults fire as scheduled).
+
+        Cancellation: leaving the block, cancelled or not, closes the stream and records
+        when the request ended.
+        """
         kind, ids, text = _trigger(chat_ctx)
         request = LLMRequest(number=len(self.requests) + 1, at=trio.current_time(),
                              chat_ctx=chat_ctx.copy(), tool_choice=tool_choice, trigger=kind,
@@ -218,6 +224,10 @@ class ScriptedTTS:
     @asynccontextmanager
     async def stream(self, text: AsyncIterable[str]
                      ) -> AsyncIterator[AsyncIterator[rtc.AudioFrame]]:
+        """The planned audio for ``text`` (faults fire as scheduled).
+
+        Cancellation: leaving the block, cancelled or not, closes the stream.
+        """
         self.open_streams += 1
         frames = self._synthesize(text)
         try:

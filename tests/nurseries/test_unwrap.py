@@ -7,7 +7,7 @@ import sys
 import pytest
 import trio
 
-from agents_trio.nurseries import open_unwrapping_nursery, single_leaf
+from agents_trio.nurseries import open_unwrapping_nursery, single_leaf, unwrap_single_error
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup, ExceptionGroup
@@ -52,3 +52,15 @@ def test_single_leaf_unwraps_nested_single_groups_only() -> None:
     pair = ExceptionGroup("a", [leaf, KeyError("k")])
     assert single_leaf(pair) is pair
     assert single_leaf(leaf) is leaf
+
+
+def test_unwrap_single_error_works_around_any_block() -> None:
+    cause = KeyError("k")
+    with pytest.raises(ValueError) as info, unwrap_single_error():
+        raise ExceptionGroup("g", [ExceptionGroup("h", [ValueError("leaf")])]) from None
+    assert info.value.args == ("leaf",)
+    leaf = ValueError("with a cause")
+    leaf.__cause__ = cause
+    with pytest.raises(ValueError) as info, unwrap_single_error():
+        raise ExceptionGroup("g", [leaf])
+    assert info.value is leaf and leaf.__cause__ is cause
