@@ -5,7 +5,9 @@ Method names and answers are LiveKit's (``wait_for_ready``, ``run``, ``get_chat_
 ``get_agent_info``, ``get_framework_info``, ``get_session_state``, ``get_session_usage``,
 ``update_io``, ``finalize_simulation``), each returning the ``SessionResponse`` part LiveKit's
 client returns; :func:`~agents_trio.remote.lk.convert.decode_chat_items` turns the chat items
-into ours. A response with ``error`` raises :class:`RemoteSessionError`. Events arrive as
+into ours. A response with ``error`` raises :class:`RemoteSessionError`; no answer within a call's
+``timeout`` raises ``TimeoutError``. Cancelling a call forgets its request (LiveKit's
+protocol has no cancel: the host still answers it, and the answer is dropped). Events arrive as
 ``AgentSessionEvent``s: ``remote.on("conversation_item_added", callback)`` as with LiveKit's
 emitter, or ``async for ev in remote.events()``.
 
@@ -223,7 +225,10 @@ class RemoteSession:
 
     # -- receiving
     async def receive_loop(self) -> None:
-        """Read until the connection ends; pending requests then fail."""
+        """Read until the connection ends; pending requests then fail.
+
+        Cancellation: cancelling it ends the client as a closed connection would.
+        """
         reason = "the host closed the connection"
         try:
             while True:
@@ -297,7 +302,11 @@ async def open_remote_session(stream: trio.abc.Stream,
                               **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
                               ) -> AsyncIterator[RemoteSession]:
     """``async with open_remote_session(stream) as remote:`` — a client over a connected
-    stream, its receiver running until the block ends (which closes the stream)."""
+    stream, its receiver running until the block ends (which closes the stream).
+
+    Cancellation: cancelling the block closes the stream; pending calls fail with
+    :class:`RemoteSessionClosedError`.
+    """
     remote = RemoteSession(stream, **options)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(remote.receive_loop)
@@ -312,7 +321,13 @@ async def open_remote_session(stream: trio.abc.Stream,
 async def connect_remote_session(host: str, port: int,
                                  **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
                               ) -> AsyncIterator[RemoteSession]:
-    """Dial a host that listens (``HOST:PORT``) and open a client on it."""
+    """Dial a host that listens (``HOST:PORT``) and open a client on it.
+
+    Raises:
+        RemoteConnectionError: the host cannot be reached.
+
+    Cancellation: as :func:`open_remote_session`; cancelling the dial leaves nothing open.
+    """
     try:
         stream = await trio.open_tcp_stream(host, port)
     except OSError as e:
@@ -327,7 +342,10 @@ async def accept_remote_session(listener: trio.abc.Listener[trio.SocketStream],
                                 **options: Any,  # noqa: ANN401 - RemoteSession's keywords, typed there
                               ) -> AsyncIterator[RemoteSession]:
     """Wait for a host that dials out (LiveKit's ``SessionHost`` over a
-    ``TcpSessionTransport``) on ``listener`` and open a client on its connection."""
+    ``TcpSessionTransport``) on ``listener`` and open a client on its connection.
+
+    Cancellation: as :func:`open_remote_session`; cancelling the wait accepts nothing.
+    """
     stream = await listener.accept()
     async with open_remote_session(stream, **options) as remote:
         yield remote

@@ -102,7 +102,10 @@ async def run_lk_console(target: str | trio.abc.Stream, *, stdin: TextIO | None 
                          lines: Callable[[], Awaitable[str | None]] | None = None,
                          out: TextIO | None = None, connect_timeout: float = 10.0) -> int:
     """Chat with the agent at ``target`` (``HOST:PORT`` or a connected stream) until the end of
-    input; returns the exit status (1: unreachable or gone, 2: a malformed address)."""
+    input; returns the exit status (1: unreachable or gone, 2: a malformed address).
+
+    Cancellation: cancelling it closes the connection; the agent keeps running on its host.
+    """
     out = out or sys.stdout
     source = stdin or sys.stdin
 

@@ -506,7 +506,11 @@ class SessionHost:
 
     async def serve(self, *, task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED
                     ) -> None:
-        """Serve until the session closes or :meth:`aclose`; for ``nursery.start``."""
+        """Serve until the session closes or :meth:`aclose`; for ``nursery.start``.
+
+        Cancellation: cancelling it closes every connection at once, without answering their
+        pending requests; :meth:`aclose` is the graceful way.
+        """
         if self._started:
             raise RuntimeError("a SessionHost serves once")
         self._started = True
@@ -541,7 +545,11 @@ class SessionHost:
             self._stopped.set()
 
     async def aclose(self) -> None:
-        """Stop: pending requests are answered with an error, connections closed."""
+        """Stop: pending requests are answered with an error, connections closed; returns
+        when :meth:`serve` has returned.
+
+        Cancellation: idempotent; cancelling the wait does not stop the shutdown.
+        """
         if not self._started:
             self._started = True
             self._stopped.set()
@@ -552,7 +560,12 @@ class SessionHost:
     async def serve_stream(self, stream: trio.abc.Stream, *,
                            console: TcpConsoleIO | None = None) -> None:
         """Serve one connected stream until it ends (accepted, or dialled out); with
-        ``console``, it also carries that console's audio (see ``tcp_console``)."""
+        ``console``, it also carries that console's audio (see ``tcp_console``).
+
+        When every slot is taken, the stream first waits for one (see ``max_connections``).
+
+        Cancellation: cancelling it closes the stream at once.
+        """
         try:
             admitted = self._serving and await self.slots.acquire()
         except BaseException:
@@ -580,7 +593,13 @@ class SessionHost:
     async def connect(self, host: str, port: int, *,
                       console: TcpConsoleIO | None = None) -> None:
         """Dial ``host:port`` (a console server, as LiveKit's ``--connect-addr``) and serve
-        that connection until it ends; ``console``: its audio goes on it too."""
+        that connection until it ends; ``console``: its audio goes on it too.
+
+        Raises:
+            OSError: the console server cannot be reached.
+
+        Cancellation: cancelling it closes the connection at once.
+        """
         stream = await trio.open_tcp_stream(host, port)
         _nodelay(stream)
         await self.serve_stream(stream, console=console)
@@ -802,7 +821,10 @@ async def open_session_host(session: AgentSession,
                             **options: Any,  # noqa: ANN401 - SessionHost's keywords, typed there
                             ) -> AsyncIterator[SessionHost]:
     """``async with open_session_host(session, port=0) as host:`` serves ``session`` on
-    LiveKit's protocol in a nursery of its own; leaving the block closes the host."""
+    LiveKit's protocol in a nursery of its own; leaving the block closes the host.
+
+    Cancellation: cancelling the block closes the connections at once.
+    """
     host = SessionHost(session, **options)
     async with open_unwrapping_nursery() as nursery:
         await nursery.start(host.serve)

@@ -103,7 +103,11 @@ class RoomLink:
 
     async def run(self, *, task_status: trio.TaskStatus[RoomLink] = trio.TASK_STATUS_IGNORED
                   ) -> None:
-        """Listen on the room until cancelled; for ``nursery.start``."""
+        """Listen on the room until cancelled; for ``nursery.start``.
+
+        Cancellation: the way to stop it: every peer's stream closes and the handler is
+        unregistered from the room.
+        """
         callback, incoming = self._bridge.callback_channel()
         await self._bridge.run_sync(self._room.register_byte_stream_handler,
                                     TOPIC_SESSION_MESSAGES, callback)
@@ -199,7 +203,10 @@ async def serve_room(host: SessionHost, room: ByteStreamRoom, bridge: AsyncioBri
                      remote_identity: str | None = None,
                      task_status: trio.TaskStatus[RoomLink] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``host`` (already serving, e.g. with ``listeners=[]``) on ``room``'s
-    ``lk.agent.session`` byte streams until cancelled; for ``nursery.start``."""
+    ``lk.agent.session`` byte streams until cancelled; for ``nursery.start``.
+
+    Cancellation: as :meth:`RoomLink.run`: the room's peers are cut, the host goes on.
+    """
 
     async def on_peer(identity: str, stream: trio.abc.Stream) -> None:
         await host.serve_stream(stream)
@@ -214,7 +221,10 @@ async def open_room_remote_session(room: ByteStreamRoom, agent_identity: str,
                                    bridge: AsyncioBridge,
                                    **options: Any,  # noqa: ANN401 - RemoteSession's keywords
                                    ) -> AsyncIterator[RemoteSession]:
-    """Our client to the agent participant ``agent_identity`` over the room."""
+    """Our client to the agent participant ``agent_identity`` over the room.
+
+    Cancellation: cancelling the block closes the client and unregisters the room handler.
+    """
     from .client import open_remote_session
 
     async def on_peer(identity: str, stream: trio.abc.Stream) -> None:

@@ -176,6 +176,11 @@ class ConsoleAudioOutput(AudioOutput):
         return event
 
     async def wait_for_playout(self) -> PlaybackFinishedEvent:
+        """Wait until the console played the flushed segment (or it was cleared, or the
+        console went away).
+
+        Cancellation: only the wait ends; the segment plays on.
+        """
         if not self._pushed:
             await trio.lowlevel.checkpoint()
             return self._last or PlaybackFinishedEvent(playback_position=0.0,
@@ -221,7 +226,10 @@ class ConsoleJobContext:
     async def run_session(self, session: AgentSession, agent: Agent,
                           **_room_options: object) -> str | None:
         """Run ``session`` with ``agent`` on the console until the console hangs up (or the
-        session closes); returns the session's close reason."""
+        session closes); returns the session's close reason.
+
+        Cancellation: cancelling it closes the session and the console connection.
+        """
         from .host import open_session_host
 
         console = TcpConsoleIO()
@@ -254,7 +262,10 @@ class ConsoleJobContext:
 
 async def run_console_agent(entrypoint_spec: str, connect_addr: str) -> int:
     """``python -m agents_trio console AGENT.py --connect-addr HOST:PORT``: run the agent
-    file's entrypoint against the TCP console listening there. Returns the exit status."""
+    file's entrypoint against the TCP console listening there. Returns the exit status.
+
+    Cancellation: cancelling it cancels the entrypoint and closes the bridge.
+    """
     import sys
 
     from ...io.bridge import open_bridge
