@@ -90,3 +90,36 @@ async def test_livekit_remote_session_drives_our_host() -> None:
     assert "message" in added_kinds
     assert out["tools"] and out["tools"][0].function_tools_executed.function_calls[0].name \
         == "get_weather"
+
+
+async def test_livekit_wait_for_ready_waits_for_our_agent_to_start() -> None:
+    """Our host answers ping only once the session runs an agent; LiveKit's wait_for_ready
+    retries through the "not started" answers and returns once it does."""
+    session = text_session(fast=True)
+    with trio.fail_after(30):
+        async with session, lk.open_session_host(session, port=0) as host:
+            port = host.port
+            assert port is not None
+            started = trio.Event()
+
+            async def drive() -> float:
+                import time
+                remote = lk_remote_session(port)
+                await remote.start()
+                try:
+                    t0 = time.monotonic()
+                    await remote.wait_for_ready(timeout=10.0, retry_interval=0.1)
+                    return time.monotonic() - t0
+                finally:
+                    await remote.aclose()
+
+            async def start_late() -> None:
+                await trio.sleep(0.5)
+                await session.start(Weather())
+                started.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(start_late)
+                waited = await run_asyncio(drive)
+            assert started.is_set()
+    assert waited >= 0.4
