@@ -37,7 +37,9 @@ async def test_our_client_against_our_host(autojump_clock) -> None:
             assert [i.text_content for i in history if isinstance(i, ChatMessage)][:2] == [
                 "weather in Paris?", "Let me look."]
             assert (await remote.get_framework_info()).sdk == "python"
-            assert (await remote.get_session_usage()).HasField("usage")
+            usage = (await remote.get_session_usage()).usage
+            llm_usage = [u.llm for u in usage.model_usage if u.HasField("llm")]
+            assert len(llm_usage) == 1 and llm_usage[0].provider == "FakeLLM"
             await remote.ping()
             assert pb.AS_THINKING in states
             names = []
@@ -47,6 +49,7 @@ async def test_our_client_against_our_host(autojump_clock) -> None:
                 except trio.WouldBlock:
                     break
             assert "conversation_item_added" in names and "function_tools_executed" in names
+            assert "session_usage_updated" in names
         nursery.cancel_scope.cancel()
 
 

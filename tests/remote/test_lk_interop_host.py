@@ -34,6 +34,8 @@ async def test_livekit_remote_session_drives_our_host() -> None:
                 remote.on("conversation_item_added", lambda ev: added.append(ev))
                 tools_executed: list[Any] = []
                 remote.on("function_tools_executed", lambda ev: tools_executed.append(ev))
+                usage: list[Any] = []
+                remote.on("session_usage_updated", usage.append)
                 await remote.start()
                 try:
                     await remote.wait_for_ready(timeout=5.0)
@@ -52,7 +54,8 @@ async def test_livekit_remote_session_drives_our_host() -> None:
                     await asyncio.sleep(0.2)  # the events of the last turn
                     return {"ran": ran, "history": history, "info": info, "state": state,
                             "framework": framework, "fin": fin, "failed": failed,
-                            "seen": seen, "added": added, "tools": tools_executed}
+                            "seen": seen, "added": added, "tools": tools_executed,
+                            "usage": usage}
                 finally:
                     await remote.aclose()
 
@@ -90,6 +93,8 @@ async def test_livekit_remote_session_drives_our_host() -> None:
     assert "message" in added_kinds
     assert out["tools"] and out["tools"][0].function_tools_executed.function_calls[0].name \
         == "get_weather"
+    last_usage = out["usage"][-1].session_usage_updated.usage
+    assert [u.WhichOneof("usage") for u in last_usage.model_usage] == ["llm"]
 
 
 async def test_livekit_wait_for_ready_waits_for_our_agent_to_start() -> None:

@@ -201,3 +201,68 @@ def encode_event(event: object) -> pb.AgentSessionEvent | None:
         return None
     out.created_at.CopyFrom(timestamp(created_at))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Usage
+
+
+def _model_labels(model: object) -> tuple[str, str]:
+    """(provider, model) of a model object, as far as it says."""
+    if model is None:
+        return "", ""
+    provider = getattr(model, "provider", None)
+    name = getattr(model, "model", None)
+    return (str(provider) if isinstance(provider, str) else type(model).__name__,
+            str(name) if isinstance(name, str) else "")
+
+
+class UsageTotals:
+    """The session's model usage, summed from its ``metrics_collected`` events, in LiveKit's
+    ``AgentSessionUsage`` form (one entry per kind of model that reported any)."""
+
+    def __init__(self, session: object) -> None:
+        self._labels = {kind: _model_labels(getattr(session, kind, None))
+                        for kind in ("llm", "tts", "stt")}
+        self.llm_input_tokens = 0
+        self.llm_output_tokens = 0
+        self.tts_characters = 0
+        self.tts_audio = 0.0
+        self.stt_audio = 0.0
+        self._seen: set[str] = set()
+
+    def add(self, metrics: object) -> bool:
+        """Count one metrics record; True when it changed the totals."""
+        kind = getattr(metrics, "type", "")
+        if kind == "llm_metrics":
+            self.llm_input_tokens += int(getattr(metrics, "prompt_tokens", 0))
+            self.llm_output_tokens += int(getattr(metrics, "completion_tokens", 0))
+            self._seen.add("llm")
+        elif kind == "tts_metrics":
+            self.tts_characters += int(getattr(metrics, "characters_count", 0))
+            self.tts_audio += float(getattr(metrics, "audio_duration", 0.0))
+            self._seen.add("tts")
+        elif kind == "stt_metrics":
+            self.stt_audio += float(getattr(metrics, "audio_duration", 0.0))
+            self._seen.add("stt")
+        else:
+            return False
+        return True
+
+    def to_pb(self) -> pb.AgentSessionUsage:
+        usage = pb.AgentSessionUsage()
+        if "llm" in self._seen:
+            provider, model = self._labels["llm"]
+            usage.model_usage.add().llm.CopyFrom(pb.LLMModelUsage(
+                provider=provider, model=model, input_tokens=self.llm_input_tokens,
+                output_tokens=self.llm_output_tokens))
+        if "tts" in self._seen:
+            provider, model = self._labels["tts"]
+            usage.model_usage.add().tts.CopyFrom(pb.TTSModelUsage(
+                provider=provider, model=model, characters_count=self.tts_characters,
+                audio_duration=self.tts_audio))
+        if "stt" in self._seen:
+            provider, model = self._labels["stt"]
+            usage.model_usage.add().stt.CopyFrom(pb.STTModelUsage(
+                provider=provider, model=model, audio_duration=self.stt_audio))
+        return usage

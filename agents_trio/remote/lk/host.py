@@ -40,8 +40,8 @@ from ...nurseries import open_unwrapping_nursery, single_leaf
 from .._slots import Slots
 from .codec import (HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooLargeError,
                     WireError, decode_message, encode_message, pb, request_problem)
-from .convert import (AGENT_STATE_TO_PB, FORWARDED_EVENTS, USER_STATE_TO_PB, encode_chat_items,
-                      encode_event, timestamp)
+from .convert import (AGENT_STATE_TO_PB, FORWARDED_EVENTS, USER_STATE_TO_PB, UsageTotals,
+                      encode_chat_items, encode_event, timestamp)
 
 if TYPE_CHECKING:
     from ...session import AgentSession
@@ -482,6 +482,7 @@ class SessionHost:
         self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
         self._created_at = trio.current_time()
         self._version = _framework_version()
+        self._usage = UsageTotals(session)
         self._port: int | None = None
         self._address: str | None = None
 
@@ -517,6 +518,7 @@ class SessionHost:
         events = self._session.events()
         for name in FORWARDED_EVENTS:
             self._session.on(name, self._forward_event)
+        self._session.on("metrics_collected", self._on_metrics)
         try:
             self._listeners = await self._open_listeners()
             async with trio.open_nursery() as nursery:
@@ -540,6 +542,7 @@ class SessionHost:
             self._serving = False
             for name in FORWARDED_EVENTS:
                 self._session.off(name, self._forward_event)
+            self._session.off("metrics_collected", self._on_metrics)
             for resource in [events, *self._listeners]:
                 await trio.aclose_forcefully(resource)
             self._stopped.set()
@@ -633,6 +636,20 @@ class SessionHost:
         self._stop_reason = "the session closed"
         self._stop_requested.set()
 
+    def _on_metrics(self, event: object) -> None:
+        """Usage totals from the session's metrics; each change is streamed as LiveKit's
+        ``session_usage_updated``."""
+        try:
+            changed = self._usage.add(getattr(event, "metrics", None))
+        except (TypeError, ValueError):  # a metrics record of an odd shape is not counted
+            return
+        if changed:
+            E = pb.AgentSessionEvent  # noqa: N806
+            usage_event = E(session_usage_updated=E.SessionUsageUpdated(
+                usage=self._usage.to_pb()))
+            usage_event.created_at.CopyFrom(timestamp(trio.current_time()))
+            self._broadcast(usage_event)
+
     def _forward_event(self, event: object) -> None:
         if not self._connections:
             return
@@ -641,7 +658,11 @@ class SessionHost:
         except Exception:  # one odd event must not stop the host, nor the emitting session
             logger.exception("session event %r has no LiveKit form; not sent", event)
             return
-        if encoded is None:
+        if encoded is not None:
+            self._broadcast(encoded)
+
+    def _broadcast(self, encoded: pb.AgentSessionEvent) -> None:
+        if not self._connections:
             return
         frame = encode_message(pb.AgentSessionMessage(event=encoded))
         if len(frame) - HEADER_SIZE > self.limits.max_frame_size:
@@ -688,7 +709,7 @@ class SessionHost:
                 sdk="python", sdk_version=self._version))
         if kind == "get_session_usage":
             return _response(rid, get_session_usage=R.GetSessionUsageResponse(
-                usage=pb.AgentSessionUsage(), created_at=timestamp(trio.current_time())))
+                usage=self._usage.to_pb(), created_at=timestamp(trio.current_time())))
         if kind == "get_rtc_stats":
             return _response(rid, get_rtc_stats=R.GetRTCStatsResponse())
         assert kind == "update_io"
