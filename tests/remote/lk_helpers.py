@@ -139,6 +139,19 @@ class LinkedRoom:
         self.handlers: dict[str, Any] = {}
         self.local_participant = self
         self.sent: list[tuple[str, list[str] | None]] = []
+        self.listeners: dict[str, list[Any]] = {}
+
+    def on(self, event: str, callback: Any) -> None:
+        self.listeners.setdefault(event, []).append(callback)
+
+    def off(self, event: str, callback: Any) -> None:
+        self.listeners.get(event, []).remove(callback)
+
+    def leave(self) -> None:
+        """This participant leaves: the others' rooms say so."""
+        for peer in self.peers:
+            for cb in list(peer.listeners.get("participant_disconnected", [])):
+                cb(self)
 
     def isconnected(self) -> bool:
         return True

@@ -121,3 +121,24 @@ async def test_our_remote_session_drives_livekit_session_host_over_a_room() -> N
     items = lk.decode_chat_items(ran.items)
     assert any(isinstance(i, FunctionCall) and i.name == "get_weather" for i in items)
     assert info.instructions == "You are LiveKit's weather agent."
+
+
+async def test_a_participant_leaving_ends_its_connection() -> None:
+    agent_room, user_room = LinkedRoom("agent"), LinkedRoom("user")
+    link_rooms(agent_room, user_room)
+    session = text_session(fast=True)
+    with trio.fail_after(30):
+        async with open_bridge() as bridge, session, \
+                lk.open_session_host(session, listeners=[]) as host, \
+                trio.open_nursery() as nursery:
+            await session.start(Weather())
+            await nursery.start(serve_room, host, agent_room, bridge)
+            async with open_room_remote_session(user_room, "agent", bridge) as remote:
+                await remote.wait_for_ready()
+                assert host.statistics().connections == 1
+                await bridge.run_sync(user_room.leave)
+                while host.statistics().connections:
+                    await trio.sleep(0.01)
+            assert agent_room.listeners["participant_disconnected"]
+            nursery.cancel_scope.cancel()
+        assert agent_room.listeners["participant_disconnected"] == []  # unregistered

@@ -6,7 +6,8 @@ The room is SDK (asyncio) code, reached through the bridge. Each remote particip
 speaks on the topic becomes a *peer*: a connected Trio stream carrying the same length-prefixed
 frames as TCP, so the host serves it with all its hardening (:meth:`SessionHost.serve_stream`:
 frame limit, pending-request limit, connection slots, deadlines) and our client reads it like a
-socket. Incoming streams are read one at a time, in arrival order, and at most
+socket; a participant that leaves the room ends its peer. Incoming streams are read one at a
+time, in arrival order, and at most
 ``max_message_size`` bytes of one are kept: a longer one is passed on as an oversized frame,
 which the host refuses and closes that peer on (a later message starts a new one).
 
@@ -51,6 +52,10 @@ class ByteStreamRoom(Protocol):
 
     @property
     def local_participant(self) -> Any: ...  # noqa: ANN401 - the SDK's LocalParticipant
+
+
+def _absent(*_: object) -> None:
+    """Stands for an emitter method the room does not have."""
 
 
 _names = itertools.count(1)
@@ -109,11 +114,19 @@ class RoomLink:
         unregistered from the room.
         """
         callback, incoming = self._bridge.callback_channel()
+        left, departures = self._bridge.callback_channel(
+            lambda participant: str(getattr(participant, "identity", participant)))
+        room_on: Callable[..., object] = getattr(self._room, "on", _absent)
+        room_off: Callable[..., object] = getattr(self._room, "off", _absent)
+        watch_departures = room_on is not _absent and room_off is not _absent
         await self._bridge.run_sync(self._room.register_byte_stream_handler,
                                     TOPIC_SESSION_MESSAGES, callback)
+        if watch_departures:
+            await self._bridge.run_sync(room_on, "participant_disconnected", left)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._drop_departed, departures)
                 task_status.started(self)
                 async for reader, identity in incoming:
                     if self._remote_identity is not None and identity != self._remote_identity:
@@ -121,12 +134,27 @@ class RoomLink:
                     await self._take(reader, str(identity))
         finally:
             self._nursery = None
+            if watch_departures:
+                with trio.CancelScope(shield=True):
+                    try:
+                        await self._bridge.run_sync(room_off, "participant_disconnected", left)
+                    except Exception:  # noqa: BLE001 - the room or the bridge is gone already
+                        pass
             with trio.CancelScope(shield=True):
                 try:
                     await self._bridge.run_sync(self._room.unregister_byte_stream_handler,
                                                 TOPIC_SESSION_MESSAGES)
                 except Exception:  # noqa: BLE001 - the room or the bridge is gone already
                     pass
+
+    async def _drop_departed(self, departures: AsyncIterator[str]) -> None:
+        """A participant that left ends its peer: the host connection sees the end of its
+        stream (pending requests are abandoned, the slot is freed)."""
+        async for identity in departures:
+            peer = self._peers.get(identity)
+            if peer is not None and not peer.done:
+                peer.done = True
+                await trio.aclose_forcefully(peer.remote)
 
     def peer(self, identity: str) -> trio.abc.Stream:
         """The local stream of ``identity``, opening it (and its pump) if needed."""
