@@ -1,7 +1,8 @@
 """Hypothesis against the LiveKit-protocol host's decoder and request loop: random mixes of
 valid requests, protobuf-valid but semantically wrong messages (no id, no request kind,
 responses, events, console audio sent to a host, duplicate ids, empty texts), garbage bytes,
-ended cleanly, by a truncated or an oversized frame, or by the client vanishing.
+ended cleanly, by a truncated or an oversized frame, by a client that stalls mid-frame (the
+read deadline), or by the client vanishing.
 
 Whatever is drawn: no exception escapes the host and no response says "internal error"; each
 request frame gets exactly one response with its id, each unreadable frame one with id "";
@@ -64,7 +65,7 @@ _not_for_a_host = st.sampled_from([
 _garbage = st.binary(max_size=40).map(lambda p: len(p).to_bytes(4, "big") + p)
 _frames = st.lists(st.one_of(_requests, _requests, _not_for_a_host, _garbage), min_size=1,
                    max_size=30)
-_endings = st.sampled_from(["clean", "truncated", "oversized", "vanish"])
+_endings = st.sampled_from(["clean", "truncated", "oversized", "vanish", "stalled"])
 
 
 def _expected(frames: list[bytes]) -> collections.Counter[str]:
@@ -104,13 +105,18 @@ async def _play(frames: list[bytes], ending: str) -> None:
                 await raw.send(encode_message(run_input("t", "hello"))[:6])
             elif ending == "oversized":
                 await raw.send(b"\x00\x01\x00\x00")
-            if ending == "vanish":
+            elif ending == "stalled":  # a slow client: half a frame, then nothing
+                await raw.send(encode_message(run_input("t", "hello"))[:6])
+                responses += await raw.responses_until_closed()  # the read deadline cuts it
+            if ending == "stalled":
+                pass
+            elif ending == "vanish":
                 await raw.stream.aclose()
             else:
                 await raw.stream.send_eof()
                 responses += await raw.responses_until_closed()
         owed = _expected(frames)
-        if ending in ("truncated", "oversized"):
+        if ending in ("truncated", "oversized", "stalled"):
             owed[""] += 1
         got = collections.Counter(r.request_id for r in responses)
         for r in responses:
