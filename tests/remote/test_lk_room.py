@@ -17,7 +17,8 @@ from livekit.protocol.agent_pb import agent_session as pb  # noqa: E402
 from agents_trio import open_bridge  # noqa: E402
 from agents_trio.chat import FunctionCall  # noqa: E402
 from agents_trio.remote import lk  # noqa: E402
-from agents_trio.remote.lk.room import open_room_remote_session, serve_room  # noqa: E402
+from agents_trio.remote.lk.room import (host_session_on_room,  # noqa: E402
+                                        open_room_remote_session, serve_room)
 from lk_agents import lk_weather_session  # noqa: E402
 from lk_helpers import LinkedRoom, link_rooms  # noqa: E402
 from remote_helpers import Weather, text_session  # noqa: E402
@@ -142,3 +143,33 @@ async def test_a_participant_leaving_ends_its_connection() -> None:
             assert agent_room.listeners["participant_disconnected"]
             nursery.cancel_scope.cancel()
         assert agent_room.listeners["participant_disconnected"] == []  # unregistered
+
+
+async def test_a_session_hosts_itself_on_its_room_until_it_closes() -> None:
+    """As LiveKit's AgentSession does in a room: LiveKit's RemoteSession.from_room reaches it;
+    when the session closes, the hosting ends."""
+    agent_room, user_room = LinkedRoom("agent"), LinkedRoom("user")
+    link_rooms(agent_room, user_room)
+    session = text_session(fast=True)
+    with trio.fail_after(30):
+        async with open_bridge() as bridge, trio.open_nursery() as nursery:
+            async with session:
+                host = await nursery.start(host_session_on_room, session, agent_room, bridge)
+                await session.start(Weather())
+
+                async def drive() -> Any:
+                    from livekit.agents.voice.remote_session import RemoteSession
+                    remote = RemoteSession.from_room(user_room, "agent")  # type: ignore[arg-type]
+                    await remote.start()
+                    try:
+                        await remote.wait_for_ready(timeout=5.0)
+                        return await remote.run("hello", timeout=10.0)
+                    finally:
+                        await remote.aclose()
+
+                ran = await bridge.run(drive)
+                assert ran.items[-1].message.content[0].text == "Hi there!"
+            await host.wait_stopped()  # the session closed: so did its hosting
+            with trio.fail_after(5):
+                while "lk.agent.session" in agent_room.handlers:
+                    await trio.sleep(0.01)

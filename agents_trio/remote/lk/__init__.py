@@ -12,9 +12,11 @@ from .client import (RemoteSession, accept_remote_session, connect_remote_sessio
                      open_remote_session)
 from .convert import decode_chat_item, decode_chat_items, encode_chat_item, encode_event
 from .host import LkHostStatistics, SessionHost, open_session_host
-from .room import TOPIC_SESSION_MESSAGES, RoomLink, open_room_remote_session, serve_room
+from .room import (TOPIC_SESSION_MESSAGES, RoomLink, host_session_on_room,
+                   open_room_remote_session, serve_room)
 
 __all__ = ["TOPIC_SESSION_MESSAGES", "LkHostStatistics", "RemoteSession", "RoomLink",
            "SessionHost", "accept_remote_session", "connect_remote_session", "decode_chat_item",
-           "decode_chat_items", "encode_chat_item", "encode_event", "open_remote_session",
-           "open_room_remote_session", "open_session_host", "serve_room"]
+           "decode_chat_items", "encode_chat_item", "encode_event", "host_session_on_room",
+           "open_remote_session", "open_room_remote_session", "open_session_host",
+           "serve_room"]

@@ -560,6 +560,13 @@ class SessionHost:
         self._stop_requested.set()
         await self._stopped.wait()
 
+    async def wait_stopped(self) -> None:
+        """Wait until the host has stopped (the session closed, or :meth:`aclose`).
+
+        Cancellation: only the wait ends.
+        """
+        await self._stopped.wait()
+
     async def serve_stream(self, stream: trio.abc.Stream, *,
                            console: TcpConsoleIO | None = None) -> None:
         """Serve one connected stream until it ends (accepted, or dialled out); with

@@ -12,6 +12,8 @@ time, in arrival order, and at most
 which the host refuses and closes that peer on (a later message starts a new one).
 
 - :func:`serve_room` serves a host to every participant (or one ``remote_identity``).
+- :func:`host_session_on_room` does both for a session, as LiveKit's ``AgentSession`` hosts
+  itself in a room.
 - :func:`open_room_remote_session` opens our client to the agent participant
   ``agent_identity`` (LiveKit's ``RemoteSession.from_room``).
 """
@@ -32,6 +34,7 @@ from .codec import HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooLa
 
 if TYPE_CHECKING:
     from ...io.bridge import AsyncioBridge
+    from ...session import AgentSession
     from .client import RemoteSession
     from .host import SessionHost
 
@@ -267,3 +270,26 @@ async def open_room_remote_session(room: ByteStreamRoom, agent_identity: str,
                 yield remote
         finally:
             nursery.cancel_scope.cancel()
+
+
+async def host_session_on_room(session: AgentSession, room: ByteStreamRoom,
+                               bridge: AsyncioBridge, *,
+                               task_status: trio.TaskStatus[SessionHost] = (
+                                   trio.TASK_STATUS_IGNORED),
+                               **options: Any,  # noqa: ANN401 - SessionHost's keywords
+                               ) -> None:
+    """What LiveKit's ``AgentSession`` does in a room: serve ``session`` on the room's
+    ``lk.agent.session`` byte streams (for LiveKit's simulation tooling and remote clients),
+    until the session closes or this is cancelled; for ``nursery.start`` (it passes the host).
+
+    Cancellation: cancelling it closes the host's connections; the session goes on.
+    """
+    from .host import SessionHost
+
+    host = SessionHost(session, listeners=[], **options)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(host.serve)
+        await nursery.start(serve_room, host, room, bridge)
+        task_status.started(host)
+        await host.wait_stopped()
+        nursery.cancel_scope.cancel()
