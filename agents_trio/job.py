@@ -38,6 +38,7 @@ from .io.bridge import AsyncioBridge, open_bridge
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
+from .events import CloseReason
 from .nurseries import open_unwrapping_nursery
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class JobContext:
         self.room = room
         self.job_id = job_id
         self.shutdown_grace = shutdown_grace
-        self.shutdown_reason: str | None = None
+        self.shutdown_reason: CloseReason | None = None
         self._sessions: list[AgentSession] = []
         # the entrypoint's scope: shielded from the job's caller, whose cancellation becomes
         # a shutdown; its own deadline (set by shutdown) still ends it
@@ -134,7 +135,7 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: str = "job_shutdown") -> None:
+    def shutdown(self, reason: CloseReason = "job_shutdown") -> None:
         """End the job: running sessions close with ``reason`` and, after
         ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
         if self.shutdown_reason is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from ..events import CloseReason
 from .audio import AudioInput, AudioOutput, TextOutput
 
 __all__ = ["ReplyHandle", "RoomSession", "SessionInputPort", "SessionOutputPort"]
@@ -52,7 +53,7 @@ class RoomSession(Protocol):
 
     def off(self, name: str, callback: Callable[[Any], object]) -> None: ...
 
-    def shutdown(self, *, drain: bool = ..., reason: str = ...) -> None: ...
+    def shutdown(self, *, drain: bool = ..., reason: CloseReason = ...) -> None: ...
 
     def interrupt(self) -> Awaitable[object]: ...
 

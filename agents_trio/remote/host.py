@@ -30,7 +30,7 @@ import os
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -202,8 +202,10 @@ class SessionHost:
         afterwards the host lives in that nursery (see :meth:`serve`).
         """
         if nursery is not None:
-            return await nursery.start(self.serve)  # type: ignore[no-any-return]
-        return await self._session.start_service(self.serve)  # type: ignore[no-any-return]
+            await nursery.start(self.serve)
+        else:
+            await self._session.start_service(self.serve)
+        return self   # what serve() passes to task_status.started
 
     async def serve(self, *, task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED
                     ) -> None:
@@ -239,8 +241,9 @@ class SessionHost:
             for name in FORWARDED_EVENTS:
                 self._session.off(name, self._forward_event)
             # aclose_forcefully completes even while this task is being cancelled
-            for resource in [events, *self._listeners]:
-                await trio.aclose_forcefully(resource)
+            await _aclose_at_once(events)
+            for listener in self._listeners:
+                await trio.aclose_forcefully(listener)
             if self._path is not None and self._given_listeners is None:
                 _unlink_socket(self._path)
             self._stopped.set()
@@ -389,6 +392,17 @@ def _unlink_socket(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+async def _aclose_at_once(resource: _Closable) -> None:
+    """``trio.aclose_forcefully`` for anything with ``aclose`` (the session's event stream)."""
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await resource.aclose()
 
 
 async def serve_session(session: AgentSession, *,

@@ -9,7 +9,7 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import trio
 from livekit import rtc
@@ -27,6 +27,7 @@ TriggerKind = Literal["user", "tool_outputs", "instructions", "other"]
 _REQUEST_TOKEN = re.compile(r"\s*r(\d+)\b")
 
 FaultT = TypeVar("FaultT", StreamFault, PushFault)
+EventT = TypeVar("EventT", bound="VADEvent | SpeechEvent")
 
 
 def fault_error(kind: FaultKind, where: str) -> BaseException:
@@ -316,19 +317,19 @@ class UserAudioScript:
         return [f for f in self.schedule.faults if isinstance(f, kind) and f.model == model]
 
 
-class _ScriptStream:
+class _ScriptStream(Generic[EventT]):
     """One VAD or STT stream: frames in (faults may fire), scheduled events out."""
 
     def __init__(self, script: UserAudioScript, model: str,
-                 timeline: Sequence[tuple[float, VADEvent | SpeechEvent]]) -> None:
+                 timeline: Sequence[tuple[float, EventT]]) -> None:
         self._script = script
         self._model = model
         opened = trio.current_time()
         origin = script.origin
-        faults = [(f.at, f) for f in script.faults(model, StreamFault) if f not in script.fired]
-        self._timeline = sorted(
-            [(at, ev) for at, ev in [*timeline, *faults]
-             if origin is None or origin + at >= opened], key=lambda p: p[0])
+        planned: list[tuple[float, EventT | StreamFault]] = [*timeline]
+        planned += [(f.at, f) for f in script.faults(model, StreamFault) if f not in script.fired]
+        self._timeline = sorted([(at, ev) for at, ev in planned
+                                 if origin is None or origin + at >= opened], key=lambda p: p[0])
         self._next = 0
 
     def push_frame(self, frame: rtc.AudioFrame) -> None:
@@ -344,10 +345,10 @@ class _ScriptStream:
     def end_input(self) -> None:
         pass
 
-    def __aiter__(self) -> _ScriptStream:
+    def __aiter__(self) -> _ScriptStream[EventT]:
         return self
 
-    async def __anext__(self) -> VADEvent | SpeechEvent:
+    async def __anext__(self) -> EventT:
         script = self._script
         await script.started.wait()
         assert script.origin is not None
@@ -362,7 +363,7 @@ class _ScriptStream:
         return ev
 
 
-class _ScriptedRecognizer:
+class _ScriptedRecognizer(Generic[EventT]):
     """A VAD or STT whose streams play the schedule's user audio script."""
 
     kind = ""
@@ -371,11 +372,11 @@ class _ScriptedRecognizer:
         self._script = script
         self.open_streams = 0
 
-    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
+    def _timeline(self) -> Sequence[tuple[float, EventT]]:
         raise NotImplementedError
 
     @asynccontextmanager
-    async def stream(self) -> AsyncIterator[_ScriptStream]:
+    async def stream(self) -> AsyncIterator[_ScriptStream[EventT]]:
         self.open_streams += 1
         try:
             yield _ScriptStream(self._script, self.kind, self._timeline())
@@ -383,23 +384,23 @@ class _ScriptedRecognizer:
             self.open_streams -= 1
 
 
-class ScriptedVAD(_ScriptedRecognizer):
+class ScriptedVAD(_ScriptedRecognizer[VADEvent]):
     """Voice activity of the scheduled speech (start after 50 ms, inferences every 0.25 s, end
     0.5 s after the speech)."""
 
     kind = "vad"
 
-    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
+    def _timeline(self) -> Sequence[tuple[float, VADEvent]]:
         return self._script.vad_timeline()
 
 
-class ScriptedSTT(_ScriptedRecognizer):
+class ScriptedSTT(_ScriptedRecognizer[SpeechEvent]):
     """Transcripts of the scheduled speech: an interim at ``end + stt_delay/2``, the final at
     ``end + stt_delay``."""
 
     kind = "stt"
 
-    def _timeline(self) -> Sequence[tuple[float, VADEvent | SpeechEvent]]:
+    def _timeline(self) -> Sequence[tuple[float, SpeechEvent]]:
         return self._script.stt_timeline()
 
 
