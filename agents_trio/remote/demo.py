@@ -100,8 +100,8 @@ async def serve_demo(*, host: str = "127.0.0.1", port: int = 8765, path: str | N
         if protocol == "livekit":
             from .lk.host import SessionHost as LkHost
 
-            session_host = await session.start_service(
-                LkHost(session, host=host, port=port).serve)
+            session_host = LkHost(session, host=host, port=port)
+            await session.start_service(session_host.serve)
         else:
             session_host = await SessionHost(session, host=host, port=port, path=path).start()
         await session.start(WeatherAgent())

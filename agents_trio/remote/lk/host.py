@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 from google.protobuf.message import Message
@@ -543,8 +543,9 @@ class SessionHost:
             for name in FORWARDED_EVENTS:
                 self._session.off(name, self._forward_event)
             self._session.off("metrics_collected", self._on_metrics)
-            for resource in [events, *self._listeners]:
-                await trio.aclose_forcefully(resource)
+            await _aclose_at_once(events)
+            for listener in self._listeners:
+                await trio.aclose_forcefully(listener)
             self._stopped.set()
 
     async def aclose(self) -> None:
@@ -637,7 +638,7 @@ class SessionHost:
         _nodelay(stream)
         await self.serve_stream(stream)
 
-    async def _watch_session(self, events: AsyncIterator[object]) -> None:
+    async def _watch_session(self, events: AsyncIterable[object]) -> None:
         async for _ in events:
             pass
         self._stop_reason = "the session closed"
@@ -824,6 +825,17 @@ def _apply_update_io(session: AgentSession, update: pb.SessionRequest.UpdateIO) 
                 setter = getattr(io, f"set_{name}", None)
                 if callable(setter):
                     setter(getattr(fields, name))
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+async def _aclose_at_once(resource: _Closable) -> None:
+    """``trio.aclose_forcefully`` for anything with ``aclose`` (the session's event stream)."""
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await resource.aclose()
 
 
 def _nodelay(stream: trio.abc.Stream) -> None:
