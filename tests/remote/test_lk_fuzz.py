@@ -151,3 +151,46 @@ async def test_a_flood_of_pings_is_answered_in_order(autojump_clock) -> None:
         ids = [(await raw.response()).request_id for _ in range(2000)]
         assert ids == [f"p{i}" for i in range(2000)]
         nursery.cancel_scope.cancel()
+
+
+# -- the client's side: a hostile host ---------------------------------------------------------
+
+_host_messages = st.lists(st.one_of(
+    _garbage,
+    _not_for_a_host,
+    st.builds(lambda rid, err: encode_message(pb.AgentSessionMessage(response=pb.SessionResponse(
+        request_id=rid, error=err, pong=pb.SessionResponse.Pong()))),
+        st.sampled_from(["req_trio_1", "nobody", ""]), st.sampled_from(["", "no"])),
+), max_size=20)
+
+
+async def _hostile(messages: list[bytes], ending: str) -> None:
+    from agents_trio.remote import lk
+    from agents_trio.remote.errors import RemoteSessionError
+
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        async def host_side() -> None:
+            await server.receive_some(65536)  # the first request
+            await server.send_all(b"".join(messages))
+            if ending == "oversized":
+                await server.send_all((1 << 30).to_bytes(4, "big"))
+            elif ending == "truncated":
+                await server.send_all(b"\x00\x00\x00\x09abc")
+            await server.aclose()
+
+        nursery.start_soon(host_side)
+        async with lk.open_remote_session(client, max_events=4) as remote:
+            try:
+                await remote.ping(timeout=5)
+            except (RemoteSessionError, TimeoutError):
+                pass  # an answer, an error, a closed connection or silence: all clean
+            with pytest.raises((RemoteSessionError, TimeoutError)):
+                await remote.ping(timeout=5)  # the host is gone by now
+        nursery.cancel_scope.cancel()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_host_messages, st.sampled_from(["clean", "oversized", "truncated"]))
+def test_the_client_survives_a_hostile_host(messages: list[bytes], ending: str) -> None:
+    trio.run(_hostile, messages, ending, clock=trio.testing.MockClock(autojump_threshold=0))
