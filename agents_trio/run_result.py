@@ -20,83 +20,20 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import trio
 
 from .chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput, sorts_before_or_with
+# the run events live below this module and the expect DSL (which reads them); re-exported here
+from .run_events import (AgentHandoffEvent, ChatMessageEvent, EventType as EventType,
+                         FunctionCallEvent, FunctionCallOutputEvent, RunEvent)
 
 if TYPE_CHECKING:
     from .chat import ChatItem
     from .testing.expect import RunAssert
 
 T = TypeVar("T")
-
-EventType = Literal["message", "function_call", "function_call_output", "agent_handoff"]
-
-
-# --------------------------------------------------------------------------------------------
-# Run events
-
-
-@dataclass
-class ChatMessageEvent:
-    """An assistant message produced during the run.
-
-    Attributes:
-        item: The chat message.
-        type: Always ``"message"``.
-    """
-
-    item: ChatMessage
-    type: Literal["message"] = "message"
-
-
-@dataclass
-class FunctionCallEvent:
-    """A tool call the LLM made during the run.
-
-    Attributes:
-        item: The function call.
-        type: Always ``"function_call"``.
-    """
-
-    item: FunctionCall
-    type: Literal["function_call"] = "function_call"
-
-
-@dataclass
-class FunctionCallOutputEvent:
-    """The output of a tool call made during the run.
-
-    Attributes:
-        item: The function call output.
-        type: Always ``"function_call_output"``.
-    """
-
-    item: FunctionCallOutput
-    type: Literal["function_call_output"] = "function_call_output"
-
-
-@dataclass
-class AgentHandoffEvent:
-    """The session switched agents during the run.
-
-    Attributes:
-        item: The handoff chat item.
-        old_agent: The agent handed off from (None at session start).
-        new_agent: The agent handed off to.
-        type: Always ``"agent_handoff"``.
-    """
-
-    item: AgentHandoff
-    old_agent: Any
-    new_agent: Any
-    type: Literal["agent_handoff"] = "agent_handoff"
-
-
-RunEvent = Union[ChatMessageEvent, FunctionCallEvent, FunctionCallOutputEvent, AgentHandoffEvent]
 
 
 class _Watchable(Protocol):
@@ -333,10 +270,18 @@ _EXPECT_NAMES = frozenset({
 
 
 def __getattr__(name: str) -> object:
-    if name in _EXPECT_NAMES:
-        from .testing import expect
-        return getattr(expect, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPECT_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .testing.expect import (AgentHandoffAssert, ChatMessageAssert, EventAssert,
+                                 EventRangeAssert, FunctionCallAssert, FunctionCallOutputAssert,
+                                 RunAssert, format_events)
+    dsl: dict[str, object] = {
+        "AgentHandoffAssert": AgentHandoffAssert, "ChatMessageAssert": ChatMessageAssert,
+        "EventAssert": EventAssert, "EventRangeAssert": EventRangeAssert,
+        "FunctionCallAssert": FunctionCallAssert,
+        "FunctionCallOutputAssert": FunctionCallOutputAssert, "RunAssert": RunAssert,
+        "format_events": format_events}
+    return dsl[name]
 
 
 __all__ = [

@@ -15,7 +15,10 @@ from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, Close
                       FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                       SpeechCreatedEvent, STTMetrics, TTSMetrics, UserInputTranscribedEvent,
                       UserStateChangedEvent, VADMetrics)
-from . import wire_payloads as wp
+from .wire_payloads import (AgentFalseInterruption, AgentStateChanged, ConversationItemAdded,
+                            ErrorOccurred, FunctionToolsExecuted, MetricsCollected, SessionClosed,
+                            SpeechCreated, UserInputTranscribed, UserStateChanged, WireEvent,
+                            from_wire_item)
 from .errors import RemoteSessionError
 
 Metrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics]
@@ -35,45 +38,45 @@ def _metrics(data: dict[str, Any]) -> Metrics | dict[str, Any]:
         return data
 
 
-def event_from_wire(event: wp.WireEvent) -> tuple[str, Any]:
+def event_from_wire(event: WireEvent) -> tuple[str, Any]:
     """``(name, event)``: the session event a wire event stands for."""
     at = event.created_at
-    if isinstance(event, wp.AgentStateChanged):
+    if isinstance(event, AgentStateChanged):
         return event.name, AgentStateChangedEvent(
             old_state=cast(AgentState, event.old_state),
             new_state=cast(AgentState, event.new_state), created_at=at)
-    if isinstance(event, wp.UserStateChanged):
+    if isinstance(event, UserStateChanged):
         return event.name, UserStateChangedEvent(
             old_state=cast(UserState, event.old_state),
             new_state=cast(UserState, event.new_state), created_at=at)
-    if isinstance(event, wp.UserInputTranscribed):
+    if isinstance(event, UserInputTranscribed):
         return event.name, UserInputTranscribedEvent(
             transcript=event.transcript, is_final=event.is_final, language=event.language,
             speaker_id=event.speaker_id, created_at=at)
-    if isinstance(event, wp.ConversationItemAdded):
+    if isinstance(event, ConversationItemAdded):
         return event.name, ConversationItemAddedEvent(
-            item=wp.from_wire_item(event.item), created_at=at)  # type: ignore[arg-type]
-    if isinstance(event, wp.FunctionToolsExecuted):
+            item=from_wire_item(event.item), created_at=at)  # type: ignore[arg-type]
+    if isinstance(event, FunctionToolsExecuted):
         return event.name, FunctionToolsExecutedEvent(
-            function_calls=[wp.from_wire_item(c) for c in event.function_calls],  # type: ignore
-            function_call_outputs=[None if o is None else wp.from_wire_item(o)  # type: ignore
+            function_calls=[from_wire_item(c) for c in event.function_calls],  # type: ignore
+            function_call_outputs=[None if o is None else from_wire_item(o)  # type: ignore
                                    for o in event.function_call_outputs], created_at=at)
-    if isinstance(event, wp.MetricsCollected):
+    if isinstance(event, MetricsCollected):
         metrics = _metrics(event.metrics)  # a kind this side does not know stays a dict
         return event.name, MetricsCollectedEvent(metrics=metrics,  # type: ignore[arg-type]
                                                  created_at=at)
-    if isinstance(event, wp.SpeechCreated):
+    if isinstance(event, SpeechCreated):
         return event.name, SpeechCreatedEvent(speech_handle=event.speech_id,
                                               user_initiated=event.user_initiated,
                                               source=event.source,  # type: ignore[arg-type]
                                               created_at=at)
-    if isinstance(event, wp.AgentFalseInterruption):
+    if isinstance(event, AgentFalseInterruption):
         return event.name, AgentFalseInterruptionEvent(resumed=event.resumed, created_at=at)
-    if isinstance(event, wp.ErrorOccurred):
+    if isinstance(event, ErrorOccurred):
         error = RemoteSessionError(event.message, code="session_error",
                                    error_type=event.error_type)
         return event.name, ErrorEvent(error=error, source=event.source, created_at=at)
-    if isinstance(event, wp.SessionClosed):
+    if isinstance(event, SessionClosed):
         close_error = (None if event.error is None
                        else RemoteSessionError(event.error, code="session_error"))
         return event.name, CloseEvent(reason=event.reason,  # type: ignore[arg-type]

@@ -5,23 +5,32 @@
 event and an arrow (``>>>``) at the event concerned (:func:`format_events`).
 
 The run events themselves (:class:`~agents_trio.run_result.ChatMessageEvent`, ...) are what
-the run records, so they stay in ``agents_trio.run_result``; this module only reads them. The
-core never imports this module at import time: ``RunResult.expect`` imports it on first use.
+the run records; they live in ``agents_trio.run_events``, below both ``run_result`` and this
+module, which only reads them (so this module does not import ``run_result``: no import
+circle). The core never imports this module at import time: ``RunResult.expect`` imports it
+on first use.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, overload
 
-from ..run_result import (AgentHandoffEvent, ChatMessageEvent, EventType, FunctionCallEvent,
-                          FunctionCallOutputEvent, RunEvent, RunResult)
+from ..run_events import (AgentHandoffEvent, ChatMessageEvent, EventType, FunctionCallEvent,
+                          FunctionCallOutputEvent, RunEvent)
 
 if TYPE_CHECKING:
     from ..chat import ChatRole, FunctionCall, FunctionCallOutput
 
 _CONTENT_PREVIEW = 200
+
+
+class _HasEvents(Protocol):
+    """A run result (``RunResult``): its recorded events."""
+
+    @property
+    def events(self) -> list[RunEvent]: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,9 +94,9 @@ class RunAssert:
         source: The run result (its live event list is used) or a list of events.
     """
 
-    def __init__(self, source: RunResult[Any] | Sequence[RunEvent]) -> None:
+    def __init__(self, source: _HasEvents | Sequence[RunEvent]) -> None:
         self._events: Sequence[RunEvent] = (
-            source.events if isinstance(source, RunResult) else source)
+            source if isinstance(source, Sequence) else source.events)
         self._current_index = 0
 
     def fail(self, message: str, index: int | None = None) -> NoReturn:
