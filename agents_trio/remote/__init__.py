@@ -1,9 +1,14 @@
-"""Remote sessions: drive a running agent from another process over the wire protocol.
+"""Remote sessions: drive a running agent from another process.
 
-``SessionHost`` serves a session (TCP or a Unix socket); ``RemoteSession`` is its client;
-``simulate`` runs scenario files against an agent, remotely or in-process. The wire format is
-in ``agents_trio.remote.wire`` (its payloads in ``remote.wire_payloads``). This package sits
-above the session (it serves one); nothing below it imports it.
+Two protocols. LiveKit's own (``AgentSessionMessage`` protobufs, over TCP or a room's
+``lk.agent.session`` byte streams) is in :mod:`agents_trio.remote.lk`: its ``SessionHost``
+serves LiveKit's ``RemoteSession`` and console, its ``RemoteSession`` drives LiveKit's
+``SessionHost``; the CLI speaks it by default. The home-made msgpack protocol (this package's
+``SessionHost`` and ``RemoteSession``; the wire format in ``remote.wire``, its payloads in
+``remote.wire_payloads``) stays for what LiveKit's cannot say: paged history, cancelling a
+request, filtered subscriptions, typed errors, Unix sockets. ``simulate`` runs scenario files
+over either, or in-process. This package sits above the session (it serves one); nothing below
+it imports it.
 """
 
 from .client import (

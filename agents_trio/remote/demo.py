@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
@@ -21,6 +21,9 @@ from ..demo import STORY, WeatherAgent
 from ..models import ChatChunk, FunctionToolCall, ToolChoice
 from ..session import AgentSession
 from .host import SessionHost
+
+if TYPE_CHECKING:
+    from .lk.host import SessionHost as LkSessionHost
 
 _CITY = re.compile(r"\bin ([A-Za-z][\w'\- ]*?)\s*[?.!]*$")
 
@@ -79,16 +82,33 @@ def demo_session(*, delay: float = 0.05) -> AgentSession:
 
 async def serve_demo(*, host: str = "127.0.0.1", port: int = 8765, path: str | None = None,
                      out: TextIO | None = None, stop: trio.Event | None = None,
-                     task_status: trio.TaskStatus[SessionHost] = trio.TASK_STATUS_IGNORED
-                     ) -> None:
+                     protocol: str = "livekit",
+                     task_status: trio.TaskStatus[SessionHost | LkSessionHost] = (
+                         trio.TASK_STATUS_IGNORED)) -> None:
     """Run the demo agent behind a host until ``stop`` is set (then the session closes and
-    every client gets a goodbye) or until cancelled; prints where to connect."""
+    every client is told so) or until cancelled; prints where to connect.
+
+    ``protocol``: ``"livekit"`` (LiveKit's ``AgentSessionMessage`` over TCP, the default) or
+    ``"msgpack"`` (the home-made protocol; the only one on a Unix socket ``path``).
+    """
+    if protocol not in ("livekit", "msgpack"):
+        raise ValueError(f"unknown protocol {protocol!r} (livekit or msgpack)")
+    if path is not None:
+        protocol = "msgpack"
     async with demo_session() as session:
-        session_host = await SessionHost(session, host=host, port=port, path=path).start()
+        session_host: SessionHost | LkSessionHost
+        if protocol == "livekit":
+            from .lk.host import SessionHost as LkHost
+
+            session_host = LkHost(session, host=host, port=port)
+            await session.start_service(session_host.serve)
+        else:
+            session_host = await SessionHost(session, host=host, port=port, path=path).start()
         await session.start(WeatherAgent())
         if out is not None:
             print(f"agents_trio: serving the demo agent on {session_host.address}", file=out)
-            print(f"connect with: python -m agents_trio console --connect "
-                  f"{session_host.address}", file=out, flush=True)
+            flag = "" if protocol == "livekit" else " --protocol msgpack"
+            print(f"connect with ({protocol} protocol): python -m agents_trio console --connect "
+                  f"{session_host.address}{flag}", file=out, flush=True)
         task_status.started(session_host)
         await (stop if stop is not None else trio.Event()).wait()

@@ -20,9 +20,12 @@ A turn's ``expect`` lists the items the turn must produce, in order; with ``"mat
 may not. Without ``expect`` any reply passes. ``expect_error`` asks for a failed turn whose
 error contains the text. A scenario stops at its first failing turn.
 
-Scenarios run through a :class:`Driver`: :class:`RemoteDriver` (a ``RemoteSession``: every
-scenario talks to the same running session, so state carries over) or :class:`LocalDriver`
-(an in-process session; :func:`run_scenarios` makes a fresh one per scenario).
+Scenarios run through a :class:`Driver`: :class:`LkRemoteDriver` (a LiveKit-protocol
+``agents_trio.remote.lk.RemoteSession``, to our host or LiveKit's: every scenario talks to the
+same running session, so state carries over; each scenario ends with a ``finalize_simulation``
+that hands the agent the verdict and records the agent's own, as LiveKit's simulator does),
+:class:`RemoteDriver` (the msgpack ``RemoteSession``), or :class:`LocalDriver` (an in-process
+session; :func:`run_scenarios` makes a fresh one per scenario).
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ import trio
 from .._errors import AgentsTrioError
 from ..chat import AgentHandoff, ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from .client import RemoteSession
-from .errors import RemoteConnectionError, RemoteSessionError
+from .errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError
 
 if TYPE_CHECKING:
     from ..session import AgentSession
+    from .lk.client import RemoteSession as LkRemoteSession
 
 ItemType = Literal["message", "function_call", "function_call_output", "agent_handoff"]
 
@@ -147,6 +151,46 @@ class Driver(Protocol):
         Cancellation: a checkpoint; nothing else happens.
         """
         ...
+
+
+class LkRemoteDriver:
+    """Drives the session behind a LiveKit-protocol ``RemoteSession``.
+
+    Cancellation: a cancelled turn is only forgotten by the client (LiveKit's protocol has no
+    cancel): the host still plays it.
+    """
+
+    def __init__(self, remote: LkRemoteSession, *, turn_timeout: float = 60.0) -> None:
+        self.remote = remote
+        self.turn_timeout = turn_timeout
+
+    async def run(self, text: str) -> TurnOutcome:
+        from .lk.convert import decode_chat_items
+
+        try:
+            result = await self.remote.run(text, timeout=self.turn_timeout)
+        except (RemoteConnectionError, RemoteSessionClosedError):
+            raise
+        except RemoteSessionError as e:
+            prefix = "session request run_input failed: "
+            return TurnOutcome(error=e.message.removeprefix(prefix))
+        return TurnOutcome(items=decode_chat_items(result.items))
+
+    async def agent_id(self) -> str:
+        return str((await self.remote.get_agent_info()).id)
+
+    async def finalize(self, result: ScenarioResult) -> None:
+        """Tell the agent how the scenario went; record its own verdict, if it gives one."""
+        try:
+            answer = await self.remote.finalize_simulation(
+                provisional_success=result.passed, provisional_reason=result.failure or "")
+        except (RemoteConnectionError, RemoteSessionClosedError):
+            raise
+        except RemoteSessionError as e:
+            result.agent_error = e.message
+            return
+        if answer.HasField("user_verdict"):
+            result.agent_verdict = (answer.user_verdict.success, answer.user_verdict.reason)
 
 
 class RemoteDriver:
@@ -302,6 +346,11 @@ class ScenarioResult:
     turns_passed: int = 0
     failure: str | None = None
     duration: float = 0.0
+    agent_verdict: tuple[bool, str] | None = None
+    """The agent's own verdict from ``finalize_simulation`` (LiveKit protocol), if any."""
+    agent_error: str | None = None
+    """The error ``finalize_simulation`` answered with (the agent's end-of-simulation hook
+    failed), if any."""
 
     @property
     def passed(self) -> bool:
@@ -346,10 +395,10 @@ async def local_driver(factory: SessionFactory) -> AsyncIterator[LocalDriver]:
 
 
 async def run_scenarios(scenarios: Sequence[Scenario], *,
-                        remote: RemoteSession | None = None,
+                        remote: RemoteSession | LkRemoteSession | None = None,
                         factory: SessionFactory | None = None) -> list[ScenarioResult]:
-    """Play ``scenarios`` against a remote session, or in-process against a fresh session
-    from ``factory`` for each.
+    """Play ``scenarios`` against a remote session (LiveKit's protocol or msgpack), or
+    in-process against a fresh session from ``factory`` for each.
 
     Cancellation: cancelling it stops at the scenario in flight (see :func:`run_scenario`);
     the results so far are lost.
@@ -358,8 +407,14 @@ async def run_scenarios(scenarios: Sequence[Scenario], *,
         raise ValueError("give exactly one of remote= or factory=")
     results = []
     for scenario in scenarios:
-        if remote is not None:
+        if isinstance(remote, RemoteSession):
             results.append(await run_scenario(scenario, RemoteDriver(remote)))
+            continue
+        if remote is not None:
+            lk_driver = LkRemoteDriver(remote)
+            result = await run_scenario(scenario, lk_driver)
+            await lk_driver.finalize(result)
+            results.append(result)
             continue
         assert factory is not None
         async with local_driver(factory) as driver:
@@ -373,8 +428,16 @@ def format_results(results: Sequence[ScenarioResult]) -> str:
     lines = [f"{'scenario':<{width}}  result  turns  detail"]
     for r in results:
         status = "PASS" if r.passed else "FAIL"
+        detail = r.failure or ""
+        if r.agent_verdict is not None:
+            verdict = "success" if r.agent_verdict[0] else "failure"
+            detail += (" " if detail else "") + f"(agent's verdict: {verdict}" + \
+                (f": {r.agent_verdict[1]})" if r.agent_verdict[1] else ")")
+        if r.agent_error is not None:
+            detail += (" " if detail else "") + f"(agent's end-of-simulation hook: " \
+                f"{r.agent_error})"
         lines.append(f"{r.name:<{width}}  {status:<6}  {r.turns_passed:>2}/{r.turns:<2}  "
-                     f"{r.failure or ''}".rstrip())
+                     f"{detail}".rstrip())
     passed = sum(r.passed for r in results)
     lines.append(f"{passed}/{len(results)} scenarios passed")
     return "\n".join(lines)
