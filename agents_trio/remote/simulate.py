@@ -165,6 +165,8 @@ class LkRemoteDriver:
         self.turn_timeout = turn_timeout
 
     async def run(self, text: str) -> TurnOutcome:
+        """Cancellation: cancelling it forgets the turn's answer; the host may still run the turn.
+        """
         from .lk.convert import decode_chat_items
 
         try:
@@ -177,10 +179,14 @@ class LkRemoteDriver:
         return TurnOutcome(items=decode_chat_items(result.items))
 
     async def agent_id(self) -> str:
+        """Cancellation: as :meth:`RemoteSession.ping`."""
         return str((await self.remote.get_agent_info()).id)
 
     async def finalize(self, result: ScenarioResult) -> None:
-        """Tell the agent how the scenario went; record its own verdict, if it gives one."""
+        """Tell the agent how the scenario went; record its own verdict, if it gives one.
+
+        Cancellation: cancelling it records no verdict; the host may still finalize.
+        """
         try:
             answer = await self.remote.finalize_simulation(
                 provisional_success=result.passed, provisional_reason=result.failure or "")

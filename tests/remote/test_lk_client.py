@@ -119,3 +119,23 @@ async def test_the_client_limits_its_pending_requests(autojump_clock) -> None:
                 await remote.aclose()  # the two waiting are told the connection closed
             assert len(closed) == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_a_request_cancelled_mid_frame_ends_the_connection_instead_of_corrupting_it(
+) -> None:
+    """A host that reads slowly: a request cancelled while its frame is half written must not
+    leave the half frame on the stream for the next request to follow."""
+    from trio.testing import lockstep_stream_pair
+
+    from agents_trio.remote.lk.client import RemoteSession
+
+    client_side, host_side = lockstep_stream_pair()
+    remote = RemoteSession(client_side)
+    with trio.move_on_after(1) as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(remote.ping)
+            await host_side.receive_some(3)  # the host takes 3 bytes of the frame, then stalls
+            await trio.sleep(0.5)
+            scope.cancel()
+    with pytest.raises(RemoteSessionClosedError):
+        await remote.ping(timeout=1)

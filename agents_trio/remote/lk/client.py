@@ -90,6 +90,9 @@ class RemoteSession:
 
         Raises:
             TimeoutError: no pong within ``timeout``.
+
+        Cancellation: cancelling it stops the pings; an answer still on its way is dropped and
+        the connection stays usable.
         """
         last: RemoteSessionError | None = None
         with trio.move_on_after(timeout):
@@ -107,34 +110,43 @@ class RemoteSession:
                            + (f" ({last.message})" if last is not None else ""))
 
     async def ping(self, timeout: float = 60.0) -> None:
+        """Cancellation: cancelling it while the request is being written ends the connection (a
+        half frame would corrupt it); while waiting for the answer, the answer is dropped and
+        the connection stays usable.
+        """
         await self._request(ping=pb.SessionRequest.Ping(), timeout=timeout)
 
     async def get_chat_history(self, timeout: float = 60.0
                                ) -> pb.SessionResponse.GetChatHistoryResponse:
+        """Cancellation: as :meth:`ping`."""
         resp = await self._request(get_chat_history=pb.SessionRequest.GetChatHistory(),
                                    timeout=timeout)
         return resp.get_chat_history
 
     async def get_agent_info(self, timeout: float = 60.0
                              ) -> pb.SessionResponse.GetAgentInfoResponse:
+        """Cancellation: as :meth:`ping`."""
         resp = await self._request(get_agent_info=pb.SessionRequest.GetAgentInfo(),
                                    timeout=timeout)
         return resp.get_agent_info
 
     async def get_framework_info(self, timeout: float = 60.0
                                  ) -> pb.SessionResponse.GetFrameworkInfoResponse:
+        """Cancellation: as :meth:`ping`."""
         resp = await self._request(get_framework_info=pb.SessionRequest.GetFrameworkInfo(),
                                    timeout=timeout)
         return resp.get_framework_info
 
     async def get_session_state(self, timeout: float = 60.0
                                 ) -> pb.SessionResponse.GetSessionStateResponse:
+        """Cancellation: as :meth:`ping`."""
         resp = await self._request(get_session_state=pb.SessionRequest.GetSessionState(),
                                    timeout=timeout)
         return resp.get_session_state
 
     async def get_session_usage(self, timeout: float = 60.0
                                 ) -> pb.SessionResponse.GetSessionUsageResponse:
+        """Cancellation: as :meth:`ping`."""
         resp = await self._request(get_session_usage=pb.SessionRequest.GetSessionUsage(),
                                    timeout=timeout)
         return resp.get_session_usage
@@ -160,7 +172,10 @@ class RemoteSession:
                         output_video_enabled: bool | None = None,
                         output_transcription_enabled: bool | None = None,
                         timeout: float = 60.0) -> pb.SessionResponse.UpdateIOResponse:
-        """Switch the agent's I/O channels; only the ones given are sent."""
+        """Switch the agent's I/O channels; only the ones given are sent.
+
+        Cancellation: as :meth:`ping`; the host may still apply the update.
+        """
         update = pb.SessionRequest.UpdateIO()
         for side, name, value in [("input", "audio_enabled", input_audio_enabled),
                                   ("input", "video_enabled", input_video_enabled),
@@ -177,7 +192,10 @@ class RemoteSession:
                                   provisional_reason: str = "", timeout: float = 60.0
                                   ) -> pb.SessionResponse.FinalizeSimulationResponse:
         """Hand the agent the simulator's provisional verdict; its own verdict comes back in
-        ``user_verdict`` (unset when it has none)."""
+        ``user_verdict`` (unset when it has none).
+
+        Cancellation: as :meth:`ping`; the host may still finalize.
+        """
         resp = await self._request(
             finalize_simulation=pb.SessionRequest.FinalizeSimulation(
                 provisional_success=provisional_success, provisional_reason=provisional_reason),
@@ -202,7 +220,7 @@ class RemoteSession:
             frame = encode_message(pb.AgentSessionMessage(request=request))
             try:
                 async with self._send_lock:
-                    await self._stream.send_all(frame)
+                    await self._send_whole(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
                 raise RemoteConnectionError(f"the connection broke: {e}",
                                             code="connection_lost") from None
@@ -274,6 +292,17 @@ class RemoteSession:
             except trio.ClosedResourceError:
                 pass
 
+    async def _send_whole(self, frame: bytes) -> None:
+        """Write one frame. A frame cut short by a cancellation would corrupt every frame
+        after it, so the connection ends with it: later calls fail with
+        :class:`RemoteSessionClosedError` instead of sending onto a broken stream."""
+        try:
+            await self._stream.send_all(frame)
+        except trio.Cancelled:
+            self._close("a request was cancelled while its frame was being sent")
+            await trio.aclose_forcefully(self._stream)
+            raise
+
     def _close(self, reason: str) -> None:
         if self._closed is None:
             self._closed = reason
@@ -284,6 +313,9 @@ class RemoteSession:
         self._events_send.close()
 
     async def aclose(self) -> None:
+        """Cancellation: the close is immediate (forceful); a cancelled call still leaves the
+        client closed.
+        """
         self._close("closed by the client")
         await trio.aclose_forcefully(self._stream)
 

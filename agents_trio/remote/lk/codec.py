@@ -91,6 +91,8 @@ class LkFrameReader:
 
         Raises:
             FrameTooLargeError, TruncatedFrameError, MalformedMessageError: a broken peer.
+
+        Cancellation: safe; bytes already read stay buffered for the next call.
         """
         while True:
             payload = self._decoder.next_frame()

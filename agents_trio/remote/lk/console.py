@@ -30,12 +30,14 @@ class LkConsole:
         print(text, file=self.out, flush=True)
 
     async def read_line(self) -> str | None:
+        """Cancellation: cancelling it abandons the line being read."""
         self.out.write("you> ")
         self.out.flush()
         line = await self._lines()
         return None if line is None else line.strip()
 
     async def greet(self) -> None:
+        """Cancellation: as the requests it makes (:meth:`RemoteSession.ping`)."""
         info = await self.remote.get_agent_info()
         self.say(f"connected: agent {info.id}. Type a message; /help for commands, Ctrl-D to "
                  f"leave.")
@@ -48,6 +50,9 @@ class LkConsole:
             self.say(describe_item(messages[-1]) or "")
 
     async def command(self, line: str) -> bool:
+        """Cancellation: as the requests it makes (:meth:`RemoteSession.ping`); nothing is printed
+        for an unanswered one.
+        """
         name = line[1:].split(maxsplit=1)[0].lower() if len(line) > 1 else ""
         if name in ("quit", "exit", "q"):
             return False
@@ -71,6 +76,9 @@ class LkConsole:
         return True
 
     async def turn(self, text: str) -> None:
+        """Cancellation: cancelling it forgets the turn's answer; the host may still run the turn
+        (LiveKit's protocol has no cancel).
+        """
         try:
             result = await self.remote.run(text)
         except (RemoteSessionClosedError, RemoteConnectionError):
@@ -86,6 +94,7 @@ class LkConsole:
             self.say("  (no reply)")
 
     async def loop(self) -> None:
+        """Cancellation: cancelling it ends the console; the agent is unaffected."""
         await self.greet()
         while (line := await self.read_line()) is not None:
             if not line:

@@ -45,9 +45,36 @@ from .convert import (AGENT_STATE_TO_PB, FORWARDED_EVENTS, USER_STATE_TO_PB, Usa
 
 if TYPE_CHECKING:
     from ...session import AgentSession
-    from .tcp_console import TcpConsoleIO
 
 logger = logging.getLogger("agents_trio.remote")
+
+
+class ConsoleAudioIn(Protocol):
+    """Where a console's microphone frames go (``tcp_console.ConsoleAudioInput``)."""
+
+    def push_frame(self, frame: pb.AgentSessionMessage.ConsoleIO.AudioFrame) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ConsoleAudioOut(Protocol):
+    """Where the agent's voice goes to a console (``tcp_console.ConsoleAudioOutput``)."""
+
+    def attach(self, sink: Callable[[pb.AgentSessionMessage], None]) -> None: ...
+
+    def detach(self) -> None: ...
+
+    def notify_playout_finished(self) -> None: ...
+
+
+class ConsolePort(Protocol):
+    """A console connection's audio, both ways (``tcp_console.TcpConsoleIO``)."""
+
+    @property
+    def input(self) -> ConsoleAudioIn: ...
+
+    @property
+    def output(self) -> ConsoleAudioOut: ...
 
 SimulationEnd = Callable[[bool, str], Awaitable["tuple[bool, str] | None"]]
 """``on_simulation_end(provisional_success, provisional_reason)``: the agent's own verdict
@@ -117,7 +144,7 @@ class _Connection:
     """One client; see the module docstring of ``remote._connection`` for the deadlines."""
 
     def __init__(self, host: SessionHost, stream: trio.abc.Stream,
-                 console: TcpConsoleIO | None = None) -> None:
+                 console: ConsolePort | None = None) -> None:
         self._host = host
         self._stream = stream
         self._console = console
@@ -569,7 +596,7 @@ class SessionHost:
         await self._stopped.wait()
 
     async def serve_stream(self, stream: trio.abc.Stream, *,
-                           console: TcpConsoleIO | None = None) -> None:
+                           console: ConsolePort | None = None) -> None:
         """Serve one connected stream until it ends (accepted, or dialled out); with
         ``console``, it also carries that console's audio (see ``tcp_console``).
 
@@ -602,7 +629,7 @@ class SessionHost:
             self._connections_changed.unpark_all()
 
     async def connect(self, host: str, port: int, *,
-                      console: TcpConsoleIO | None = None) -> None:
+                      console: ConsolePort | None = None) -> None:
         """Dial ``host:port`` (a console server, as LiveKit's ``--connect-addr``) and serve
         that connection until it ends; ``console``: its audio goes on it too.
 
@@ -725,6 +752,13 @@ class SessionHost:
         return _response(rid, update_io=R.UpdateIOResponse())
 
     async def answer(self, request: pb.SessionRequest) -> pb.AgentSessionMessage:
+        """The answer to a request that waits on the session (``run_input``,
+        ``finalize_simulation``).
+
+        Cancellation: cancelling it (the connection ended, or the host closes) abandons the
+        reply; a ``run_input`` turn already handed to the host's turn runner still runs, marked
+        abandoned, and its answer goes nowhere.
+        """
         kind = request.WhichOneof("request")
         rid = request.request_id
         R = pb.SessionResponse  # noqa: N806

@@ -122,6 +122,7 @@ class ConsoleAudioOutput(AudioOutput):
         return min(max(0.0, trio.current_time() - self._started_at), self._pushed)
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Cancellation: safe; the frame is either queued for the console or not at all."""
         await trio.lowlevel.checkpoint()
         if not self._pushed:
             self._started_at = trio.current_time()
@@ -252,6 +253,7 @@ class ConsoleJobContext:
         return self.shutdown_reason or "user_initiated"
 
     async def wait_for_participant(self) -> None:
+        """Cancellation: nothing to cancel: it raises at once (there is no room in console mode)."""
         raise RuntimeError("there is no room (and no participant) in console mode")
 
     def shutdown(self, reason: str = "job_shutdown") -> None:
