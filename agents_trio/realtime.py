@@ -89,7 +89,11 @@ class MessageGeneration(msgspec.Struct, kw_only=True):
 
 
 class GenerationCreatedEvent(msgspec.Struct, kw_only=True):
-    """A response of the model: its messages and function calls, each as a channel."""
+    """A response of the model: its messages and function calls, each as a channel.
+
+    ``user_initiated``: the response answers a ``generate_reply()``/``say()`` request, which
+    returns it; out of ``events()`` only a server-initiated one (``False``) is a new speech.
+    """
 
     message_stream: Any  # trio.MemoryReceiveChannel[MessageGeneration]
     function_stream: Any  # trio.MemoryReceiveChannel[FunctionCall]
@@ -175,7 +179,9 @@ class RealtimeSession(Protocol):
         Cancellation: the runtime cancels it when the speech is interrupted or the session
         stops being live, and calls no ``interrupt()`` for it: a cancelled call should stop
         or drop the response it asked for, which must not come out of ``events()`` later as
-        a server-initiated generation.
+        a server-initiated generation (one that comes out marked ``user_initiated`` is
+        ignored: a request owns its response, whether its call returned it or was
+        cancelled).
         """
         ...
 

@@ -241,6 +241,8 @@ class RealtimeLink:
                     role="user", content=[ev.transcript], id=ev.item_id,
                     created_at=now if ev.turn_started_at is None else ev.turn_started_at))
         elif ev.type == "generation_created":
+            if ev.user_initiated:
+                return  # a request's response: its call returned it, or it was abandoned
             if not activity.accepts_turns or not activity.scheduling_open.is_set():
                 return  # ignored while paused or draining (reference 7.4)
             handle = SpeechHandle(allow_interruptions=activity.allow_interruptions)

@@ -200,7 +200,8 @@ class RealtimeSessionAdapter:
                                       recoverable=bool(getattr(ev, "recoverable", False)))
         if name == "generation_created" and isinstance(
                 ev, lk_llm.GenerationCreatedEvent) and not ev.user_initiated:
-            # user-initiated generations are returned by generate_reply()/say() instead
+            # user-initiated generations are returned by generate_reply()/say() instead, or
+            # dropped with their abandoned request (see _abandon)
             return self._generation(ev)
         return None
 
@@ -305,10 +306,11 @@ class RealtimeSessionAdapter:
                              ) -> GenerationCreatedEvent:
         """Ask the plugin for a response; return its generation once it was created.
 
-        Cancellation: once the request is sent, cancelling stops the wait (the plugin's
-        future is cancelled) but not the response: a plugin that then reports it as not
-        user-initiated (LiveKit's OpenAI plugin does) has it come out of ``events()`` as a
-        new generation; ``interrupt()`` stops it.
+        Cancellation: before the request is sent, nothing is asked. After, the request is
+        *abandoned* (see :meth:`_abandon`): the server is told to stop the response
+        (``interrupt()``, ordered after the request), and the plugin's future is left
+        pending, so a response the server creates anyway is still the request's (the plugin
+        reports it as user-initiated) and is dropped: it never comes out of ``events()``.
         """
         self._check("generate_reply")
         kwargs: dict[str, Any] = {}
@@ -332,10 +334,44 @@ class RealtimeSessionAdapter:
             **kwargs: object) -> GenerationCreatedEvent:
         self._check(name)
         try:
-            future = await self._bridge.run_sync(fn, *args, **kwargs)
-            ev = await self._bridge.run(await_aio, future)
+            future = await self._bridge.run_sync(fn, *args, **kwargs)  # the request is out
+            try:
+                ev = await self._bridge.run(_await_shielded, future)
+            except trio.Cancelled:
+                self._abandon(name, future)
+                raise
         except lk_llm.RealtimeError as e:
             raise RealtimeError(f"{self._label}: {e}") from e
         self._check(name)
         return self._generation(ev)
 
+    def _abandon(self, name: str,
+                 future: asyncio.Future[lk_llm.GenerationCreatedEvent]) -> None:
+        """The caller of a request that went out gave up on it (an interruption, a handoff,
+        the close): stop and drop its response, which must not come out later.
+
+        LiveKit's plugins tell a response they were asked for from a server turn by the
+        request's pending future (OpenAI's emits the response of a done future as not
+        user-initiated, i.e. as a new turn). So the future is not cancelled (the wait was
+        shielded): the abandoned request stays the owner of its response, which the plugin
+        reports as user-initiated, ``_convert_event`` never routes, and :meth:`_dropped`
+        discards. ``interrupt()``, queued after the request, has the server stop it.
+        """
+        if self.closed:
+            return  # the LiveKit session is closing: its responses go nowhere
+        self._calls.call(lambda: future.add_done_callback(lambda f: self._dropped(name, f)))
+        self._calls.call(self.lk_session.interrupt)
+
+    def _dropped(self, name: str,
+                 future: asyncio.Future[lk_llm.GenerationCreatedEvent]) -> None:
+        """(In the loop) an abandoned request's future is done: its response, if the server
+        created one, is discarded unread."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        logger.debug("%s: dropped the response %r of an abandoned %s()", self._label,
+                     future.result().response_id, name)
+
+
+async def _await_shielded(future: asyncio.Future[T]) -> T:
+    """(In the loop) wait for a plugin's future; cancelling the wait leaves it pending."""
+    return await asyncio.shield(future)

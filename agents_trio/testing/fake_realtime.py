@@ -5,6 +5,10 @@ else by the text of the last item of the chat context the session was last given
 message, or a function output). Server-side behaviour is driven by the test with ``emit_*``.
 Every call is recorded in ``calls``; a call reaching a closed session is recorded in the
 model's ``violations`` and raises ``RealtimeSessionClosedError`` — it fails loudly.
+
+A ``generate_reply`` cancelled while the server was thinking (its ``ttft``) has gone out: the
+fake server creates the response anyway, when its ``ttft`` is over, and the session then does
+what ``abandoned_responses`` says (see ``FakeRealtimeModel``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import trio
@@ -46,12 +50,19 @@ class FakeRealtimeModel:
         responses: Scripted responses (see ``add_response``).
         capabilities: What the fake server supports (default: everything but ``say``).
         response_stall_timeout: The model option of that name (see ``RealtimeModel``).
+        abandoned_responses: What a session does with the response of a ``generate_reply``
+            cancelled after it went out, once the server created it: ``"drop"`` it (recorded
+            in the session's ``dropped``), or ``"emit"`` it out of ``events()`` as a
+            user-initiated generation (what a LiveKit plugin does for a request whose
+            future is still pending), which the runtime must not play either.
     """
 
     def __init__(self, responses: list[FakeRealtimeResponse] | None = None, *,
                  capabilities: RealtimeCapabilities | None = None,
-                 response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT) -> None:
+                 response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT,
+                 abandoned_responses: Literal["drop", "emit"] = "drop") -> None:
         self.response_stall_timeout = check_response_stall_timeout(response_stall_timeout)
+        self.abandoned_responses = abandoned_responses
         self.capabilities = capabilities or RealtimeCapabilities(
             message_truncation=True, turn_detection=True, user_transcription=True,
             audio_output=True, manual_function_calls=True, mutable_chat_context=True,
@@ -106,6 +117,7 @@ class FakeRealtimeSession:
         self.chat_ctx = ChatContext()
         self.instructions: str | None = None
         self.tools: list[str] = []
+        self.dropped: list[str] = []  # the inputs of abandoned responses the session dropped
         self._events_send, self._events_recv = trio.open_memory_channel[Any](math.inf)
         self._nursery: trio.Nursery | None = None
         self._silence = bytes(2 * SAMPLE_RATE // 100)
@@ -192,12 +204,20 @@ class FakeRealtimeSession:
         """Start the response scripted for the instructions (or the last user text) after its
         ``ttft``.
 
-        Cancellation: a checkpoint (the ``ttft`` wait); a cancelled call starts nothing.
+        Cancellation: a checkpoint (the ``ttft`` wait). The request has gone out: the server
+        creates the response all the same, and the session drops or emits it as the model's
+        ``abandoned_responses`` says; it never comes out as a server-initiated generation.
         """
         self._check("generate_reply", instructions)
         key = instructions if instructions is not None else self._last_text()
         response = self.model.find(key) or FakeRealtimeResponse(input=key)
-        await trio.sleep(response.ttft)
+        created_at = trio.current_time() + response.ttft
+        try:
+            await trio.sleep_until(created_at)
+        except trio.Cancelled:
+            if not self.closed and self._nursery is not None:
+                self._nursery.start_soon(self._abandoned, response, created_at)
+            raise
         if self.closed:  # closed while the server was thinking: the call fails
             raise RealtimeSessionClosedError("the realtime session closed during generate_reply")
         return self._start_generation(response, user_initiated=True)
@@ -241,6 +261,14 @@ class FakeRealtimeSession:
         self._events_send.send_nowait(SessionReconnectedEvent())
 
     # -- internals -----------------------------------------------------------------------------
+    async def _abandoned(self, response: FakeRealtimeResponse, created_at: float) -> None:
+        """The server creates the response of a cancelled ``generate_reply`` anyway."""
+        await trio.sleep_until(created_at)
+        if self.model.abandoned_responses == "emit":
+            self._events_send.send_nowait(self._start_generation(response, user_initiated=True))
+        else:
+            self.dropped.append(response.input)
+
     def _last_text(self) -> str:
         for item in reversed(self.chat_ctx.items):
             if isinstance(item, ChatMessage) and item.role == "user":

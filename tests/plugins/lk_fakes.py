@@ -267,10 +267,11 @@ class _FakeSynthesizeStream(tts.SynthesizeStream):
 
 # -- realtime ---------------------------------------------------------------------------------
 class FakePluginRealtimeModel(llm.RealtimeModel):
-    def __init__(self) -> None:
+    def __init__(self, *, supports_say: bool = False) -> None:
         super().__init__(capabilities=llm.RealtimeCapabilities(
             message_truncation=True, turn_detection=True, user_transcription=True,
-            auto_tool_reply_generation=False, audio_output=True, manual_function_calls=True))
+            auto_tool_reply_generation=False, audio_output=True, manual_function_calls=True,
+            supports_say=supports_say))
         self.sessions: list[FakePluginRealtimeSession] = []
 
     def session(self) -> FakePluginRealtimeSession:
@@ -295,6 +296,8 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         self.audio_frames = 0
         self.closed = False
         self.stall = False  # generations whose streams never end
+        self.reply_delay = 0.2  # seconds from generate_reply()/say() to response.created
+        self.created: list[tuple[str, bool]] = []  # (text, created after its future was done)
         self._chat_ctx = llm.ChatContext.empty()
 
     @property
@@ -344,14 +347,29 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
     def generate_reply(self, *, instructions: Any = NOT_GIVEN, tool_choice: Any = NOT_GIVEN,
                        tools: Any = NOT_GIVEN) -> asyncio.Future[llm.GenerationCreatedEvent]:
         self.calls.append(("generate_reply", instructions))
+        return self._request("hello from realtime")
+
+    def say(self, text: Any) -> asyncio.Future[llm.GenerationCreatedEvent]:
+        self.calls.append(("say", text))
+        return self._request(text)
+
+    def _request(self, text: str) -> asyncio.Future[llm.GenerationCreatedEvent]:
+        """The server creates the response ``reply_delay`` s after the request, whatever
+        happened to the request's future meanwhile; as LiveKit's OpenAI plugin, a response
+        whose future is already done (cancelled, timed out) is emitted as not user-initiated.
+        A ``response.cancel`` (``interrupt()``) sent before it was created does not stop it
+        (the worst case: a provider that creates responses late, or cannot cancel)."""
         future: asyncio.Future[llm.GenerationCreatedEvent] = (
             asyncio.get_running_loop().create_future())
 
         async def respond() -> None:
-            await asyncio.sleep(0.2)
-            ev = self._generation("hello from realtime", user_initiated=True)
+            await asyncio.sleep(self.reply_delay)
+            late = future.done()
+            ev = self._generation(text, user_initiated=not late)
+            self.created.append((text, late))
             self.emit("generation_created", ev)
-            future.set_result(ev)
+            if not late:
+                future.set_result(ev)
 
         asyncio.ensure_future(respond())
         return future
