@@ -135,7 +135,7 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: CloseReason = "job_shutdown") -> None:
+    def shutdown(self, reason: CloseReason = CloseReason.JOB_SHUTDOWN) -> None:
         """End the job: running sessions close with ``reason`` and, after
         ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
         if self.shutdown_reason is not None:
@@ -214,7 +214,7 @@ class JobContext:
             return
         logger.warning("the room disconnected (%s); shutting the job down", reason)
         self._room_gone.set()
-        self.shutdown("job_shutdown")
+        self.shutdown(CloseReason.JOB_SHUTDOWN)
 
 
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
@@ -237,7 +237,7 @@ async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> N
             await trio.sleep_forever()
         finally:
             if not done.cancel_called:
-                ctx.shutdown("job_shutdown")
+                ctx.shutdown(CloseReason.JOB_SHUTDOWN)
 
 
 async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
