@@ -99,7 +99,10 @@ from .job import get_job_context  # noqa: E402
 from .options import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions  # noqa: E402
 from .run_events import (AgentHandoffEvent, ChatMessageEvent, FunctionCallEvent,  # noqa: E402
                          FunctionCallOutputEvent)
-from .testing.expect import EventAssert, RunAssert  # noqa: E402
+import typing as _typing  # noqa: E402
+
+if _typing.TYPE_CHECKING:  # loaded on first use, so importing agents_trio does not load the test DSL
+    from .testing.expect import EventAssert, RunAssert
 from .turn_options import (EndpointingOptions, InterruptionOptions,  # noqa: E402
                            PreemptiveGenerationOptions, TurnHandlingOptions,
                            UserTurnLimitOptions)
@@ -112,3 +115,12 @@ __all__ += ["APIConnectOptions", "APIConnectionError", "APIStatusError", "APITim
             "PreemptiveGenerationOptions", "RunAssert", "TurnHandlingOptions",
             "UserTurnLimitOptions", "beta", "get_job_context", "llm", "metrics", "room_io", "stt",
             "text_transforms", "tts", "vad", "voice"]
+
+
+def __getattr__(name: str) -> object:
+    """``RunAssert`` and ``EventAssert`` (LiveKit has them at the top level) come from
+    ``agents_trio.testing.expect``, imported when first asked for."""
+    if name in ("RunAssert", "EventAssert"):
+        from .testing import expect
+        return getattr(expect, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -185,7 +185,7 @@ class AgentSession(Generic[Userdata_T]):
         self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
 
     # -- context manager ----------------------------------------------------------------------
-    async def __aenter__(self) -> AgentSession:
+    async def __aenter__(self) -> AgentSession[Userdata_T]:
         """Open the session's nursery; ``start`` then runs the agent in it.
 
         Cancellation: not a blocking call; cancelling the enclosing scope later cancels the
