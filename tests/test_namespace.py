@@ -128,6 +128,7 @@ PARAMETER_GAPS: dict[str, list[str]] = {
     ":AgentTask": ["turn_detection", "min_endpointing_delay", "max_endpointing_delay",
                    "mcp_servers"],
     ":function_tool": ["f", "on_duplicate", "duplicate_scope"],
+    ":ChatMessage": ["extra", "hash"],
     ":FunctionCall": ["extra", "group_id"],
     ":FunctionCallOutput": ["reply_required"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
@@ -239,15 +240,19 @@ def _parameter_gap(entry: Entry) -> list[str] | None:
         mine = {m.name: m.value for m in ours}
         return [m.name for m in theirs if mine.get(m.name) != m.value]
     assert callable(ours), key
-    wanted = inspect.signature(theirs).parameters
+    fields = getattr(theirs, "model_fields", None)
+    if isinstance(fields, dict):  # a pydantic model: its signature is built lazily (**data)
+        wanted = list(fields)
+    else:
+        wanted = [n for n, p in inspect.signature(theirs).parameters.items()
+                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     try:
         accepted = inspect.signature(ours).parameters
     except ValueError:  # an exception class without __init__ of its own: Exception(*args)
-        return [n for n, p in wanted.items() if p.kind is not p.VAR_POSITIONAL]
+        return wanted
     if any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
         return []
-    return [n for n, p in wanted.items()
-            if n not in accepted and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    return [n for n in wanted if n not in accepted]
 
 
 def test_the_surface_copy_is_parsed() -> None:
