@@ -92,7 +92,7 @@ __all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "JobContext", "R
 # LiveKit's names and namespaces (issue 14): `livekit.agents.X` is `agents_trio.X`; the map and
 # the names that are absent or differ are in docs/livekit-names.md
 from ._errors import APIConnectionError, APIStatusError, APITimeoutError  # noqa: E402
-from .agent import NOT_GIVEN  # noqa: E402
+from .agent import NOT_GIVEN, NotGivenOr  # noqa: E402
 from .chat import ChatRole  # noqa: E402
 from .events import CloseReason  # noqa: E402
 from .job import get_job_context  # noqa: E402
@@ -112,6 +112,7 @@ __all__ += ["APIConnectOptions", "APIConnectionError", "APIStatusError", "APITim
             "AgentHandoffEvent", "ChatMessageEvent", "ChatRole", "CloseReason",
             "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EventAssert",
             "FunctionCallEvent", "FunctionCallOutputEvent", "InterruptionOptions", "NOT_GIVEN",
+            "NotGivenOr",
             "PreemptiveGenerationOptions", "RunAssert", "TurnHandlingOptions",
             "UserTurnLimitOptions", "beta", "get_job_context", "llm", "metrics", "room_io", "stt",
             "text_transforms", "tts", "vad", "voice"]

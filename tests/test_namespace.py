@@ -68,7 +68,7 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":ChatContent", ":NotGivenOr",
+    ":ChatContent",
     ":UserTranscriptionTimeoutEvent", ".voice:UserTranscriptionTimeoutEvent",
     ":SessionUsageUpdatedEvent", ".voice:SessionUsageUpdatedEvent",
     ":UserTurnExceededEvent", ".voice:UserTurnExceededEvent",
