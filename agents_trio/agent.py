@@ -6,7 +6,7 @@ import re
 from collections.abc import (AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable,
                              Iterator)
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, Union
 
 import trio
 from livekit import rtc
@@ -28,6 +28,10 @@ class NotGiven:
 
 
 NOT_GIVEN = NotGiven()
+
+_T = TypeVar("_T")
+#: a parameter that may be left out (LiveKit's ``NotGivenOr[T]``): ``T`` or ``NOT_GIVEN``
+NotGivenOr = Union[_T, NotGiven]
 
 
 class SessionView(Protocol):
@@ -76,7 +80,7 @@ class SessionView(Protocol):
 
     def update_agent(self, agent: Agent) -> None: ...
 
-    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None: ...
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = CloseReason.USER_INITIATED) -> None: ...
 
     def on(self, name: str, callback: Callable[[Any], object] | None = None) -> object: ...
 

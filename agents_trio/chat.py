@@ -135,11 +135,12 @@ class ChatContext:
     def __repr__(self) -> str:
         return f"ChatContext({self._items!r})"
 
-    def copy(self, *, exclude_function_calls: bool = False,
-             exclude_instructions: bool = False) -> ChatContext:
-        """A shallow copy: the list is new, the items are shared."""
+    def copy(self, *, exclude_function_call: bool = False, exclude_instructions: bool = False,
+             exclude_function_calls: bool = False) -> ChatContext:
+        """A shallow copy: the list is new, the items are shared. ``exclude_function_call``
+        is LiveKit's spelling, ``exclude_function_calls`` this runtime's first one."""
         items = self._items
-        if exclude_function_calls:
+        if exclude_function_call or exclude_function_calls:
             items = [i for i in items if i.type not in ("function_call", "function_call_output")]
         if exclude_instructions:
             items = [i for i in items if i.id != INSTRUCTIONS_ID]
@@ -198,8 +199,15 @@ class ChatContext:
         return [i for i in self._items if isinstance(i, ChatMessage)]
 
     def merge(self, other: ChatContext, *, exclude_function_calls: bool = True,
-              exclude_instructions: bool = True, exclude_config_update: bool = False) -> ChatContext:
-        """Add the items of ``other`` that this context lacks (by id), in creation-time order."""
+              exclude_instructions: bool = True, exclude_config_update: bool = False,
+              exclude_function_call: bool | None = None) -> ChatContext:
+        """Add the items of ``other`` that this context lacks (by id), in creation-time order.
+
+        ``exclude_function_call`` is LiveKit's spelling of ``exclude_function_calls`` (given,
+        it wins). The defaults differ from LiveKit's (which excludes nothing by default).
+        """
+        if exclude_function_call is not None:
+            exclude_function_calls = exclude_function_call
         known = {i.id for i in self._items}
         for item in other.items:
             if item.id in known:

@@ -6,6 +6,7 @@ emission, except user-state events, which are back-dated to when speech started 
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Literal, Union
 
 import msgspec
@@ -16,8 +17,23 @@ from .chat import ChatMessage, AgentHandoff, FunctionCall, FunctionCallOutput
 AgentState = Literal["initializing", "idle", "listening", "thinking", "speaking"]
 UserState = Literal["listening", "speaking", "away"]
 SpeechSource = Literal["say", "generate_reply", "tool_response"]
-CloseReason = Literal["error", "job_shutdown", "participant_disconnected", "user_initiated",
-                      "task_completed"]
+
+
+class CloseReason(str, enum.Enum):
+    """Why a session closed (LiveKit's ``CloseReason``: same members, same values). A str
+    enum: ``reason == "error"`` holds, and ``str(reason)`` is the value."""
+
+    ERROR = "error"
+    JOB_SHUTDOWN = "job_shutdown"
+    PARTICIPANT_DISCONNECTED = "participant_disconnected"
+    USER_INITIATED = "user_initiated"
+    TASK_COMPLETED = "task_completed"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, format_spec: str) -> str:
+        return self.value.__format__(format_spec)
 
 
 class _Event(msgspec.Struct, kw_only=True):

@@ -21,6 +21,7 @@ the user closed them.
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import importlib.util
 import logging
@@ -29,7 +30,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import trio
 from livekit import rtc
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .session import AgentSession
 
-__all__ = ["JobContext", "load_entrypoint", "open_plugin_http_context", "run_job"]
+__all__ = ["JobContext", "get_current_job_context", "get_job_context", "load_entrypoint",
+           "open_plugin_http_context", "run_job"]
 
 logger = logging.getLogger("agents_trio.job")
 
@@ -135,7 +137,7 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: CloseReason = "job_shutdown") -> None:
+    def shutdown(self, reason: CloseReason = CloseReason.JOB_SHUTDOWN) -> None:
         """End the job: running sessions close with ``reason`` and, after
         ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
         if self.shutdown_reason is not None:
@@ -185,8 +187,12 @@ class JobContext:
 
     async def _run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]]
                               ) -> R | None:
-        with self._scope:
-            return await entrypoint(self)
+        token = _current_job.set(self)
+        try:
+            with self._scope:
+                return await entrypoint(self)
+        finally:
+            _current_job.reset(token)
         logger.warning("the entrypoint did not return within %.0f s of the shutdown; "
                        "cancelled", self.shutdown_grace)
         return None
@@ -214,7 +220,35 @@ class JobContext:
             return
         logger.warning("the room disconnected (%s); shutting the job down", reason)
         self._room_gone.set()
-        self.shutdown("job_shutdown")
+        self.shutdown(CloseReason.JOB_SHUTDOWN)
+
+
+_current_job: contextvars.ContextVar[JobContext] = contextvars.ContextVar("agents_trio_job")
+
+
+@overload
+def get_job_context(*, required: Literal[True] = True) -> JobContext: ...
+
+
+@overload
+def get_job_context(*, required: Literal[False]) -> JobContext | None: ...
+
+
+def get_job_context(*, required: bool = True) -> JobContext | None:
+    """The :class:`JobContext` of the entrypoint this code runs in (LiveKit's
+    ``get_job_context``): set for the entrypoint and every task it starts.
+
+    Raises:
+        RuntimeError: Outside a job, unless ``required=False`` (then None).
+    """
+    ctx = _current_job.get(None)
+    if ctx is None and required:
+        raise RuntimeError(
+            "no job context found, are you running this code inside a job entrypoint?")
+    return ctx
+
+
+get_current_job_context = get_job_context
 
 
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
@@ -237,7 +271,7 @@ async def _shutdown_when_cancelled(ctx: JobContext, done: trio.CancelScope) -> N
             await trio.sleep_forever()
         finally:
             if not done.cancel_called:
-                ctx.shutdown("job_shutdown")
+                ctx.shutdown(CloseReason.JOB_SHUTDOWN)
 
 
 async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,

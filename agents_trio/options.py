@@ -6,6 +6,7 @@ fails at construction instead of leaving an agent that never answers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -175,3 +176,23 @@ def check_non_negative(name: str, value: object, *, allow_none: bool = False,
     if value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f"{name} must be {bound}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class APIConnectOptions:
+    """How a provider connects: retries, the pause between them and the timeout (LiveKit's
+    ``APIConnectOptions``, same fields and defaults). Trio-native models receive it as
+    ``conn_options`` and apply it themselves; adapted LiveKit plugins get it passed through.
+    """
+
+    max_retry: int = 3
+    retry_interval: float = 2.0
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_retry", "retry_interval", "timeout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be greater than or equal to 0")
+
+
+DEFAULT_API_CONNECT_OPTIONS = APIConnectOptions()

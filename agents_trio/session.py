@@ -17,9 +17,10 @@ import math
 from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic
 
 import trio
+from typing_extensions import TypeVar
 from livekit import rtc
 
 from ._errors import SessionClosedError
@@ -73,7 +74,20 @@ class SessionOutput:
         self.transcription: TextOutput | None = None
 
 
-class AgentSession:
+#: the type of ``userdata`` (``AgentSession[MyData]``); unparametrised, ``Any``
+Userdata_T = TypeVar("Userdata_T", default=Any)
+
+#: the names ``session.on`` accepts: LiveKit's session events (some are not emitted yet, see
+#: docs/livekit-names.md) and this runtime's playback events
+SESSION_EVENTS = frozenset({
+    "user_state_changed", "agent_state_changed", "user_input_transcribed",
+    "user_transcription_timeout", "conversation_item_added", "agent_false_interruption",
+    "overlapping_speech", "function_tools_executed", "metrics_collected",
+    "session_usage_updated", "speech_created", "tool_execution_updated", "error", "close",
+    "debug_message", "playback_started", "playback_finished"})
+
+
+class AgentSession(Generic[Userdata_T]):
     """A voice session: one user, one current agent, the models, and the events.
 
     Args:
@@ -112,7 +126,7 @@ class AgentSession:
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
-                 userdata: object = _NOT_GIVEN,
+                 userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
                  min_consecutive_speech_delay: float = 0.0,
                  user_away_timeout: float | None = 15.0,
@@ -157,7 +171,7 @@ class AgentSession:
         self._agent: Agent | None = None
         self._activity: Activity | None = None
         self._recognition: AudioRecognition | None = None
-        self._close_reason: CloseReason = "user_initiated"
+        self._close_reason: CloseReason = CloseReason.USER_INITIATED
         self._close_error: Any = None
         self._close_overrun: CloseOverrun | None = None
         #: the tool calls executing now (read by the close's overrun report)
@@ -171,7 +185,7 @@ class AgentSession:
         self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
 
     # -- context manager ----------------------------------------------------------------------
-    async def __aenter__(self) -> AgentSession:
+    async def __aenter__(self) -> AgentSession[Userdata_T]:
         """Open the session's nursery; ``start`` then runs the agent in it.
 
         Cancellation: not a blocking call; cancelling the enclosing scope later cancels the
@@ -231,13 +245,13 @@ class AgentSession:
         return self.conversation.user_state
 
     @property
-    def userdata(self) -> Any:  # noqa: ANN401 - any object of the user's
+    def userdata(self) -> Userdata_T:
         if self._userdata is _NOT_GIVEN:
             raise ValueError("VoiceAgent userdata is not set")
         return self._userdata
 
     @userdata.setter
-    def userdata(self, value: object) -> None:
+    def userdata(self, value: Userdata_T) -> None:
         self._userdata = value
 
     @property
@@ -258,7 +272,9 @@ class AgentSession:
     # -- events -------------------------------------------------------------------------------
     def on(self, name: str, callback: Callable[[Any], object] | None = None
            ) -> Callable[..., object]:
-        """Register a plain function for an event; usable as a decorator."""
+        """Register a plain function for an event; usable as a decorator. An unknown event
+        name raises ``ValueError`` (as in LiveKit)."""
+        _check_event_name(name)
         events = self.conversation.events
         registered: Callable[..., object] = (events.on(name, callback) if callback
                                              else events.on(name))
@@ -513,7 +529,7 @@ class AgentSession:
             raise RuntimeError("start_service() needs an open session (inside `async with`)")
         return await self._nursery.start(async_fn, *args)
 
-    def shutdown(self, *, drain: bool = True, reason: CloseReason = "user_initiated") -> None:
+    def shutdown(self, *, drain: bool = True, reason: CloseReason = CloseReason.USER_INITIATED) -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks)."""
         if self._nursery is None or self._state is not SessionState.RUNNING:
             return
@@ -625,7 +641,7 @@ class AgentSession:
 
     def _close_for_error(self, error: BaseException) -> None:
         self._close_error = error
-        self.shutdown(drain=False, reason="error")
+        self.shutdown(drain=False, reason=CloseReason.ERROR)
 
     # -- output -------------------------------------------------------------------------------
     def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
@@ -656,6 +672,12 @@ def _overridden_stt_node(agent: Agent) -> SttNode | None:
     if type(agent).stt_node is Agent.stt_node:
         return None
     return lambda audio: agent.stt_node(audio, ModelSettings())
+
+
+def _check_event_name(name: str) -> None:
+    if name not in SESSION_EVENTS:
+        raise ValueError(f"unknown session event {name!r}; the events are "
+                         f"{', '.join(sorted(SESSION_EVENTS))}")
 
 
 def _check_user_input(user_input: str | None) -> None:

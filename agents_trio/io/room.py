@@ -52,7 +52,7 @@ from livekit.rtc.room import EventTypes
 from .._errors import AgentsTrioError
 from ..nurseries import LatestSlot, open_unwrapping_nursery
 from .audio import TextOutput
-from ..events import AgentStateChangedEvent, CloseEvent, UserInputTranscribedEvent
+from ..events import AgentStateChangedEvent, CloseEvent, CloseReason, UserInputTranscribedEvent
 from .bridge import AsyncioBridge, BridgeReceiveChannel, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
 from .session_port import RoomSession
@@ -508,11 +508,11 @@ class RoomIO:
         if self._options.close_on_disconnect:
             logger.info("closing the session: participant %s left (%s)", participant.identity,
                         rtc.DisconnectReason.Name(reason))
-            self.session.shutdown(drain=False, reason="participant_disconnected")
+            self.session.shutdown(drain=False, reason=CloseReason.PARTICIPANT_DISCONNECTED)
 
     def _on_output_failure(self, error: BaseException) -> None:
         logger.error("closing the session: the agent's audio output failed (%r)", error)
-        self.session.shutdown(drain=False, reason="error")
+        self.session.shutdown(drain=False, reason=CloseReason.ERROR)
 
     def _on_room_disconnected(self, reason: object = None) -> None:
         if self._room_gone.is_set():
@@ -534,7 +534,7 @@ class RoomIO:
         """The room's end closes the session: at once, or as soon as it runs."""
         await self._room_gone.wait()
         await self._session_running.wait()
-        self.session.shutdown(drain=False, reason="job_shutdown")
+        self.session.shutdown(drain=False, reason=CloseReason.JOB_SHUTDOWN)
 
     async def _serve_room_events(
             self, events: BridgeReceiveChannel[tuple[str, tuple[Any, ...]]]) -> None:

@@ -8,9 +8,12 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 from livekit.agents import APIConnectOptions
+from livekit.agents import APIConnectionError as LKAPIConnectionError
 from livekit.agents import APIError as LKAPIError
+from livekit.agents import APIStatusError as LKAPIStatusError
+from livekit.agents import APITimeoutError as LKAPITimeoutError
 
-from .._errors import APIError
+from .._errors import APIConnectionError, APIError, APIStatusError, APITimeoutError
 from ..io.bridge import AsyncioBridge, current_bridge
 from ..nurseries import open_unwrapping_nursery
 
@@ -26,14 +29,23 @@ def to_api_error(error: BaseException, label: str) -> BaseException:
 
     A LiveKit ``APIError`` that reaches the adapter has already been retried by the plugin
     (per its ``conn_options``), so it is not recoverable; neither is an unexpected exception
-    inside a plugin stream.
+    inside a plugin stream. LiveKit's ``APIStatusError``, ``APITimeoutError`` and
+    ``APIConnectionError`` become this runtime's class of the same name (status code, request
+    id and body kept).
     """
     if isinstance(error, APIError):
         return error
-    if isinstance(error, LKAPIError):
-        status = getattr(error, "status_code", None)
-        detail = f"{error.message} (status {status})" if status is not None else error.message
-        mapped = APIError(f"{label}: {detail}", recoverable=False)
+    mapped: APIError
+    if isinstance(error, LKAPIStatusError):
+        mapped = APIStatusError(f"{label}: {error.message} (status {error.status_code})",
+                                status_code=error.status_code, request_id=error.request_id,
+                                body=error.body, retryable=False)
+    elif isinstance(error, LKAPITimeoutError):
+        mapped = APITimeoutError(f"{label}: {error.message}", retryable=False)
+    elif isinstance(error, LKAPIConnectionError):
+        mapped = APIConnectionError(f"{label}: {error.message}", retryable=False)
+    elif isinstance(error, LKAPIError):
+        mapped = APIError(f"{label}: {error.message}", body=error.body, retryable=False)
     else:
         mapped = APIError(f"{label} failed: {error!r}", recoverable=False)
     mapped.__cause__ = error

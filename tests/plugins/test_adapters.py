@@ -17,6 +17,7 @@ from livekit.agents import APIStatusError
 from livekit.agents import llm as lk_llm
 from lk_fakes import NO_RETRY, FakePluginLLM, FakePluginSTT, FakePluginTTS, FakePluginVAD
 
+import agents_trio
 from agents_trio import (
     APIError,
     ChatContext,
@@ -124,6 +125,9 @@ async def test_llm_provider_errors_become_api_errors(autojump_clock: trio.testin
                     pass
         assert info.value.__cause__ is failure and not info.value.recoverable
         assert "429" in str(info.value)
+        mapped = info.value
+        assert isinstance(mapped, agents_trio.APIStatusError)
+        assert (mapped.status_code, mapped.retryable) == (429, False)
         assert bridge.statistics().asyncio_tasks == 0
 
 

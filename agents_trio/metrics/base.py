@@ -1,0 +1,7 @@
+"""``agents_trio.metrics.base``: the metrics classes, where LiveKit defines them."""
+
+from __future__ import annotations
+
+from ..events import AgentMetrics, EOUMetrics, LLMMetrics, STTMetrics, TTSMetrics, VADMetrics
+
+__all__ = ["AgentMetrics", "EOUMetrics", "LLMMetrics", "STTMetrics", "TTSMetrics", "VADMetrics"]

@@ -1,0 +1,14 @@
+"""``agents_trio.stt``: LiveKit's ``livekit.agents.stt`` names. ``STT`` is the Trio-native
+protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.adapt()``);
+``RecognizeStream`` (also ``SpeechStream``) is the protocol of what its ``stream()`` returns,
+``STTStream`` in the rest of this package."""
+
+from __future__ import annotations
+
+from .models import STT, SpeechData, SpeechEvent, SpeechEventType, STTStream
+
+RecognizeStream = STTStream
+SpeechStream = STTStream
+
+__all__ = ["STT", "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
+           "SpeechStream"]

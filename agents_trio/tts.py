@@ -1,0 +1,8 @@
+"""``agents_trio.tts``: LiveKit's ``livekit.agents.tts`` names. ``TTS`` is the Trio-native
+protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.adapt()``)."""
+
+from __future__ import annotations
+
+from .models import TTS
+
+__all__ = ["TTS"]

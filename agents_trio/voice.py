@@ -1,0 +1,23 @@
+"""``agents_trio.voice``: LiveKit's ``livekit.agents.voice`` names, on this runtime's objects:
+the agent, the session, tasks, the tool context, speech handles and the session events."""
+
+from __future__ import annotations
+
+from .agent import Agent
+from .agent_task import AgentTask
+from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
+                     CloseReason, ConversationItemAddedEvent, ErrorEvent,
+                     FunctionToolsExecutedEvent, MetricsCollectedEvent, SpeechCreatedEvent,
+                     UserInputTranscribedEvent, UserStateChangedEvent)
+from .models import ModelSettings
+from .run_context import RunContext
+from .session import AgentSession
+from .speech_handle import SpeechHandle
+
+__all__ = [
+    "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
+    "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
+    "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
+    "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
+    "UserStateChangedEvent",
+]
