@@ -1,121 +1,95 @@
 """agents_trio: a voice-agent runtime on Trio's structured concurrency.
 
-Dependencies point one way, each layer importing only the ones before it:
-``chat``, ``models``, ``events``, ``options``, ``tools``, ``run_result``, ``speech_handle`` ←
-``conversation`` (the state every activity shares) and ``agent`` ← ``hosts`` (the session as an
-activity sees it) and ``agent_state`` ← the activity's helpers (``generation``,
-``interruption``, ``preemptive``, ``user_turns``, ``realtime_link``, ``realtime_generation``),
-each typed against a small protocol of what it needs ← ``activity`` ← ``agent_task`` and
-``session`` ← ``workflows``. ``io`` depends on the model protocols and events, never on the
-session. ``tests/test_layers.py`` holds the package to it.
+``livekit.agents.X`` is ``agents_trio.X`` for the names an agent author uses
+(docs/livekit-names.md). The package's layers, who owns what, and its import graph are in
+docs/architecture.md; ``tests/test_layers.py`` holds the modules to them. Importing the package
+does not import asyncio's side: trio_asyncio is loaded when a bridge opens, and LiveKit's
+plugins (``agents_trio.plugins``) and worker (``agents_trio.worker``) need livekit-agents.
 """
 
-from ._errors import AgentsTrioError, APIError, SessionClosedError, StopResponse, ToolError
-from .agent import Agent
+from __future__ import annotations
+
+import typing as _typing
+
+from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusError,
+                      APITimeoutError, SessionClosedError, StopResponse, ToolError)
+from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
+from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage, ChatRole,
                    FunctionCall, FunctionCallOutput)
+from .conversation import Conversation
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent, CloseOverrun,
-                     ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
+                     CloseReason, ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
-                     PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent,
-                     STTMetrics, TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
-                     VADMetrics)
-from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, FunctionToolCall,
-                     ModelSettings, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
-                     VADEventType)
+                     PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent, STTMetrics,
+                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent, VADMetrics)
 from .io.audio import AudioOutputStalled
-from .remote.wire import WireError
+from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge
+from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, RoomDisconnectedError,
+                      RoomIO, RoomOptions, RoomTranscriptionOutput, TextInputEvent,
+                      TextInputStatistics)
+from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
+from .job import get_job_context, JobContext, run_job
+from .models import (ChatChunk, FlushSentinel, FunctionToolCall, LLM, ModelSettings, SpeechData,
+                     SpeechEvent, SpeechEventType, STT, TTS, TurnDetector, VAD, VADEvent,
+                     VADEventType)
+from .options import APIConnectOptions, DEFAULT_API_CONNECT_OPTIONS
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeErrorEvent, RealtimeModel,
-                       RealtimeResponseStalledError, RealtimeSession,
-                       RealtimeSessionClosedError, SessionReconnectedEvent)
-from .remote import (RemoteConnectionError, RemoteSession, RemoteSessionClosedError,
-                     RemoteSessionError, SessionHost, SessionHostStatistics,
-                     connect_remote_session, open_remote_session, open_session_host,
-                     serve_session)
+                       RealtimeResponseStalledError, RealtimeSession, RealtimeSessionClosedError,
+                       SessionReconnectedEvent)
+from .remote import (connect_remote_session, open_remote_session, open_session_host,
+                     RemoteConnectionError, RemoteSession, RemoteSessionClosedError,
+                     RemoteSessionError, serve_session, SessionHost, SessionHostStatistics)
+from .remote.wire import WireError
 from .run_context import RunContext
-from .run_result import RunResult
+from .run_events import (AgentHandoffEvent, ChatMessageEvent, FunctionCallEvent,
+                         FunctionCallOutputEvent)
+from .run_result import RunHold, RunResult
 from .session import AgentSession
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, ToolFlag, function_tool
+from .tools import function_tool, FunctionTool, ToolFlag
+from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
+                           TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from .models import TurnDetector
+from . import beta, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
 
 __all__ = [
-    "APIError", "Agent", "AgentTask", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
-    "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "ChatChunk", "ChatContext",
-    "ChatItem", "ChatMessage", "CloseEvent", "CloseOverrun", "ConversationItemAddedEvent", "EOUMetrics",
-    "ErrorEvent", "FlushSentinel", "FunctionCall", "FunctionCallOutput", "FunctionTool",
-    "FunctionToolCall", "FunctionToolsExecutedEvent", "LLM", "LLMMetrics",
-    "MetricsCollectedEvent", "ModelSettings", "PlaybackFinishedEvent", "PlaybackStartedEvent",
-    "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent", "RealtimeModel",
-    "RealtimeResponseStalledError", "RealtimeSession", "RealtimeSessionClosedError",
-    "GenerationCreatedEvent",
+    "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
+    "AgentHandoffEvent", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
+    "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
+    "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
+    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "CloseEvent",
+    "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
+    "ConversationItemAddedEvent", "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EOUMetrics",
+    "ErrorEvent", "EventAssert", "FlushSentinel", "function_tool", "FunctionCall",
+    "FunctionCallEvent", "FunctionCallOutput", "FunctionCallOutputEvent", "FunctionTool",
+    "FunctionToolCall", "FunctionToolsExecutedEvent", "GenerationCreatedEvent", "get_job_context",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
-    "MessageGeneration", "SessionReconnectedEvent", "RunContext", "RunResult", "STT", "STTMetrics", "SessionClosedError", "SpeechCreatedEvent",
-    "SpeechData", "SpeechEvent", "SpeechEventType", "SpeechHandle", "StopResponse", "TTS",
-    "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
-    "TTSMetrics", "ToolError", "ToolFlag", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "VAD", "VADEvent", "VADEventType", "VADMetrics", "function_tool",
-    "RemoteConnectionError", "RemoteSession", "RemoteSessionClosedError", "RemoteSessionError",
-    "SessionHost", "SessionHostStatistics", "WireError", "connect_remote_session",
-    "open_remote_session", "open_session_host", "serve_session",
+    "InterruptionOptions", "JobContext", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
+    "MetricsCollectedEvent", "mint_token", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
+    "open_bridge", "open_remote_session", "open_room", "open_room_audio_output", "open_room_io",
+    "open_session_host", "PlaybackFinishedEvent", "PlaybackStartedEvent",
+    "PreemptiveGenerationOptions", "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent",
+    "RealtimeModel", "RealtimeResponseStalledError", "RealtimeSession",
+    "RealtimeSessionClosedError", "RemoteConnectionError", "RemoteSession",
+    "RemoteSessionClosedError", "RemoteSessionError", "room_io", "RoomAudioInput",
+    "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
+    "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
+    "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
+    "SessionReconnectedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
+    "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
+    "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
+    "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
+    "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
+    "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "WireError",
 ]
-# faults and option checks (issue 15)
-__all__ += ["AudioOutputStalled", "TurnDetector"]
-# the objects and types of the core's seams (issue 10)
-from .agent import NotGiven, SessionView  # noqa: E402
-from .conversation import Conversation  # noqa: E402
-from .run_result import RunHold  # noqa: E402
 
-__all__ += ["Conversation", "NotGiven", "RunHold", "SessionView"]
 
-# LiveKit rooms through the asyncio bridge. Importing these is cheap and changes nothing in
-# asyncio: trio_asyncio is imported only when a bridge opens (see agents_trio/io/bridge.py).
-# Plugin adapters live in agents_trio.plugins, worker mode in agents_trio.worker (both need
-# livekit-agents).
-from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge  # noqa: E402
-from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions,  # noqa: E402
-                      RoomTranscriptionOutput, TextInputEvent, TextInputStatistics, mint_token,
-                      open_room, open_room_io)
-from .io.room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output  # noqa: E402
-from .job import JobContext, run_job  # noqa: E402
-
-__all__ += ["AsyncioBridge", "BridgeError", "BridgeStatistics", "JobContext", "RoomAudioInput",
-            "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO",
-            "RoomOptions", "RoomTranscriptionOutput", "TextInputEvent", "TextInputStatistics",
-            "mint_token", "open_bridge",
-            "open_room", "open_room_audio_output", "open_room_io", "run_job"]
-
-# LiveKit's names and namespaces (issue 14): `livekit.agents.X` is `agents_trio.X`; the map and
-# the names that are absent or differ are in docs/livekit-names.md
-from ._errors import APIConnectionError, APIStatusError, APITimeoutError  # noqa: E402
-from .agent import NOT_GIVEN, NotGivenOr  # noqa: E402
-from .chat import ChatRole  # noqa: E402
-from .events import CloseReason  # noqa: E402
-from .job import get_job_context  # noqa: E402
-from .options import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions  # noqa: E402
-from .run_events import (AgentHandoffEvent, ChatMessageEvent, FunctionCallEvent,  # noqa: E402
-                         FunctionCallOutputEvent)
-import typing as _typing  # noqa: E402
-
-if _typing.TYPE_CHECKING:  # loaded on first use, so importing agents_trio does not load the test DSL
+if _typing.TYPE_CHECKING:  # loaded on first use: importing agents_trio does not load the test DSL
     from .testing.expect import EventAssert, RunAssert
-from .turn_options import (EndpointingOptions, InterruptionOptions,  # noqa: E402
-                           PreemptiveGenerationOptions, TurnHandlingOptions,
-                           UserTurnLimitOptions)
-from . import beta, llm, metrics, room_io, stt, text_transforms, tts, vad, voice  # noqa: E402
-
-__all__ += ["APIConnectOptions", "APIConnectionError", "APIStatusError", "APITimeoutError",
-            "AgentHandoffEvent", "ChatMessageEvent", "ChatRole", "CloseReason",
-            "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EventAssert",
-            "FunctionCallEvent", "FunctionCallOutputEvent", "InterruptionOptions", "NOT_GIVEN",
-            "NotGivenOr",
-            "PreemptiveGenerationOptions", "RunAssert", "TurnHandlingOptions",
-            "UserTurnLimitOptions", "beta", "get_job_context", "llm", "metrics", "room_io", "stt",
-            "text_transforms", "tts", "vad", "voice"]
 
 
 def __getattr__(name: str) -> object:
