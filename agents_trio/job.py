@@ -109,9 +109,28 @@ class JobContext:
                 if self.shutdown_reason is not None:
                     return self.shutdown_reason
                 await session.start(agent)
+                await stack.enter_async_context(self._reachable_on_room(session))
                 return await room_io.wait_session_closed()
         finally:
             self._sessions.remove(session)
+
+    @asynccontextmanager
+    async def _reachable_on_room(self, session: AgentSession) -> AsyncIterator[None]:
+        """As LiveKit's ``AgentSession`` in a room: while the block runs, ``session`` is served
+        on the room's ``lk.agent.session`` byte streams, so LiveKit's simulation tooling and
+        remote clients (``RemoteSession.from_room``) reach it. A room without byte streams
+        (a test double) is left as it is."""
+        if not callable(getattr(self.room, "register_byte_stream_handler", None)):
+            yield
+            return
+        from .remote.lk.room import host_session_on_room
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host_session_on_room, session, self.room, self.bridge)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
 
     async def wait_for_participant(self) -> rtc.RemoteParticipant:
         """The first remote participant in the room (waiting for one to join).

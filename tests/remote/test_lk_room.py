@@ -173,3 +173,69 @@ async def test_a_session_hosts_itself_on_its_room_until_it_closes() -> None:
             with trio.fail_after(5):
                 while "lk.agent.session" in agent_room.handlers:
                     await trio.sleep(0.01)
+
+
+async def test_a_job_session_is_reachable_on_its_room_as_in_livekit() -> None:
+    """``ctx.run_session`` serves the session on the room's ``lk.agent.session`` byte streams
+    while it runs, as LiveKit's AgentSession does in a room: LiveKit's own
+    ``RemoteSession.from_room`` (as its simulation tooling uses it) runs a turn on it; when the
+    session closes, the room's handler is gone."""
+    from livekit import rtc
+
+    from agents_trio.job import JobContext
+    from agents_trio.testing import FakeRemoteParticipant
+    from agents_trio.testing.fake_room import FakeRoom
+
+    class HostingRoom(FakeRoom):
+        """A fake room with the byte-stream surface of ``rtc.Room``, linked to LinkedRooms."""
+
+        def __init__(self) -> None:
+            super().__init__(agent_identity="agent")
+            self.identity = "agent"
+            self.handlers: dict[str, Any] = {}
+            self.peers: list[LinkedRoom] = []
+            self.sent: list[tuple[str, list[str] | None]] = []
+            self.local_participant.send_bytes = self._send_bytes  # type: ignore[attr-defined]
+
+        def register_byte_stream_handler(self, topic: str, handler: Any) -> None:
+            self.handlers[topic] = handler
+
+        def unregister_byte_stream_handler(self, topic: str) -> None:
+            self.handlers.pop(topic, None)
+
+        async def _send_bytes(self, data: bytes, **kw: Any) -> None:
+            await LinkedRoom.send_bytes(self, data, **kw)  # type: ignore[arg-type]
+
+    room, user_room = HostingRoom(), LinkedRoom("user")
+    room.peers, user_room.peers = [user_room], [room]  # type: ignore[list-item]
+    user = FakeRemoteParticipant("user")
+    with trio.fail_after(30):
+        async with open_bridge() as bridge, trio.open_nursery() as nursery:
+            ctx = JobContext(bridge, room)  # type: ignore[arg-type]
+            bridge.call_soon(room.join, user)
+            done = trio.Event()
+            result: dict[str, str | None] = {}
+
+            async def run() -> None:
+                result["reason"] = await ctx.run_session(text_session(fast=True), Weather())
+                done.set()
+
+            nursery.start_soon(run)
+
+            async def drive() -> Any:
+                from livekit.agents.voice.remote_session import RemoteSession
+                remote = RemoteSession.from_room(user_room, "agent")  # type: ignore[arg-type]
+                await remote.start()
+                try:
+                    await remote.wait_for_ready(timeout=10.0)
+                    return await remote.run("hello", timeout=10.0)
+                finally:
+                    await remote.aclose()
+
+            ran = await bridge.run(drive)
+            assert ran.items[-1].message.content[0].text == "Hi there!"
+            assert "lk.agent.session" in room.handlers
+            bridge.call_soon(room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
+            await done.wait()
+    assert result["reason"] == "participant_disconnected"
+    assert "lk.agent.session" not in room.handlers
