@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol, TextIO
 
 import trio
@@ -122,16 +123,56 @@ class TimelinePrinter:
         self._line(ev, "audio", f"playback {what} at {ev.playback_position:.2f}s")
 
 
+class OrderedPrinter(TimelinePrinter):
+    """The timeline in time order: some events are stamped with an earlier time
+    than they are reported at (the end of the user's speech is known after the VAD's silence
+    window), so lines wait ``HOLD`` seconds and are printed sorted."""
+
+    HOLD = 1.5
+
+    def __init__(self, session: AgentSession, out: TextIO) -> None:
+        super().__init__(session, out)
+        self.pending: list[tuple[float, int, str]] = []
+
+    def _line(self, ev: _Timestamped, who: str, text: str) -> None:
+        self.add(ev.created_at - self.t0, who, text)
+
+    def add(self, t: float, who: str, text: str) -> None:
+        order = len(self.lines) + len(self.pending)      # ties keep their order
+        self.pending.append((t, order, f"{t:7.2f}s  {who:<8} {text}"))
+
+    def release(self, upto: float = math.inf) -> None:
+        self.pending.sort()
+        while self.pending and self.pending[0][0] <= upto:
+            line = self.pending.pop(0)[2]
+            self.lines.append(line)
+            print(line, file=self.out, flush=True)
+
+    async def run(self) -> None:
+        """Print the lines older than ``HOLD`` every 0.25 s until cancelled (the way it stops);
+        the lines still held are printed by ``release()``."""
+        while True:
+            await trio.sleep(0.25)
+            self.release(trio.current_time() - self.t0 - self.HOLD)
+
+
 async def run_demo(out: TextIO) -> list[str]:
     """Run the scripted weather conversation on fake models, printing its timeline to ``out``;
     returns the printed lines.
 
-    Cancellation: cancelling it closes the session (what was printed stays printed).
+    Cancellation: cancelling it closes the session; the lines it holds back for ordering
+    are printed before it returns.
     """
     session = create_session(demo_script())
-    printer = TimelinePrinter(session, out)
+    printer = OrderedPrinter(session, out)
     printer.t0 = trio.current_time()
-    await run_session(session, WeatherAgent(), drain_delay=2.0)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(printer.run)
+            await run_session(session, WeatherAgent(), drain_delay=2.0)
+            nursery.cancel_scope.cancel()
+    finally:
+        printer.release()
     return printer.lines
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import trio
 
 from .chat import ChatContext, ChatMessage, FunctionCallOutput
-from .demo import STORY, TimelinePrinter, WeatherAgent
+from .demo import STORY, OrderedPrinter, WeatherAgent
 from .io.wav import (WavInput, WavOutput, frame_samples, mix_stereo, resample_pcm,
                      speech_bounds, write_wav)
 from .events import (AgentStateChangedEvent, ConversationItemAddedEvent,
@@ -133,39 +133,6 @@ class RuleLLM:
 
 
 # -- the run --------------------------------------------------------------------------------
-
-
-class OrderedPrinter(TimelinePrinter):
-    """The fake demo's printer, in time order: some events are stamped with an earlier time
-    than they are reported at (the end of the user's speech is known after the VAD's silence
-    window), so lines wait ``HOLD`` seconds and are printed sorted."""
-
-    HOLD = 1.5
-
-    def __init__(self, session: AgentSession, out: TextIO) -> None:
-        super().__init__(session, out)
-        self.pending: list[tuple[float, int, str]] = []
-
-    def _line(self, ev: Any, who: str, text: str) -> None:  # noqa: ANN401 - any event
-        self.add(ev.created_at - self.t0, who, text)
-
-    def add(self, t: float, who: str, text: str) -> None:
-        order = len(self.lines) + len(self.pending)      # ties keep their order
-        self.pending.append((t, order, f"{t:7.2f}s  {who:<8} {text}"))
-
-    def release(self, upto: float = math.inf) -> None:
-        self.pending.sort()
-        while self.pending and self.pending[0][0] <= upto:
-            line = self.pending.pop(0)[2]
-            self.lines.append(line)
-            print(line, file=self.out, flush=True)
-
-    async def run(self) -> None:
-        """Print the lines older than ``HOLD`` every 0.25 s until cancelled (the way it stops);
-        the lines still held are printed by ``release()``."""
-        while True:
-            await trio.sleep(0.25)
-            self.release(trio.current_time() - self.t0 - self.HOLD)
 
 
 @dataclass

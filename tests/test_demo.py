@@ -18,6 +18,8 @@ def test_demo_prints_states_transcripts_tools_and_the_interruption() -> None:
     assert "tool     get_weather" in text and "sunny and 22 degrees in Lisbon" in text
     assert "[interrupted]" in text and "playback interrupted" in text
     assert lines[-1].split()[1:] == ["close", "user_initiated"]
+    times = [float(line.split()[0].removesuffix("s")) for line in lines]
+    assert times == sorted(times)  # in time order, though some events are stamped late
 
 
 def test_cli_rejects_unknown_commands(capsys) -> None:
