@@ -37,6 +37,7 @@ from typing import Protocol
 import msgspec
 import trio
 
+from ._outbox import Outbox
 from .wire import (HEADER_SIZE, Cancel, ErrorReply, FrameDecoder, FrameTooLargeError, Goodbye,
                    Message, RequestMessage, WireError, decode_request, encode_frame)
 
@@ -112,16 +113,14 @@ class Connection:
         self._last_request = trio.current_time()
         self._eviction_deadline = math.inf
         self._read_scope: trio.CancelScope | None = None
-        self._outbox_send, self._outbox_recv = trio.open_memory_channel[bytes](limits.max_outbox)
         # frames are bounded in number and in bytes: big replies must not pile up either
-        self._outbox_bytes = 0
-        self._max_outbox_bytes = 4 * (limits.max_frame_size + HEADER_SIZE)
+        self._outbox = Outbox(max_frames=limits.max_outbox,
+                              max_bytes=4 * (limits.max_frame_size + HEADER_SIZE))
         self._pending: dict[int, trio.CancelScope] = {}
         self._requests_scope = trio.CancelScope()
         self._handlers: trio.Nursery | None = None
         self._farewell: tuple[str, str] | None = None
         self._overflowed = False
-        self._writer_done = trio.Event()
         self.subscription: frozenset[str] | None = None
         self.subscribed = False
 
@@ -163,7 +162,7 @@ class Connection:
                 self._finish()
                 if not self._overflowed:
                     with trio.move_on_after(self._limits.close_grace):
-                        await self._writer_done.wait()
+                        await self._outbox.drained.wait()
                 nursery.cancel_scope.cancel()
         finally:
             self._pending.clear()
@@ -182,7 +181,7 @@ class Connection:
                 self.send_error(request_id, code, message)
             self._pending.clear()
             self._send(encode_frame(Goodbye(code=code, message=message)), reply=True)
-        self._outbox_send.close()
+        self._outbox.close()
 
     # -- reading ------------------------------------------------------------------------------
     async def _read_loop(self) -> None:
@@ -367,10 +366,7 @@ class Connection:
 
     def _send(self, frame: bytes, *, reply: bool) -> bool:
         try:
-            if self._outbox_bytes and self._outbox_bytes + len(frame) > self._max_outbox_bytes:
-                raise trio.WouldBlock
-            self._outbox_send.send_nowait(frame)
-            self._outbox_bytes += len(frame)
+            self._outbox.put(frame)
         except trio.WouldBlock:
             if reply:
                 # the client is not reading its replies: waiting would pin the host's tasks
@@ -385,19 +381,7 @@ class Connection:
 
     async def _write_loop(self) -> None:
         try:
-            async for frame in self._outbox_recv:
-                frames = [frame]
-                while len(frames) < 64:
-                    try:
-                        frames.append(self._outbox_recv.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                data = b"".join(frames)
-                await self._stream.send_all(data)
-                self._outbox_bytes -= len(data)
+            await self._outbox.write_to(self._stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._requests_scope.cancel()  # the client is gone
-        finally:
-            self._outbox_recv.close()
-            self._writer_done.set()
 

@@ -37,6 +37,7 @@ from google.protobuf.message import Message
 
 from ..._errors import SessionClosedError
 from ...nurseries import open_unwrapping_nursery, single_leaf
+from .._outbox import Outbox
 from .._slots import Slots
 from .codec import (HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooLargeError,
                     WireError, decode_message, encode_message, pb, request_problem)
@@ -155,15 +156,14 @@ class _Connection:
         self._last_request = trio.current_time()
         self._eviction_deadline = math.inf
         self._read_scope: trio.CancelScope | None = None
-        self._outbox_send, self._outbox_recv = trio.open_memory_channel[bytes](limits.max_outbox)
-        self._outbox_bytes = 0
-        self._max_outbox_bytes = 4 * (limits.max_frame_size + HEADER_SIZE)
+        # frames are bounded in number and in bytes: big replies must not pile up either
+        self._outbox = Outbox(max_frames=limits.max_outbox,
+                              max_bytes=4 * (limits.max_frame_size + HEADER_SIZE))
         self._pending: dict[str, trio.CancelScope] = {}
         self._requests_scope = trio.CancelScope()
         self._handlers: trio.Nursery | None = None
         self._farewell: str | None = None
         self._overflowed = False
-        self._writer_done = trio.Event()
 
     @property
     def pending_requests(self) -> int:
@@ -196,10 +196,10 @@ class _Connection:
                     for request_id in list(self._pending):
                         self.send_error(request_id, self._farewell)
                 self._pending.clear()
-                self._outbox_send.close()
+                self._outbox.close()
                 if not self._overflowed:
                     with trio.move_on_after(self._limits.close_grace):
-                        await self._writer_done.wait()
+                        await self._outbox.drained.wait()
                 nursery.cancel_scope.cancel()
         finally:
             self._pending.clear()
@@ -390,10 +390,7 @@ class _Connection:
 
     def _send(self, frame: bytes, *, reply: bool) -> bool:
         try:
-            if self._outbox_bytes and self._outbox_bytes + len(frame) > self._max_outbox_bytes:
-                raise trio.WouldBlock
-            self._outbox_send.send_nowait(frame)
-            self._outbox_bytes += len(frame)
+            self._outbox.put(frame)
         except trio.WouldBlock:
             if reply:
                 logger.warning("closing a connection whose client does not read its replies")
@@ -407,21 +404,9 @@ class _Connection:
 
     async def _write_loop(self) -> None:
         try:
-            async for frame in self._outbox_recv:
-                frames = [frame]
-                while len(frames) < 64:
-                    try:
-                        frames.append(self._outbox_recv.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                data = b"".join(frames)
-                await self._stream.send_all(data)
-                self._outbox_bytes -= len(data)
+            await self._outbox.write_to(self._stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._requests_scope.cancel()
-        finally:
-            self._outbox_recv.close()
-            self._writer_done.set()
 
 
 def _error_reply(request_id: str, error: str, kind: str | None = None) -> pb.AgentSessionMessage:
