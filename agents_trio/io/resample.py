@@ -8,7 +8,7 @@ output at 48 kHz (or 16 kHz) with the same duration.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 
 from livekit import rtc
 
@@ -57,18 +57,22 @@ class FrameResampler:
         return frames
 
 
-async def resample_frames(frames: AsyncIterable[rtc.AudioFrame], sample_rate: int | None
-                          ) -> AsyncIterator[rtc.AudioFrame]:
-    """``frames`` at ``sample_rate`` (None: unchanged). Closing this generator closes
-    ``frames`` if it is an async generator.
+def resample_frames(frames: AsyncIterator[rtc.AudioFrame], sample_rate: int | None
+                    ) -> AsyncIterator[rtc.AudioFrame]:
+    """``frames`` at ``sample_rate``; None returns ``frames`` itself, so an output that takes
+    any rate costs nothing per frame and closing the result closes ``frames`` directly.
+    Converting, closing the result closes ``frames`` (if it can be closed).
 
-    Cancellation: a step cancelled while it waits for ``frames`` ends the generator (and
-    closes ``frames``, when converting); the tail the resampler still holds is dropped.
+    Cancellation: a step cancelled while it waits for ``frames`` ends the converting generator
+    (and closes ``frames``); the tail the resampler still holds is dropped.
     """
     if sample_rate is None:
-        async for frame in frames:
-            yield frame
-        return
+        return frames
+    return _resampled(frames, sample_rate)
+
+
+async def _resampled(frames: AsyncIterator[rtc.AudioFrame], sample_rate: int
+                     ) -> AsyncIterator[rtc.AudioFrame]:
     resampler = FrameResampler(sample_rate)
     try:
         async for frame in frames:

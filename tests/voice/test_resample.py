@@ -101,3 +101,22 @@ async def test_resample_frames_none_passes_frames_through() -> None:
     assert got == frames
     got = [f async for f in resample_frames(source(), 22050)]
     assert got == frames
+
+
+async def test_an_output_taking_any_rate_gets_the_tts_frames_themselves() -> None:
+    """No wrapper per frame, and closing what the session iterates closes the TTS node."""
+    closed: list[bool] = []
+
+    async def source() -> AsyncIterator[rtc.AudioFrame]:
+        try:
+            for f in tone_frames(24000, 0.2):
+                yield f
+        finally:
+            closed.append(True)
+
+    frames = source()
+    assert resample_frames(frames, None) is frames
+    converting = resample_frames(source(), 48000)
+    await converting.__anext__()
+    await converting.aclose()  # type: ignore[attr-defined]
+    assert closed == [True]
