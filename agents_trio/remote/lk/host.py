@@ -741,8 +741,8 @@ class SessionHost:
         ``finalize_simulation``).
 
         Cancellation: cancelling it (the connection ended, or the host closes) abandons the
-        reply; a ``run_input`` turn already handed to the host's turn runner still runs, marked
-        abandoned, and its answer goes nowhere.
+        reply; a ``run_input`` turn still queued is dropped, and one already running finishes
+        with its answer going nowhere.
         """
         kind = request.WhichOneof("request")
         rid = request.request_id
