@@ -135,7 +135,7 @@ async def test_a_request_cancelled_mid_frame_ends_the_connection_instead_of_corr
         async with trio.open_nursery() as nursery:
             nursery.start_soon(remote.ping)
             await host_side.receive_some(3)  # the host takes 3 bytes of the frame, then stalls
-            await trio.sleep(0.5)
+            await trio.testing.wait_all_tasks_blocked()  # the ping waits in the middle of its frame
             scope.cancel()
     with pytest.raises(RemoteSessionClosedError):
         await remote.ping(timeout=1)
