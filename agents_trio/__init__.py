@@ -94,8 +94,12 @@ if _typing.TYPE_CHECKING:  # loaded on first use: importing agents_trio does not
 
 def __getattr__(name: str) -> object:
     """``RunAssert`` and ``EventAssert`` (LiveKit has them at the top level) come from
-    ``agents_trio.testing.expect``, imported when first asked for."""
+    ``agents_trio.testing.expect``, and ``inference`` (LiveKit's gateway models, which need
+    livekit-agents) is imported, when first asked for."""
     if name in ("RunAssert", "EventAssert"):
         from .testing import expect
         return getattr(expect, name)
+    if name == "inference":
+        from . import inference
+        return inference
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ from livekit import rtc
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .events import CloseReason
 from .realtime import RealtimeModel
+from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
 from .options import check_non_negative, check_turn_handling
@@ -150,19 +151,23 @@ class Agent:
 
     def __init__(self, *, instructions: str, id: str | None = None,
                  chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
-                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
-                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
-                 tts: TTS | None | NotGiven = NOT_GIVEN,
+                 stt: STT | str | None | NotGiven = NOT_GIVEN,
+                 vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:
-        check_turn_handling(turn_handling)
-        check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
-                           allow_none=True)
         if not isinstance(vad, NotGiven):
             # LiveKit runs the agent's own VAD; here one recognition serves the whole session
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
+        stt, _, llm, tts, turn_handling = resolve_models(
+            "Agent", stt=stt, vad=None, llm=llm, tts=tts, turn_handling=turn_handling,
+            unset=NOT_GIVEN)
+        check_turn_handling(turn_handling)
+        check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
+                           allow_none=True)
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id

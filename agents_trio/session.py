@@ -32,6 +32,8 @@ from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseRe
                      MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
+from .io.bridge_on_demand import BridgeOnDemand
+from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
 from .options import check_non_negative, check_turn_handling
@@ -91,7 +93,10 @@ class AgentSession(Generic[Userdata_T]):
     """A voice session: one user, one current agent, the models, and the events.
 
     Args:
-        stt, vad, llm, tts: Trio-native models (see ``agents_trio.models``).
+        stt, vad, llm, tts: Trio-native models (see ``agents_trio.models``), LiveKit plugin
+            models (``openai.LLM()``, ``deepgram.STT()``, ``silero.VAD.load()``, a realtime
+            model: adapted here), or LiveKit inference model strings for ``llm``, ``stt`` and
+            ``tts`` (``"openai/gpt-4.1-mini"``; see ``agents_trio.model_resolution``).
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
@@ -117,12 +122,13 @@ class AgentSession(Generic[Userdata_T]):
             stalls too, the session closes with reason ``error``.
 
     Raises:
-        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
+        ValueError, TypeError: a model that is none of the above (the error names the
+            parameter), a bad ``turn_handling`` (an unknown key, a value of the wrong
             type or out of range, an unknown ``turn_detection``) or a negative option.
     """
 
-    def __init__(self, *, stt: STT | None = None, vad: VAD | None = None,
-                 llm: LLM | RealtimeModel | None = None, tts: TTS | None = None,
+    def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
+                 llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
@@ -134,6 +140,8 @@ class AgentSession(Generic[Userdata_T]):
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
                  audio_write_timeout: float | None = 5.0) -> None:
+        stt, vad, llm, tts, turn_handling = resolve_models(
+            "AgentSession", stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling)
         check_turn_handling(turn_handling)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
@@ -198,6 +206,9 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("an AgentSession can be entered once")
         self._nursery_manager = trio.open_nursery()
         self._nursery = await self._nursery_manager.__aenter__()
+        # adapted LiveKit plugins find no bridge outside a job: the session opens one then
+        self._bridge_on_demand = BridgeOnDemand(self._nursery)
+        self._bridge_token = self._bridge_on_demand.install()
         self._state = SessionState.ENTERED
         return self
 
@@ -213,6 +224,8 @@ class AgentSession(Generic[Userdata_T]):
         try:
             await self.aclose()
         finally:
+            self._bridge_on_demand.close()
+            self._bridge_on_demand.uninstall(self._bridge_token)
             suppress = await self._nursery_manager.__aexit__(exc_type, exc, tb)
         return suppress
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,6 +26,9 @@ class VADAdapter:
         bridge: The bridge to run it on (default: the current bridge at each call).
     """
 
+    #: where a session or agent takes it (``vad=``)
+    model_kind: ClassVar[str] = "vad"
+
     def __init__(self, vad: lk_vad.VAD, *, bridge: AsyncioBridge | None = None) -> None:
         if not isinstance(vad, lk_vad.VAD):
             raise TypeError(f"VADAdapter wraps a livekit.agents.vad.VAD, got {vad!r}")
@@ -41,7 +46,7 @@ class VADAdapter:
         Cancellation:
             Owns the plugin stream; leaving the block closes it (shielded, bounded).
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         try:
             stream = await bridge.run_sync(self.vad.stream)
         except Exception as e:
