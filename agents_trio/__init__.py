@@ -100,6 +100,6 @@ def __getattr__(name: str) -> object:
         from .testing import expect
         return getattr(expect, name)
     if name == "inference":
-        from . import inference
-        return inference
+        import importlib
+        return importlib.import_module(".inference", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
