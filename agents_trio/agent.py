@@ -162,9 +162,9 @@ class Agent:
             # LiveKit runs the agent's own VAD; here one recognition serves the whole session
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
-        stt, _, llm, tts, turn_handling = resolve_models(
-            "Agent", stt=stt, vad=None, llm=llm, tts=tts, turn_handling=turn_handling,
-            unset=NOT_GIVEN)
+        models = resolve_models("Agent", stt=stt, vad=None, llm=llm, tts=tts,
+                                turn_handling=turn_handling, unset=NOT_GIVEN)
+        turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
@@ -174,7 +174,10 @@ class Agent:
         self._instructions = instructions
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
         self._tools: list[FunctionTool] = list(tools or []) + find_function_tools(self)
-        self._stt, self._vad, self._llm, self._tts = stt, vad, llm, tts
+        self._stt: STT | None | NotGiven = models.stt
+        self._llm: LLM | RealtimeModel | None | NotGiven = models.llm
+        self._tts: TTS | None | NotGiven = models.tts
+        self._vad: VAD | None | NotGiven = vad
         self._turn_handling = dict(turn_handling or {})
         if allow_interruptions is not None:
             interruption = dict(self._turn_handling.get("interruption", {}))

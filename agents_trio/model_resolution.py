@@ -26,6 +26,7 @@ the session opens on demand (``agents_trio.io.bridge_on_demand``).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -77,7 +78,7 @@ def resolve_models(owner: str, *, stt: object, vad: object, llm: object, tts: ob
 
 
 def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object = None,
-                  vad: object = None) -> Any:
+                  vad: object = None) -> object:
     """``value`` given as ``owner``'s ``kind=``, as a Trio model (see the module docstring).
 
     Args:
@@ -110,7 +111,7 @@ def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object =
     return resolved
 
 
-def resolve_turn_handling(owner: str, turn_handling: object) -> Any:
+def resolve_turn_handling(owner: str, turn_handling: object) -> object:
     """``turn_handling`` with a LiveKit end-of-turn model under ``"turn_detection"``
     replaced by its adapter (a copy; anything else is left to the options' own checks).
 
@@ -130,7 +131,7 @@ def resolve_turn_handling(owner: str, turn_handling: object) -> Any:
     return {**turn_handling, "turn_detection": adapted}
 
 
-def _resolve_string(kind: ModelKind, model: str) -> Any:
+def _resolve_string(kind: ModelKind, model: str) -> object:
     if kind == "vad":
         raise TypeError("a VAD is an object, not a model string")
     name = model.split(":", 1)[0]
@@ -169,7 +170,7 @@ def _is_livekit_object(value: object) -> bool:
     return any(cls.__module__.startswith("livekit.") for cls in type(value).__mro__)
 
 
-def _livekit() -> Any:
+def _livekit() -> types.ModuleType:
     """``agents_trio.plugins.resolve``, imported on first need."""
     try:
         from .plugins import resolve

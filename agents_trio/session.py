@@ -140,8 +140,9 @@ class AgentSession(Generic[Userdata_T]):
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
                  audio_write_timeout: float | None = 5.0) -> None:
-        stt, vad, llm, tts, turn_handling = resolve_models(
-            "AgentSession", stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling)
+        models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
+                                turn_handling=turn_handling)
+        turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
@@ -154,7 +155,10 @@ class AgentSession(Generic[Userdata_T]):
             check_non_negative(name, value, allow_none=allow_none)
         check_non_negative("audio_write_timeout", audio_write_timeout, allow_none=True,
                            positive=True)
-        self.stt, self.vad, self.llm, self.tts = stt or None, vad or None, llm or None, tts or None
+        self.stt: STT | None = models.stt or None
+        self.vad: VAD | None = models.vad or None
+        self.llm: LLM | RealtimeModel | None = models.llm or None
+        self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
         self.max_tool_steps = max_tool_steps

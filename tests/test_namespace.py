@@ -78,7 +78,7 @@ MISSING = frozenset({
     ":AgentServer", ":JobProcess", ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
     ":RoomInputOptions", ".room_io:RoomInputOptions", ":RoomOutputOptions",
     ".room_io:RoomOutputOptions", ":BackgroundAudioPlayer", ":AudioConfig",
-    ":BuiltinAudioClip", ":PlayHandle", ":mock_tools", ":cli", ":inference",
+    ":BuiltinAudioClip", ":PlayHandle", ":mock_tools", ":cli",
     # text_transforms
     ".text_transforms:replace",
     # llm
@@ -101,9 +101,8 @@ MISSING = frozenset({
     ".beta.workflows:GetCreditCardTask", ".beta.workflows:GetCreditCardResult",
     ".beta.workflows:GetDtmfTask", ".beta.workflows:GetDtmfResult",
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
-    # cli, inference (LiveKit's gateway objects), stt, tts, tokenize, utils
-    ".cli:run_app", ".inference:LLM", ".inference:STT", ".inference:TTS", ".inference:VAD",
-    ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
+    # cli, inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
+    ".cli:run_app", ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
     ".stt:StreamAdapter", ".tts:SynthesizedAudio", ".tts:TTSCapabilities",
     ".tts:FallbackAdapter", ".tts:StreamAdapter", ".tokenize.basic:SentenceTokenizer",
     ".utils.audio:audio_frames_from_file",
@@ -184,6 +183,10 @@ MEMBER_GAPS: dict[str, list[str]] = {
                         "source_texts", "target_languages", "target_texts", "metadata"],
     ".vad:VADEvent": ["samples_index", "frames", "raw_accumulated_silence",
                       "raw_accumulated_speech"],
+    ".inference:LLM": ["update_options()", "once()", "on()", "off()"],
+    ".inference:STT": ["update_options()", "recognize()", "once()", "on()", "off()"],
+    ".inference:TTS": ["update_options()", "synthesize()", "once()", "on()", "off()"],
+    ".inference:VAD": ["update_options()", "once()", "on()", "off()"],
 }
 
 

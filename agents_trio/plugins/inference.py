@@ -18,14 +18,18 @@ supported: see ``agents_trio.plugins.turn_detector``.
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import aiohttp
 from livekit.agents import NOT_GIVEN, APIConnectOptions, NotGivenOr
 from livekit.agents import inference as lk_inference
 from livekit.agents import llm as lk_llm
+from livekit.agents import stt as lk_stt
+from livekit.agents import tts as lk_tts
 from livekit.agents import vad as lk_vad
 
+from ..io.bridge import BridgeError
+from ..io.bridge_on_demand import find_bridge
 from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter
 from .stt import STTAdapter
@@ -33,6 +37,25 @@ from .tts import TTSAdapter
 from .vad import VADAdapter
 
 __all__ = ["LLM", "STT", "TTS", "VAD", "llm_from_model_string"]
+
+
+async def _aclose_on_bridge(model: _Closable) -> None:
+    """Close a LiveKit model (its HTTP clients, its streams) on the bridge it ran on; one that
+    never ran (no bridge is reachable) holds nothing to close there."""
+    try:
+        bridge = await find_bridge()
+    except BridgeError:
+        return
+    await bridge.run(model.aclose)
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None:
+        """asyncio: release the model's clients and streams.
+
+        Cancellation: cancelled as its bridge call (``AsyncioBridge.run``).
+        """
+        ...
 
 
 class LLM(LLMAdapter):
@@ -48,7 +71,7 @@ class LLM(LLMAdapter):
 
     def __init__(self, model: str, *, provider: str | None = None,
                  base_url: str | None = None, api_key: str | None = None,
-                 api_secret: str | None = None, inference_class: Any = None,
+                 api_secret: str | None = None, inference_class: lk_inference.InferenceClass | None = None,
                  extra_kwargs: dict[str, Any] | None = None,
                  prompt_cache_breakpoints: bool | Literal["auto"] = "auto") -> None:
         super().__init__(lk_inference.LLM(
@@ -62,6 +85,13 @@ class LLM(LLMAdapter):
         llm = cls.__new__(cls)
         LLMAdapter.__init__(llm, lk_inference.LLM.from_model_string(model))
         return llm
+
+    async def aclose(self) -> None:
+        """Close LiveKit's model: its clients and open streams.
+
+        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
+        """
+        await _aclose_on_bridge(self.llm)
 
     def __repr__(self) -> str:
         return f"inference.LLM(model={self.model!r})"
@@ -90,7 +120,8 @@ class STT(STTAdapter):
                  conn_options: NotGivenOr[APIConnectOptions] = NOT_GIVEN,
                  vad: NotGivenOr[lk_vad.VAD | VADAdapter | None] = NOT_GIVEN) -> None:
         lk_vad_model = vad.vad if isinstance(vad, VADAdapter) else vad
-        super().__init__(lk_inference.STT(
+        make: Any = lk_inference.STT  # its overloads are per model literal
+        super().__init__(make(
             model, language=language, base_url=base_url, encoding=encoding,
             sample_rate=sample_rate, api_key=api_key, api_secret=api_secret,
             http_session=http_session, extra_kwargs=extra_kwargs, fallback=fallback,
@@ -112,8 +143,15 @@ class STT(STTAdapter):
         return self.stt.provider
 
     @property
-    def capabilities(self) -> Any:
+    def capabilities(self) -> lk_stt.STTCapabilities:
         return self.stt.capabilities
+
+    async def aclose(self) -> None:
+        """Close LiveKit's model: its clients and open streams.
+
+        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
+        """
+        await _aclose_on_bridge(self.stt)
 
     def __repr__(self) -> str:
         return f"inference.STT(model={self.model!r})"
@@ -161,7 +199,7 @@ class TTS(TTSAdapter):
         return self.wrapped.provider
 
     @property
-    def capabilities(self) -> Any:
+    def capabilities(self) -> lk_tts.TTSCapabilities:
         return self.wrapped.capabilities
 
     @property
@@ -169,6 +207,13 @@ class TTS(TTSAdapter):
         """The voice asked for (None: the model's default)."""
         voice = getattr(getattr(self.wrapped, "_opts", None), "voice", NOT_GIVEN)
         return voice if isinstance(voice, str) else None
+
+    async def aclose(self) -> None:
+        """Close LiveKit's model: its clients and open streams.
+
+        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
+        """
+        await _aclose_on_bridge(self.wrapped)
 
     def __repr__(self) -> str:
         return f"inference.TTS(model={self.model!r})"
@@ -208,12 +253,12 @@ class VAD(VADAdapter):
         return str(self.vad.provider)
 
     @property
-    def capabilities(self) -> Any:
+    def capabilities(self) -> lk_vad.VADCapabilities:
         return self.vad.capabilities
 
     @property
     def min_silence_duration(self) -> float:
-        return float(self.vad.min_silence_duration)
+        return float(self.vad.min_silence_duration)  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"inference.VAD(model={self.model!r})"

@@ -5,7 +5,6 @@ model. Both raise ``TypeError``/``ValueError`` for what does not fit."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from livekit.agents import llm as lk_llm
 from livekit.agents import stt as lk_stt
@@ -94,7 +93,7 @@ def _streaming_detector_base() -> type | None:
     return base if isinstance(base, type) else None
 
 
-def resolve_model_string(kind: str, model: str) -> Any:
+def resolve_model_string(kind: str, model: str) -> object:
     """The inference gateway's model named by ``model``, adapted (``kind``: ``"llm"``,
     ``"stt"`` or ``"tts"``).
 

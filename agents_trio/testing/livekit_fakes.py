@@ -37,7 +37,7 @@ import itertools
 import json
 import math
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 from livekit import rtc
@@ -46,6 +46,7 @@ from livekit.agents import (
     NOT_GIVEN,
     APIConnectOptions,
     APIError,
+    LanguageCode,
     NotGivenOr,
     llm,
     stt,
@@ -86,7 +87,7 @@ def is_loud(frame: rtc.AudioFrame, threshold: int = 100) -> bool:
 
 
 # -- LLM ------------------------------------------------------------------------------------
-class FakePluginLLM(llm.LLM):
+class FakePluginLLM(llm.LLM[Any]):
     """A scripted chat model (see the module docstring for ``replies``).
 
     Args:
@@ -133,11 +134,13 @@ class FakePluginLLM(llm.LLM):
         else:
             reply = self.replies.pop(0) if self.replies else self.default
         if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "tool":
-            reply = tool_call(reply[1], reply[2])  # the older ("tool", name, json) form
-        parts = [reply] if isinstance(reply, (str, llm.FunctionToolCall)) else list(reply)
+            # the older ("tool", name, arguments_json) form
+            reply = tool_call(str(reply[1]), str(reply[2]))
+        parts: list[str | llm.FunctionToolCall] = (
+            [reply] if isinstance(reply, (str, llm.FunctionToolCall)) else list(reply))
         return [p if isinstance(p, str) or p.call_id else
                 p.model_copy(update={"call_id": f"call_{next(self._call_ids)}"})
-                for p in parts]  # type: ignore[misc]
+                for p in parts]
 
     def chat(self, *, chat_ctx: llm.ChatContext, tools: list[llm.Tool] | None = None,
              conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
@@ -192,7 +195,7 @@ class _FakeLLMStream(llm.LLMStream):
 
 
 # -- STT ------------------------------------------------------------------------------------
-class FakePluginSTT(stt.STT):
+class FakePluginSTT(stt.STT[Any]):
     """Hears speech as loud frames (:func:`is_loud`). At the first loud frame of an utterance
     it reports start of speech and an interim transcript (the first word); at the first quiet
     frame after it, the final transcript, a usage event and end of speech.
@@ -237,7 +240,7 @@ class FakePluginSTT(stt.STT):
 
     def final_event(self, text: str) -> stt.SpeechEvent:
         return stt.SpeechEvent(type=stt.SpeechEventType.FINAL_TRANSCRIPT, alternatives=[
-            stt.SpeechData(language=self.language, text=text, confidence=0.9)])
+            stt.SpeechData(language=LanguageCode(self.language), text=text, confidence=0.9)])
 
     async def _recognize_impl(self, buffer: utils.AudioBuffer, *,
                               language: NotGivenOr[str] = NOT_GIVEN,
@@ -272,7 +275,8 @@ class _FakeSTTStream(stt.RecognizeStream):
                     type=stt.SpeechEventType.START_OF_SPEECH))
                 self._event_ch.send_nowait(stt.SpeechEvent(
                     type=stt.SpeechEventType.INTERIM_TRANSCRIPT, alternatives=[
-                        stt.SpeechData(language=fake.language, text=text.split(" ")[0])]))
+                        stt.SpeechData(language=LanguageCode(fake.language),
+                                       text=text.split(" ")[0])]))
             elif not loud and speaking:
                 speaking = False
                 self._event_ch.send_nowait(fake.final_event(fake.utterances[-1]))
@@ -343,7 +347,7 @@ class _FakeVADStream(vad.VADStream):
 
 
 # -- TTS ------------------------------------------------------------------------------------
-class FakePluginTTS(tts.TTS):
+class FakePluginTTS(tts.TTS[Any]):
     """Synthesizes a tone (or silence) lasting ``seconds_per_char`` per character of text,
     ``ttfb`` seconds after the text is complete, in 100 ms chunks.
 
@@ -463,7 +467,8 @@ class FakePluginRealtimeModel(llm.RealtimeModel):
             supports_say=supports_say))
         self.sessions: list[FakePluginRealtimeSession] = []
 
-    def session(self) -> FakePluginRealtimeSession:
+    def session(self, *, turn_detection_disabled: bool = False
+                ) -> FakePluginRealtimeSession:
         session = FakePluginRealtimeSession(self)
         self.sessions.append(session)
         return session
@@ -478,7 +483,7 @@ async def _aiter(items: list[Any], delay: float = 0.0, *, stall: bool = False
         await asyncio.Event().wait()
 
 
-class FakePluginRealtimeSession(llm.RealtimeSession):
+class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
     """A scripted realtime session: records every call in ``calls``; ``generate_reply()`` and
     ``say()`` create a response ``reply_delay`` seconds later (streaming its text ahead of two
     audio frames); :meth:`server_turn` plays a turn the server detected (speech started and
@@ -504,13 +509,25 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         return llm.ToolContext.empty()
 
     async def update_instructions(self, instructions: str) -> None:
+        """asyncio: record the call.
+
+        Cancellation: nothing to cancel (it returns at once).
+        """
         self.calls.append(("update_instructions", instructions))
 
     async def update_chat_ctx(self, chat_ctx: llm.ChatContext) -> None:
+        """asyncio: record the call and keep ``chat_ctx``.
+
+        Cancellation: nothing to cancel (it returns at once).
+        """
         self.calls.append(("update_chat_ctx", [i.type for i in chat_ctx.items]))
         self._chat_ctx = chat_ctx
 
     async def update_tools(self, tools: list[llm.Tool]) -> None:
+        """asyncio: record the call.
+
+        Cancellation: nothing to cancel (it returns at once).
+        """
         self.calls.append(("update_tools", len(tools)))
 
     def update_options(self, *, tool_choice: Any = NOT_GIVEN) -> None:
@@ -525,7 +542,7 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
     def _generation(self, text: str, *, user_initiated: bool,
                     calls: list[llm.FunctionCall] | None = None) -> llm.GenerationCreatedEvent:
         loop = asyncio.get_running_loop()
-        modalities: asyncio.Future[list[str]] = loop.create_future()
+        modalities: asyncio.Future[list[Literal["text", "audio"]]] = loop.create_future()
         modalities.set_result(["audio", "text"])
         frame = rtc.AudioFrame(bytes(480), 24000, 1, 240)
         words = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
@@ -583,6 +600,10 @@ class FakePluginRealtimeSession(llm.RealtimeSession):
         self.calls.append(("truncate", (message_id, audio_end_ms)))
 
     async def aclose(self) -> None:
+        """asyncio: mark the session closed.
+
+        Cancellation: nothing to cancel (it returns at once).
+        """
         self.closed = True
 
     # server side, driven by the test (asyncio side) ------------------------------------------
