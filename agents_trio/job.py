@@ -3,7 +3,7 @@
 An entrypoint is a Trio async function taking a :class:`JobContext`::
 
     async def entrypoint(ctx: JobContext) -> None:
-        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()), ...)
+        session = AgentSession(stt=deepgram.STT(), llm=openai.LLM(), ...)  # adapted there
         await ctx.run_session(session, Assistant())
 
 :func:`run_job` opens the asyncio bridge, connects to the room, calls the entrypoint and

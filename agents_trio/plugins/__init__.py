@@ -1,15 +1,16 @@
 """LiveKit Agents plugins as Trio models: every provider with a LiveKit plugin works here.
 
     from livekit.plugins import deepgram, openai, cartesia, silero
-    from agents_trio.plugins import adapt
 
-    async with agents_trio.open_bridge():
-        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()),
-                               tts=adapt(cartesia.TTS()), vad=adapt(silero.VAD.load()))
+    session = AgentSession(stt=deepgram.STT(), llm=openai.LLM(), tts=cartesia.TTS(),
+                           vad=silero.VAD.load())   # adapted here, by adapt()
 
+``AgentSession``, ``Agent`` and ``AgentTask`` call :func:`adapt` on the LiveKit models they are
+given (``agents_trio.model_resolution``); call it yourself to use a plugin outside a session.
 Each adapter satisfies the protocol of ``agents_trio.models`` (or ``agents_trio.realtime``)
-and runs the plugin on an asyncio bridge (``agents_trio.open_bridge``): the one given to it,
-or the current one when a stream opens. Streams are Trio async iterators; cancelling the Trio
+and runs the plugin on an asyncio bridge: the one given to it, else the current one when a
+stream opens (a job's, an ``agents_trio.open_bridge()`` block's), else the one its session
+opens on demand (``agents_trio.io.bridge_on_demand``). Streams are Trio async iterators; cancelling the Trio
 side closes the plugin's stream; provider failures are raised as ``agents_trio.APIError``.
 
 Plugins that hand work to their own ``concurrent.futures`` executor (LiveKit's decoder of the
