@@ -137,15 +137,18 @@ class Agent:
         chat_ctx: The conversation the agent starts with.
         tools: Extra tools; ``@function_tool`` methods of the class are always included.
         stt, llm, tts: Per-agent models; omitted means the session's, None disables. The
-            agent's ``stt`` is used by its default ``stt_node``.
+            agent's ``stt`` is used by its default ``stt_node``. Taken as ``AgentSession``
+            takes them: Trio models, LiveKit plugin objects (adapted here) or LiveKit
+            inference model strings (see ``agents_trio.model_resolution``).
         vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
 
     Raises:
-        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
-            type or out of range, an unknown ``turn_detection``) or a negative delay.
+        ValueError, TypeError: a model that is none of those (the error names the
+            parameter), a bad ``turn_handling`` (an unknown key, a value of the wrong type or
+            out of range, an unknown ``turn_detection``) or a negative delay.
         ValueError: ``vad`` was given.
     """
 
