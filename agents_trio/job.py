@@ -36,6 +36,7 @@ import trio
 from livekit import rtc
 
 from .io.bridge import AsyncioBridge, open_bridge
+from .io.plugin_http import PluginHttpSession
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
@@ -353,29 +354,12 @@ async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]
     Cancellation: leaving the block, cancelled or not, closes the HTTP session (shielded,
     at most 5 s).
     """
-    try:
-        from livekit.agents.utils import http_context
-    except ImportError:
-        yield
-        return
-    # LiveKit's public http_context.open() binds the session in the asyncio context, where the
-    # Trio side would not see it; binding it here needs the module's private names.
-    if http_context._ContextVar.get(None) is not None:  # noqa: SLF001 - see above
-        yield
-        return
-    session_factory = http_context._new_session_ctx()  # noqa: SLF001 - see above
+    http = PluginHttpSession()
+    http.bind_here()
     try:
         yield
     finally:
-        http_context._ContextVar.set(None)  # noqa: SLF001 - see above
-        with trio.move_on_after(5, shield=True):
-            if not bridge.closed:
-                await bridge.run(_close_http_session, session_factory)
-
-
-async def _close_http_session(session_factory: Callable[[], Any]) -> None:
-    """asyncio-flavoured: close the plugins' HTTP session."""
-    await session_factory().close()
+        await http.aclose(bridge)
 
 
 def load_entrypoint(spec: str) -> Entrypoint:

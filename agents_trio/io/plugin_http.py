@@ -51,13 +51,24 @@ class PluginHttpSession:
         Cancellation: shielded, at most ``CLOSE_TIMEOUT`` seconds; a failure is logged.
         """
         factory, self._factory = self._factory, None
-        if factory is None or bridge.closed:
+        if factory is None:
+            return
+        _unbind(factory)
+        if bridge.closed:
             return
         with trio.move_on_after(CLOSE_TIMEOUT, shield=True):
             try:
                 await bridge.run(_close_session, factory)
             except Exception as e:
                 logger.debug("closing the plugins' HTTP session failed: %r", e)
+
+
+def _unbind(factory: Callable[[], Any]) -> None:
+    """Unbind ``factory`` from the caller's context if it is the one bound there."""
+    from livekit.agents.utils import http_context
+    var = http_context._ContextVar  # noqa: SLF001 - see bind_here
+    if var.get(None) is factory:
+        var.set(None)
 
 
 async def _close_session(factory: Callable[[], Any]) -> None:
