@@ -51,6 +51,9 @@ _ACCEPTED: dict[str, str] = {
 }
 
 
+_A = {"llm": "an LLM", "stt": "an STT", "tts": "a TTS", "vad": "a VAD"}
+
+
 class ResolvedModels(NamedTuple):
     stt: Any
     vad: Any
@@ -106,8 +109,9 @@ def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object =
         raise TypeError(f"{where}: {e}; {kind}= takes {_ACCEPTED[kind]}") from e
     declared = getattr(resolved, "model_kind", kind)
     if declared != kind or not _fits(kind, resolved):
-        also = f" (it is a {declared} model)" if declared != kind else ""
-        raise TypeError(f"{where}: not a {kind} model{also}; {kind}= takes {_ACCEPTED[kind]}")
+        also = f" (it is {_A.get(declared, declared)} model)" if declared != kind else ""
+        raise TypeError(f"{where}: not {_A[kind]} model{also}; {kind}= takes "
+                        f"{_ACCEPTED[kind]}")
     return resolved
 
 

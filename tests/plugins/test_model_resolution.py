@@ -180,7 +180,7 @@ def test_a_missing_api_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch
 
 # -- what is not a model fails at construction ----------------------------------------------
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"llm": 42}, TypeError, r"AgentSession\(llm=42\): not a llm model; llm= takes"),
+    ({"llm": 42}, TypeError, r"AgentSession\(llm=42\): not an LLM model; llm= takes"),
     ({"llm": object()}, TypeError, r"llm= takes a Trio LLM"),
     ({"stt": "nonsense"}, ValueError,
      r"AgentSession\(stt='nonsense'\): 'nonsense' is not a LiveKit inference model string"),
@@ -188,7 +188,7 @@ def test_a_missing_api_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch
     ({"vad": "silero"}, TypeError, r"AgentSession\(vad='silero'\): a VAD is an object"),
     ({"stt": FakePluginTTS()}, TypeError, r"stt=.*is LiveKit's a tts.TTS; stt= takes"),
     ({"llm": FakePluginSTT()}, TypeError, r"llm=.*is LiveKit's an stt.STT"),
-    ({"tts": FakeLLM()}, TypeError, r"tts=.*not a tts model"),
+    ({"tts": FakeLLM()}, TypeError, r"tts=.*not a TTS model"),
     ({"stt": rtc.AudioFrame(bytes(4), 16000, 1, 2)}, TypeError, r"not a LiveKit model"),
 ])
 def test_what_is_not_a_model_fails_at_construction(kwargs: dict[str, Any],
@@ -199,9 +199,9 @@ def test_what_is_not_a_model_fails_at_construction(kwargs: dict[str, Any],
 
 
 def test_an_adapter_given_for_another_kind_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"stt=.*it is a vad model"):
+    with pytest.raises(TypeError, match=r"stt=.*it is a VAD model"):
         AgentSession(stt=adapt(FakePluginVAD()))
-    with pytest.raises(TypeError, match=r"Agent\(llm=.*it is a tts model"):
+    with pytest.raises(TypeError, match=r"Agent\(llm=.*it is a TTS model"):
         Agent(instructions="hi", llm=adapt(FakePluginTTS()))
 
 
@@ -285,3 +285,20 @@ async def test_a_voice_turn_on_plugin_fakes_given_as_they_are(
     assert [m.text_content for m in session.history.messages() if m.role != "system"] == [
         "what's the weather in Paris", "Sunny all day."]
     assert llm.cancelled == 0 and tts.cancelled == 0
+
+
+async def test_inside_an_open_bridge_the_session_uses_it_and_opens_none(
+        autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents_trio.io import bridge_on_demand
+
+    def no_second_bridge(**kwargs: object) -> object:
+        raise AssertionError("the session opened a bridge of its own inside a job's")
+
+    llm = FakePluginLLM({"hi": "hello"}, ttft=0.1)
+    async with agents_trio.open_bridge() as bridge:
+        monkeypatch.setattr(bridge_on_demand, "open_bridge", no_second_bridge)
+        async with AgentSession(llm=llm) as session:
+            await session.start(Agent(instructions="hi"))
+            await session.run(user_input="hi")
+        assert bridge.statistics().sync_calls > 0  # the plugin's stream was opened on it
+    assert len(llm.requests) == 1
