@@ -27,16 +27,16 @@ _BASES: dict[str, tuple[type, ...]] = {
     "tts": (lk_tts.TTS,),
     "vad": (lk_vad.VAD,),
 }
-_KIND_NAMES = {lk_llm.LLM: "an llm.LLM", lk_llm.RealtimeModel: "an llm.RealtimeModel",
-               lk_llm.DuplexModel: "an llm.DuplexModel", lk_stt.STT: "an stt.STT",
-               lk_tts.TTS: "a tts.TTS", lk_vad.VAD: "a vad.VAD"}
+_KIND_NAMES = {lk_llm.LLM: "llm.LLM", lk_llm.RealtimeModel: "llm.RealtimeModel",
+               lk_llm.DuplexModel: "llm.DuplexModel", lk_stt.STT: "stt.STT",
+               lk_tts.TTS: "tts.TTS", lk_vad.VAD: "vad.VAD"}
 
 
 def _what(value: object) -> str:
     for base, name in _KIND_NAMES.items():
         if isinstance(value, base):
-            return f"LiveKit's {name}"
-    return "not a LiveKit model"
+            return f"it is LiveKit's {name}"
+    return f"{type(value).__qualname__} is not a LiveKit model"
 
 
 def adapt_livekit_model(kind: str, value: object, *, vad: object = None) -> object:
@@ -53,7 +53,7 @@ def adapt_livekit_model(kind: str, value: object, *, vad: object = None) -> obje
         ValueError: A non-streaming STT without a LiveKit VAD.
     """
     if not isinstance(value, _BASES[kind]):
-        raise TypeError(f"{value!r} is {_what(value)}")
+        raise TypeError(_what(value))
     if isinstance(value, lk_llm.DuplexModel):  # as LiveKit's session does with one
         return RealtimeModelAdapter(lk_llm.DuplexRealtimeAdapter(value))
     if isinstance(value, lk_llm.RealtimeModel):

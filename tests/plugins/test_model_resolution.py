@@ -186,10 +186,10 @@ def test_a_missing_api_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch
      r"AgentSession\(stt='nonsense'\): 'nonsense' is not a LiveKit inference model string"),
     ({"tts": "/sonic"}, ValueError, r"not a LiveKit inference model string"),
     ({"vad": "silero"}, TypeError, r"AgentSession\(vad='silero'\): a VAD is an object"),
-    ({"stt": FakePluginTTS()}, TypeError, r"stt=.*is LiveKit's a tts.TTS; stt= takes"),
-    ({"llm": FakePluginSTT()}, TypeError, r"llm=.*is LiveKit's an stt.STT"),
+    ({"stt": FakePluginTTS()}, TypeError, r"stt=.*: it is LiveKit's tts.TTS; stt= takes"),
+    ({"llm": FakePluginSTT()}, TypeError, r"llm=.*: it is LiveKit's stt.STT"),
     ({"tts": FakeLLM()}, TypeError, r"tts=.*not a TTS model"),
-    ({"stt": rtc.AudioFrame(bytes(4), 16000, 1, 2)}, TypeError, r"not a LiveKit model"),
+    ({"stt": rtc.AudioFrame(bytes(4), 16000, 1, 2)}, TypeError, r"AudioFrame is not a LiveKit model"),
 ])
 def test_what_is_not_a_model_fails_at_construction(kwargs: dict[str, Any],
                                                    error: type[Exception], message: str
