@@ -37,6 +37,7 @@ from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
+from .instructions import InputDetails, Instructions, InputModality, render_instructions
 from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
 
 logger = logging.getLogger("agents_trio")
@@ -290,27 +291,32 @@ class Activity:
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
-            self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+            self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=[t.name for t in self.agent.tools]))
+
+    def instructions_text(self, modality: InputModality = "audio") -> str:
+        """The agent's instructions rendered for a turn of ``modality``; the agent's context
+        holds the spoken (audio) rendering, as LiveKit's does."""
+        return render_instructions(self.agent.instructions, modality)
 
     def _record_config(self) -> None:
         ctx = self.agent.live_chat_ctx
-        instructions = ChatMessage(role="system", content=[self.agent.instructions],
+        instructions = ChatMessage(role="system", content=[self.instructions_text()],
                                    id=INSTRUCTIONS_ID, created_at=0.0)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is None:
             ctx.items.insert(0, instructions)
         else:
             ctx.items[idx] = instructions
-        self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
+        self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                            tools_added=[t.name for t in self.agent.tools]))
 
     def on_instructions_updated(self) -> None:
-        self._record_config_change(AgentConfigUpdate(instructions=self.agent.instructions))
+        self._record_config_change(AgentConfigUpdate(instructions=self.instructions_text()))
         idx = self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
             self.agent.live_chat_ctx.items[idx] = ChatMessage(
-                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0)
 
     def on_tools_updated(self, old_names: set[str]) -> None:
@@ -323,7 +329,7 @@ class Activity:
     def on_chat_ctx_replaced(self) -> None:
         if self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID) is None:
             self.agent.live_chat_ctx.items.insert(0, ChatMessage(
-                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0))
 
     def _record_config_change(self, update: AgentConfigUpdate) -> None:
@@ -373,10 +379,12 @@ class Activity:
         return handle
 
     def generate_reply(self, *, user_message: ChatMessage | None = None,
-                       chat_ctx: ChatContext | None = None, instructions: str | None = None,
+                       chat_ctx: ChatContext | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       schedule: bool = True) -> SpeechHandle:
+                       schedule: bool = True,
+                       input_modality: InputModality = "text") -> SpeechHandle:
         self._check_can_schedule()
         if self.llm is None:
             raise RuntimeError("generate_reply() needs an LLM")
@@ -386,7 +394,8 @@ class Activity:
         ctx = (chat_ctx if chat_ctx is not None else self.agent.live_chat_ctx).copy()
         if user_message is not None:
             ctx.insert(user_message)
-        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions))
+        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions),
+                              input_details=InputDetails(modality=input_modality))
         if user_message is not None:
             self._pending_user_messages[handle] = user_message
         # replies asked for inside this agent's on_enter (and their tool replies, which keep
@@ -396,7 +405,9 @@ class Activity:
         tools = [t for t in self.tools()
                  if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
-                               instructions=instructions, in_on_enter=in_on_enter,
+                               instructions=(None if instructions is None else
+                                             render_instructions(instructions, input_modality)),
+                               modality=input_modality, in_on_enter=in_on_enter,
                                sync_chat_ctx=self.realtime is not None)
         self.start_speech(handle, request)
         if schedule:
@@ -629,7 +640,8 @@ class Activity:
         ctx.merge(ChatContext(produced), exclude_function_calls=False)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
-            ctx.items[idx] = ChatMessage(role="system", content=[self.agent.instructions],
+            ctx.items[idx] = ChatMessage(role="system",
+                                         content=[self.instructions_text(request.modality)],
                                          id=INSTRUCTIONS_ID, created_at=0.0)
         return ctx
 

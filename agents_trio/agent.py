@@ -13,6 +13,7 @@ from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .events import CloseReason
+from .instructions import InputModality, Instructions
 from .realtime import RealtimeModel
 from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
@@ -72,10 +73,12 @@ class SessionView(Protocol):
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle: ...
 
-    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+    def generate_reply(self, *, user_input: str | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       chat_ctx: ChatContext | None = None) -> SpeechHandle: ...
+                       chat_ctx: ChatContext | None = None,
+                       input_modality: InputModality = "text") -> SpeechHandle: ...
 
     def interrupt(self, *, force: bool = False) -> Awaitable[None]: ...
 
@@ -152,7 +155,7 @@ class Agent:
         ValueError: ``vad`` was given.
     """
 
-    def __init__(self, *, instructions: str, id: str | None = None,
+    def __init__(self, *, instructions: str | Instructions, id: str | None = None,
                  chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
                  stt: STT | str | None | NotGiven = NOT_GIVEN,
                  vad: VAD | None | NotGiven = NOT_GIVEN,
@@ -174,6 +177,7 @@ class Agent:
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id
+        _check_instructions(instructions)
         self._instructions = instructions
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
         self._tools: list[FunctionTool] = list(tools or []) + find_function_tools(self)
@@ -199,7 +203,8 @@ class Agent:
         return type(self).__name__
 
     @property
-    def instructions(self) -> str:
+    def instructions(self) -> str | Instructions:
+        """As given: a string, or :class:`Instructions` rendered per turn modality."""
         return self._instructions
 
     @property
@@ -238,11 +243,12 @@ class Agent:
         return self._turn_handling
 
     # -- updates ------------------------------------------------------------------------------
-    async def update_instructions(self, instructions: str) -> None:
+    async def update_instructions(self, instructions: str | Instructions) -> None:
         """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running).
 
         Cancellation: not a checkpoint; the update happens at once.
         """
+        _check_instructions(instructions)
         self._instructions = instructions
         if self._activity is not None:
             self._activity.on_instructions_updated()
@@ -386,3 +392,9 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self._id!r})"
+
+
+def _check_instructions(instructions: object) -> None:
+    if not isinstance(instructions, (str, Instructions)):
+        raise TypeError("instructions must be a string or agents_trio.llm.Instructions, got "
+                        f"{type(instructions).__name__}")

@@ -19,7 +19,8 @@ from livekit import rtc
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing
 from ._ids import short_id
-from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
+from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
+from .instructions import InputModality, Instructions, render_instructions
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
 from .events import LLMMetrics, TTSMetrics
@@ -67,6 +68,7 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     tools: list[FunctionTool]
     tool_choice: ToolChoice | None = None
     instructions: str | None = None
+    modality: InputModality = "audio"  # of the input the reply answers
     in_on_enter: bool = False
     say_text: str | AsyncIterable[str] | None = None
     add_to_chat_ctx: bool = True
@@ -109,6 +111,20 @@ async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
     else:
         async for chunk in text:
             yield chunk
+
+
+def with_instructions_for(chat_ctx: ChatContext, instructions: Instructions,
+                          modality: InputModality) -> ChatContext:
+    """A copy of ``chat_ctx`` whose instructions message is ``instructions`` rendered for
+    ``modality`` (``chat_ctx`` itself when it has no instructions message)."""
+    idx = chat_ctx.index_by_id(INSTRUCTIONS_ID)
+    if idx is None:
+        return chat_ctx
+    ctx = chat_ctx.copy()
+    ctx.items[idx] = ChatMessage(role="system",
+                                 content=[render_instructions(instructions, modality)],
+                                 id=INSTRUCTIONS_ID, created_at=ctx.items[idx].created_at)
+    return ctx
 
 
 class GenerationHost(ActivityBasics, Protocol):
@@ -184,6 +200,10 @@ class Generation:
                    calls_send: trio.MemorySendChannel[FunctionToolCall]) -> None:
         activity = self.activity
         chat_ctx = self.request.chat_ctx
+        if isinstance(activity.agent.instructions, Instructions):
+            # the context holds the spoken rendering; a typed turn gets the text one
+            chat_ctx = with_instructions_for(chat_ctx, activity.agent.instructions,
+                                             self.request.modality)
         if self.request.instructions:
             chat_ctx = chat_ctx.copy()
             chat_ctx.add_message(role="system", content=self.request.instructions)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._errors import StopResponse, ToolError
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
                    ChatRole, FunctionCall, FunctionCallOutput)
+from .instructions import Instructions
 from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
@@ -21,7 +22,7 @@ __all__ = [
     "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
-    "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",
+    "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",
     "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
     "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag", "function_tool",
 ]

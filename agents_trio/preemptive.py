@@ -14,6 +14,7 @@ from typing import Protocol
 
 import msgspec
 
+from .instructions import InputModality
 from .chat import ChatContext, ChatMessage
 from .hosts import ActivityBasics, TurnTaking
 from .interruption import words
@@ -37,7 +38,8 @@ class PreemptiveHost(ActivityBasics, TurnTaking, Protocol):
                        chat_ctx: ChatContext | None = None, instructions: str | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       schedule: bool = True) -> SpeechHandle: ...
+                       schedule: bool = True,
+                       input_modality: InputModality = "text") -> SpeechHandle: ...
 
 
 class _Attempt(msgspec.Struct, kw_only=True):
@@ -88,7 +90,7 @@ class PreemptiveGeneration:
         message = ChatMessage(role="user", content=[transcript])
         snapshot = activity.agent.live_chat_ctx.copy()
         handle = activity.generate_reply(user_message=message, chat_ctx=snapshot,
-                                         schedule=False)
+                                         schedule=False, input_modality="audio")
         self._replace(_Attempt(handle=handle, user_message=message, transcript=transcript,
                                snapshot=snapshot, tool_names=activity.tool_names()))
 

@@ -23,6 +23,7 @@ import trio
 from typing_extensions import TypeVar
 from livekit import rtc
 
+from .instructions import InputModality, Instructions
 from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
@@ -577,10 +578,12 @@ class AgentSession(Generic[Userdata_T]):
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
                                                add_to_chat_ctx=add_to_chat_ctx)
 
-    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+    def generate_reply(self, *, user_input: str | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       chat_ctx: ChatContext | None = None) -> SpeechHandle:
+                       chat_ctx: ChatContext | None = None,
+                       input_modality: InputModality = "text") -> SpeechHandle:
         """Generate a reply with the LLM; ``user_input`` becomes a user message.
 
         Returns at once with the reply's handle: the reply runs in the agent's activity, not in
@@ -596,7 +599,8 @@ class AgentSession(Generic[Userdata_T]):
         message = ChatMessage(role="user", content=[user_input]) if user_input else None
         return self._activity_for_speech().generate_reply(
             user_message=message, instructions=instructions, tool_choice=tool_choice,
-            allow_interruptions=allow_interruptions, chat_ctx=chat_ctx)
+            allow_interruptions=allow_interruptions, chat_ctx=chat_ctx,
+            input_modality=input_modality)
 
     def interrupt(self, *, force: bool = False) -> _Interruption:
         """Interrupt the current speech and the queue; ``await`` the result to wait for them.
@@ -609,7 +613,8 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("the session is not running")
         return _Interruption(self._activity.interrupt(force=force))
 
-    async def run(self, *, user_input: str) -> RunResult[Any]:
+    async def run(self, *, user_input: str,
+                  input_modality: InputModality = "text") -> RunResult[Any]:
         """Send ``user_input`` as text and wait until the turn it starts has settled.
 
         The input is sent once the conversation waits for the user: the innermost agent
@@ -644,7 +649,7 @@ class AgentSession(Generic[Userdata_T]):
         if self.conversation.active_run is not None:
             raise RuntimeError("nested runs are not supported")
         self.conversation.begin_run(run)
-        self.generate_reply(user_input=user_input)
+        self.generate_reply(user_input=user_input, input_modality=input_modality)
         await run
         return run
 

@@ -126,7 +126,7 @@ class UserTurns:
         handle = preemptive.take(info.new_transcript, turn_ctx)
         if handle is None:
             handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
-                                             schedule=False)
+                                             schedule=False, input_modality="audio")
         activity.session.emit_metrics(EOUMetrics(
             speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
             transcription_delay=info.transcription_delay,

@@ -77,7 +77,7 @@ def test_activity_helpers_do_not_import_activity_or_session() -> None:
 # sit above them all.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chat", "events", "models", "realtime", "options", "text_transforms", "run_events",
-     "turn_options", "_errors", "_ids", "_iterators", "nurseries"),
+     "turn_options", "_errors", "_ids", "_iterators", "nurseries", "instructions"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "testing.expect", "model_resolution"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..instructions import render_instructions
 from .._errors import SessionClosedError
 from ..nurseries import single_leaf
 from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
@@ -154,7 +155,7 @@ class SessionService:
                           parameters=dict(getattr(t, "parameters_schema", None) or {}))
                  for t in [*getattr(self._session, "tools", []), *agent.tools]]
         return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
-                         instructions=agent.instructions, tools=tools)
+                         instructions=render_instructions(agent.instructions), tools=tools)
 
     def _state_info(self) -> SessionStateInfo:
         session = self._session

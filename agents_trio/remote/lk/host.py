@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 from google.protobuf.message import Message
 
+from ...instructions import render_instructions
 from ..._errors import SessionClosedError
 from ...nurseries import open_unwrapping_nursery, single_leaf
 from .._outbox import Outbox
@@ -713,7 +714,7 @@ class SessionHost:
             self._require_ready()
             agent = self._session.current_agent
             return _response(rid, get_agent_info=R.GetAgentInfoResponse(
-                id=agent.id, instructions=str(agent.instructions),
+                id=agent.id, instructions=render_instructions(agent.instructions),
                 tools=[str(getattr(t, "name", t)) for t in agent.tools],
                 chat_ctx=self._fitting_items(agent.chat_ctx.items)))
         if kind == "get_session_state":
