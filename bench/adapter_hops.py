@@ -62,6 +62,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 RATE = 16000
 WINDOW_S = 0.032          # Silero's inference window at 16 kHz (512 samples)
 HOPS = ("push", "stream_before_model", "model", "stream_after_model", "back_to_trio")
+SIDES = {
+    "trio": "agents_trio `adapt()` (inference on the loop, the default)",
+    "trio_executor": "agents_trio `adapt()`, `inference_on_loop=False` (the plugin's executor)",
+    "asyncio": "LiveKit's own path: plain asyncio, the plugin's executor",
+    "asyncio_on_loop": "plain asyncio, inference on the loop (the plugin's own floor)",
+}
 
 
 # -- stamps -------------------------------------------------------------------------------------
@@ -257,14 +263,14 @@ async def _lockstep(stream: Any, frames: list[rtc.AudioFrame]) -> float:
     return time.process_time() - cpu
 
 
-async def lockstep_trio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup: int
-                        ) -> dict[str, Any]:
+async def lockstep_trio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup: int,
+                        on_loop: bool = True) -> dict[str, Any]:
     from agents_trio import open_bridge
-    from agents_trio.plugins import adapt
+    from agents_trio.plugins import VADAdapter
 
     stamped = StampedVAD(plugin)
     async with open_bridge() as bridge:
-        vad = StampedTrioVAD(adapt(stamped), stamped)
+        vad = StampedTrioVAD(VADAdapter(stamped, inference_on_loop=on_loop), stamped)
         stamp_executor_jobs(bridge.loop, vad.current)
         async with vad.stream() as stream:
             await _lockstep(stream, frames[:warmup])
@@ -278,12 +284,36 @@ async def lockstep_trio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup
         "bridge_counters_per_window": hops}
 
 
-def lockstep_asyncio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup: int
-                     ) -> dict[str, Any]:
+def _jobs_on_asyncio_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Default-executor jobs run as loop callbacks (what the adapter does through the bridge),
+    for the reference: the plugin's own cost without its thread round trip."""
+    run_in_executor = loop.run_in_executor
+
+    def on_loop(executor: Any, fn: Callable[..., Any], *args: Any) -> Any:
+        if executor is not None:
+            return run_in_executor(executor, fn, *args)
+        future = loop.create_future()
+
+        def run() -> None:
+            if not future.cancelled():
+                try:
+                    future.set_result(fn(*args))
+                except Exception as e:  # noqa: BLE001
+                    future.set_exception(e)
+        loop.call_soon(run)
+        return future
+
+    setattr(loop, "run_in_executor", on_loop)
+
+
+def lockstep_asyncio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup: int,
+                     on_loop: bool = False) -> dict[str, Any]:
     """The same plugin and driver under plain asyncio (LiveKit's own path, no bridge)."""
     recorder = HopRecorder(plugin.capabilities.update_interval)
 
     async def main() -> float:
+        if on_loop:
+            _jobs_on_asyncio_loop(asyncio.get_running_loop())
         stamp_executor_jobs(asyncio.get_running_loop(), lambda: recorder)
         stamped = StampedVAD(plugin)
         stamped.next_recorder = recorder
@@ -329,10 +359,12 @@ def _percentiles(windows: list[dict[str, float]]) -> dict[str, dict[str, float]]
 def lockstep(repeats: int, windows: int, warmup: int = 50) -> dict[str, Any]:
     plugin = load_silero()
     frames = speech_like_frames(windows + warmup)
-    runs: dict[str, list[dict[str, Any]]] = {"trio": [], "asyncio": []}
-    for _ in range(repeats):
-        runs["trio"].append(trio.run(lockstep_trio, plugin, frames, warmup))
-        runs["asyncio"].append(lockstep_asyncio(plugin, frames, warmup))
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+    for _ in range(repeats):   # interleaved, so that a disturbance hits every side alike
+        runs["trio"].append(trio.run(lockstep_trio, plugin, frames, warmup, True))
+        runs["trio_executor"].append(trio.run(lockstep_trio, plugin, frames, warmup, False))
+        runs["asyncio"].append(lockstep_asyncio(plugin, frames, warmup, False))
+        runs["asyncio_on_loop"].append(lockstep_asyncio(plugin, frames, warmup, True))
     return {"repeats": repeats, "windows": windows, "runs": runs,
             "summary": {side: _across(rs) for side, rs in runs.items()}}
 
@@ -447,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-runs", type=int, default=1)
     parser.add_argument("--no-session", action="store_true")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     args = parser.parse_args(argv)
     results = measure(repeats=args.repeats, windows=args.windows,
                       session_runs=args.session_runs, with_session=not args.no_session)
@@ -454,9 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     text = adapter_markdown(results)
     print(text)
     if not args.no_write:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "adapter.json").write_text(json.dumps(results, indent=1) + "\n")
-        (RESULTS / "adapter.md").write_text(text)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "adapter.json").write_text(json.dumps(results, indent=1) + "\n")
+        (args.out / "adapter.md").write_text(text)
     return 0
 
 
