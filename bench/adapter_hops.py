@@ -387,8 +387,9 @@ def _across(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 # -- inside the voice session -----------------------------------------------------------------
 @contextmanager
-def _stamped_demo_vad(found: list[StampedTrioVAD]) -> Iterator[None]:
-    """While active, the voice demo's ``adapt(silero.VAD.load())`` is stamped."""
+def _stamped_demo_vad(found: list[StampedTrioVAD], on_loop: bool = True) -> Iterator[None]:
+    """While active, the voice demo's ``adapt(silero.VAD.load())`` is stamped (and runs its
+    inference on the loop or in the plugin's executor, as ``on_loop`` says)."""
     from livekit.plugins import silero
 
     import agents_trio.plugins as plugins
@@ -402,7 +403,8 @@ def _stamped_demo_vad(found: list[StampedTrioVAD]) -> Iterator[None]:
     def stamped_adapt(model: Any, **kwargs: Any) -> Any:
         adapted = adapt(model, **kwargs)
         if isinstance(model, StampedVAD):
-            vad = StampedTrioVAD(adapted, model)
+            vad = StampedTrioVAD(plugins.VADAdapter(model, inference_on_loop=on_loop, **kwargs),
+                                 model)
             stamp_executor_jobs(current_bridge().loop, vad.current)
             found.append(vad)
             return vad
@@ -417,7 +419,7 @@ def _stamped_demo_vad(found: list[StampedTrioVAD]) -> Iterator[None]:
         plugins.adapt = adapt
 
 
-def session(runs: int) -> dict[str, Any]:
+def session(runs: int, on_loop: bool = True) -> dict[str, Any]:
     import io
 
     from agents_trio.demo_voice import VoiceDemo
@@ -428,7 +430,7 @@ def session(runs: int) -> dict[str, Any]:
     for _ in range(runs):
         found: list[StampedTrioVAD] = []
         demo = VoiceDemo(io.StringIO())
-        with _stamped_demo_vad(found):
+        with _stamped_demo_vad(found, on_loop):
             trio.run(demo.run)
         for vad in found:
             for recorder in vad.recorders:

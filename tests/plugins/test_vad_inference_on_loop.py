@@ -149,4 +149,5 @@ async def test_silero_gives_the_same_events_on_the_loop_as_in_its_executor() -> 
             on_loop = await _all_events(VADAdapter(plugin), pushed)
             in_executor = await _all_events(VADAdapter(plugin, inference_on_loop=False), pushed)
     assert seen(on_loop) == seen(in_executor)
-    assert len([ev for ev in on_loop if ev.type is VADEventType.INFERENCE_DONE]) == 3000 // 32  # type: ignore
+    windows = [ev for ev in on_loop if ev.type is VADEventType.INFERENCE_DONE]  # type: ignore
+    assert len(windows) == 3000 // 32
