@@ -401,14 +401,13 @@ def _stamped_demo_vad(found: list[StampedTrioVAD], on_loop: bool = True) -> Iter
         return StampedVAD(load(*args, **kwargs))
 
     def stamped_adapt(model: Any, **kwargs: Any) -> Any:
-        adapted = adapt(model, **kwargs)
-        if isinstance(model, StampedVAD):
-            vad = StampedTrioVAD(plugins.VADAdapter(model, inference_on_loop=on_loop, **kwargs),
-                                 model)
-            stamp_executor_jobs(current_bridge().loop, vad.current)
-            found.append(vad)
-            return vad
-        return adapted
+        if not isinstance(model, StampedVAD):
+            return adapt(model, **kwargs)
+        vad = StampedTrioVAD(plugins.VADAdapter(model, bridge=kwargs.get("bridge"),
+                                                inference_on_loop=on_loop), model)
+        stamp_executor_jobs(current_bridge().loop, vad.current)
+        found.append(vad)
+        return vad
 
     silero.VAD.load = stamped_load  # type: ignore[method-assign]
     plugins.adapt = stamped_adapt  # type: ignore[assignment]
