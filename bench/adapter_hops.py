@@ -23,13 +23,17 @@ Two measurements:
 
 - **lockstep** (CPU cost): one 32 ms frame at a time, each waited for until its event reached
   Trio, as frames arrive in real time (no batching can hide the hops); per window: the
-  process's CPU time, the model's own CPU time (the job thread's), the loop thread's CPU by
-  hop. The same driver runs the same plugin under plain asyncio (LiveKit's own path: no
-  bridge) as the reference. Repeated; medians of the repeats are shown with their spread.
+  process's CPU time, the model's own CPU time (the CPU time of the inference call in the
+  thread that ran it), the loop thread's CPU by hop. Four paths, runs interleaved: the adapter
+  as it is (inference on the loop), the adapter with ``inference_on_loop=False`` (the plugin's
+  executor, as before), and the same plugin and driver under plain asyncio (LiveKit's own
+  path, no bridge), with its executor and with its inference on the loop (the plugin's own
+  floor: what its stream costs with neither bridge nor thread). Medians of the runs, with
+  their range.
 - **session** (wall time inside a running session): the offline voice demo (Silero through
   ``adapt()``, PocketSphinx, espeak-ng, real time) with the VAD stamped; per-window wall time
   of each hop, median and p95, with everything else the session does going on. Also the
-  pipeline's end of speech → first agent audio and barge-in → cleared.
+  pipeline's end of speech → first agent audio and barge-in → audio cleared.
 
 The machine is shared: wall times are noisy, CPU times less so; the spread across repeats is
 reported. Figures for a report, not a test.

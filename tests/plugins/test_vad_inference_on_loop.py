@@ -59,7 +59,7 @@ class _ExecutorVADStream(vad.VADStream):
                 continue
             p = await loop.run_in_executor(None, model.infer, index)
             self._event_ch.send_nowait(vad.VADEvent(
-                type=vad.VADEventType.INFERENCE_DONE, samples_index=index, timestamp=0.0,
+                type=vad.VADEventType.INFERENCE_DONE, samples_index=index, timestamp=index,
                 speech_duration=0.0, silence_duration=0.0, probability=p))
             index += 1
 
@@ -89,6 +89,7 @@ async def test_events_keep_the_frames_order_and_none_is_lost_at_the_end_of_input
         async with open_bridge():
             events = await _all_events(adapt(model), frames(100))
     assert [ev.type for ev in events] == [VADEventType.INFERENCE_DONE] * 100  # type: ignore
+    assert [ev.timestamp for ev in events] == list(range(100))  # type: ignore[attr-defined]
     assert model.inferences == 100
 
 
@@ -105,7 +106,7 @@ async def test_a_model_error_mid_batch_ends_the_stream_after_the_events_before_i
                         got.append(ev)
             assert bridge.statistics().loop_errors == 0
     assert isinstance(caught.value.__cause__, ValueError)
-    assert len(got) == 5
+    assert [ev.timestamp for ev in got] == [0, 1, 2, 3, 4]  # type: ignore[attr-defined]
     assert model.inferences == 6   # no inference after the failing one
 
 
@@ -151,3 +152,18 @@ async def test_silero_gives_the_same_events_on_the_loop_as_in_its_executor() -> 
     assert seen(on_loop) == seen(in_executor)
     windows = [ev for ev in on_loop if ev.type is VADEventType.INFERENCE_DONE]  # type: ignore
     assert len(windows) == 3000 // 32
+
+
+async def test_a_consumer_that_lags_loses_no_event_past_the_adapter_bound() -> None:
+    """The adapter's channel holds 256 events; the pump waits while it is full (backpressure)
+    and the plugin keeps the rest: a consumer that starts late gets every event, in order."""
+    model = ExecutorVAD()
+    with trio.fail_after(30):
+        async with open_bridge() as bridge, adapt(model).stream() as stream:
+            for f in frames(400):
+                stream.push_frame(f)
+            while model.inferences < 400:
+                await bridge.run_sync(lambda: None)
+            stream.end_input()
+            indexes = [ev.timestamp async for ev in stream]  # type: ignore[attr-defined]
+    assert indexes == list(range(400))
