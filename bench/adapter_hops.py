@@ -468,12 +468,17 @@ def measure(*, repeats: int = 5, windows: int = 600, session_runs: int = 1,
     results: dict[str, Any] = {
         "machine": (f"Python {platform.python_version()}, {platform.machine()}, "
                     f"{os.cpu_count()} CPUs shared with other jobs"),
+        "load_before": round(os.getloadavg()[0], 2),
         "lockstep": lockstep(repeats, windows)}
     if with_session:
         from agents_trio.demo_voice import missing_dependencies
         missing = missing_dependencies()
-        results["session"] = ({"skipped": "; ".join(missing)} if missing
-                              else session(session_runs))
+        if missing:
+            results["session"] = {"skipped": "; ".join(missing)}
+        else:
+            results["session"] = session(session_runs, on_loop=True)
+            results["session_executor"] = session(session_runs, on_loop=False)
+    results["load_after"] = round(os.getloadavg()[0], 2)
     return results
 
 

@@ -389,7 +389,11 @@ def adapter_markdown(results: dict[str, Any]) -> str:
          " Silero VAD (LiveKit plugin) through `adapt()`, stamped at each crossing of a window"
          " (see bench/adapter_hops.py). Lockstep: one 32 ms frame at a time, each waited for"
          f" until its event reached the consumer; {lock['windows']} windows per run, "
-         f"{lock['repeats']} runs per path, interleaved."),
+         f"{lock['repeats']} runs per path, interleaved."
+         + (f" Load average (1 min) {results['load_before']} before, "
+            f"{results.get('load_after', '–')} after: the machine was shared, so CPU times "
+            "(not only wall times) vary with it — compare paths within the run; the range "
+            "across runs shows the noise." if "load_before" in results else "")),
         "",
         "## CPU per window (lockstep)",
         "",
@@ -428,12 +432,17 @@ def adapter_markdown(results: dict[str, Any]) -> str:
                   (f"{session['runs']} run(s) of `demo --voice` (Silero through `adapt()`, "
                    "PocketSphinx in a subprocess, espeak-ng, rule-based LLM) with the VAD "
                    f"stamped; {session['windows']} windows. Wall time per hop, with everything "
-                   "else the session does going on (and other jobs on the machine)."), "",
-                  "| hop | p50 (ms) | p95 (ms) |", "|---|---|---|"]
+                   "else the session does going on (and other jobs on the machine); then the "
+                   "same with `inference_on_loop=False` (the plugin's executor, as before)."),
+                  "", "| hop | p50 (ms) | p95 (ms) | executor: p50 (ms) | executor: p95 (ms) |",
+                  "|---|---|---|---|---|"]
+        other = (results.get("session_executor") or {}).get("wall_ms", {})
         for hop, label in _HOP_LABELS.items():
             w = session["wall_ms"].get(hop)
+            x = other.get(hop)
             if w:
-                lines.append(f"| {label} | {fmt(w['p50'], 3)} | {fmt(w['p95'], 3)} |")
+                lines.append(f"| {label} | {fmt(w['p50'], 3)} | {fmt(w['p95'], 3)} | "
+                             + (f"{fmt(x['p50'], 3)} | {fmt(x['p95'], 3)} |" if x else "– | – |"))
         cpu = session.get("loop_thread_cpu_ms") or {}
         if cpu:
             lines += ["", (f"Model's own CPU per window: {fmt(session['model_cpu_ms'], 3)} ms "
@@ -442,13 +451,17 @@ def adapter_markdown(results: dict[str, Any]) -> str:
                            "which runs on the loop, and whatever other session work ran in "
                            "between).")]
         lines += ["", "The real pipeline's latencies (same runs):", "",
-                  "| measure | n | p50 | p95 | min | max |", "|---|---|---|---|---|---|"]
+                  "| measure | VAD inference | n | p50 | p95 | min | max |",
+                  "|---|---|---|---|---|---|---|"]
         for key, label in (("end_of_speech_to_first_audio_s", "end of speech → first agent "
                             "audio (s)"), ("barge_in_to_clear_s", "barge-in → audio cleared (s)")):
-            m = session[key]
-            if m.get("n"):
-                lines.append(f"| {label} | {m['n']} | {fmt(m['p50'], 3)} | {fmt(m['p95'], 3)} "
-                             f"| {fmt(m['min'], 3)} | {fmt(m['max'], 3)} |")
+            for where, run in (("on the loop", session),
+                               ("executor", results.get("session_executor") or {})):
+                m = run.get(key) or {}
+                if m.get("n"):
+                    lines.append(f"| {label} | {where} | {m['n']} | {fmt(m['p50'], 3)} "
+                                 f"| {fmt(m['p95'], 3)} | {fmt(m['min'], 3)} "
+                                 f"| {fmt(m['max'], 3)} |")
         lines += ["", ("These include the VAD's silence window (Silero `min_silence_duration` "
                        "0.55 s) and the endpointing delay (0.5 s), PocketSphinx's final "
                        "transcript and espeak-ng's first sentence; barge-in includes the "
