@@ -4,6 +4,7 @@
     python -m bench --quick         # CI smoke test: < 1 min, asserts that it ran
     python -m bench --virtual       # logical latencies of the decision points, in virtual time
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
+    python -m bench --adapter       # a VAD plugin through adapt(): cost per window, per hop
 
 Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
 with the same Python, the same fakes and timings and the same GC settings. Results go to
@@ -354,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--virtual", action="store_true",
                       help="logical latencies in Trio virtual time (our side)")
     mode.add_argument("--profile", action="store_true", help="hops per frame and CPU hot spots")
+    mode.add_argument("--adapter", action="store_true",
+                      help="Silero VAD through adapt(): CPU and wall time per window, per hop, "
+                           "lockstep and inside the voice session (bench/results/adapter.md)")
     mode.add_argument("--report-only", action="store_true",
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
@@ -384,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     tree_info = prepare_tree(args.tree or ("working" if args.quick or args.report_only
-                                           or args.virtual else "head"), log)
+                                           or args.virtual or args.adapter else "head"), log)
     args.tree_info = tree_info
     args.tree_dir = TREE
     if args.quick:
@@ -395,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         from . import hotspots
         return hotspots.main(args, log)
+    if args.adapter:
+        from . import adapter_hops
+        return adapter_hops.main(["--out", str(args.out)])
     if args.report_only:
         results = json.loads((args.out / "bench.json").read_text())
         results["targets"] = (report.compute_targets(results["runs"])

@@ -15,7 +15,10 @@ side closes the plugin's stream; provider failures are raised as ``agents_trio.A
 
 Plugins that hand work to their own ``concurrent.futures`` executor (LiveKit's decoder of the
 mp3/ogg audio most hosted TTS send, ``livekit.agents.inference.VAD``) work unchanged: the
-bridge's loop accepts any executor. End-of-turn models: :class:`TurnDetectorAdapter` (see
+bridge's loop accepts any executor. A VAD's per-window inference handed to the loop's default
+executor (Silero's) runs on the loop by default: a thread round trip per 32 ms window costs
+more than the inference (``VADAdapter(vad, inference_on_loop=False)`` keeps the executor).
+End-of-turn models: :class:`TurnDetectorAdapter` (see
 ``agents_trio.plugins.turn_detector``). A plugin's CPU-heavy work that runs on the loop itself
 stalls every session: see ``agents_trio.blocking``.
 
