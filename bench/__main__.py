@@ -1,4 +1,5 @@
-"""``python -m bench``: turn and interruption latency, side by side with LiveKit Agents.
+"""``python -m bench``: turn and interruption latency, side by side with LiveKit Agents and
+Pipecat.
 
     python -m bench                 # the full sweep (N = 1 … 300), report, plot, README table
     python -m bench --quick         # CI smoke test: < 1 min, asserts that it ran
@@ -6,8 +7,10 @@
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
 
 Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
-with the same Python, the same fakes and timings and the same GC settings. Results go to
-``bench/results/`` (``bench.json``, ``bench.md``, ``latency.png``).
+with the same Python, the same fakes and timings and the same GC settings; the runtimes are
+agents_trio (``trio``), LiveKit Agents (``asyncio``) and Pipecat (``pipecat``), the last two
+when installed (``pip install -e '.[bench]'``). Results go to ``bench/results/``
+(``bench.json``, ``bench.md``, ``latency.png``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
-from .environment import have_livekit_agents
+from .environment import have_livekit_agents, have_pipecat
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -144,8 +147,14 @@ def saturated(run: dict) -> str | None:
     return None
 
 
+def runtimes_of(args: argparse.Namespace) -> list[str]:
+    """The runtimes this run measures: ours, then whichever peers are installed and wanted."""
+    return (["trio"] + (["asyncio"] if args.with_asyncio else [])
+            + (["pipecat"] if args.with_pipecat else []))
+
+
 def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
-    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    runtimes = runtimes_of(args)
     raw_dir = args.out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
     runs: list[dict] = []
@@ -205,10 +214,10 @@ def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
 
 def notes(meta: dict) -> list[str]:
     return [
-        ("Notes: both sides run the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, the "
-        "script and the timings) behind each runtime's own model interfaces; audio frames "
+        ("Notes: every runtime runs the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, "
+        "the script and the timings) behind its own model interfaces; audio frames "
         "come from one fake-network task per process that hands every input its due 20 ms "
-        "frame; `gc.freeze()` after warm-up on both sides (`--gc default` turns it off). "
+        "frame; `gc.freeze()` after warm-up everywhere (`--gc default` turns it off). "
         "LiveKit's `aclose()` includes its fixed 2.0 s wait for a last STT transcript "
         "(`session_close_transcript_timeout`); ours has no such wait. Our model protocol "
         "lets the fake VAD/STT work inside `push_frame`, while LiveKit's stream base "
@@ -223,7 +232,35 @@ def notes(meta: dict) -> list[str]:
          "warm-up and the user-away timer are off on both sides; the asyncio side runs "
          "interruption mode `vad`, endpointing mode `fixed`, recording off. Each run's raw "
          "JSON (every sample, GC pauses, loop lag) is written to `bench/results/raw/`."),
+        "",
+        PIPECAT_NOTE,
     ]
+
+
+PIPECAT_NOTE = (
+    "Pipecat (`bench/pipecat_side.py`): the default pipeline (input, STT, user aggregator, "
+    "LLM, TTS, output, assistant aggregator) in a `PipelineWorker` with default parameters "
+    "(RTVI and turn tracking on, metrics off), one `WorkerRunner` per session, the fakes on "
+    "Pipecat's own base classes (`BaseInputTransport`, `VADAnalyzer`, `STTService`, "
+    "`LLMService`, `TTSService` fed like its websocket services, `BaseOutputTransport`). "
+    "Measured at the same points: turn overhead ends at the first audio chunk the output "
+    "transport writes; interruption runs from the VAD's start of speech to the output "
+    "transport handling the `InterruptionFrame` (Pipecat's counterpart of `clear_buffer()`: "
+    "the queued audio is dropped there). Where the counterpart is not exact: Pipecat's VAD "
+    "runs inside the user aggregator and its `VADAnalyzer` base class hands every frame to a "
+    "worker thread and measures its volume (what any VAD costs on Pipecat); its default end "
+    "of turn is the Smart Turn model, which the VAD + fixed-endpointing configuration of the "
+    "other two has no counterpart for, so `SpeechTimeoutUserTurnStopStrategy` ends the turn "
+    "0.2 s after the VAD's 0.3 s stop (0.5 s after the speech, as elsewhere); Pipecat "
+    "broadcasts an interruption at every user turn start, not only while the agent speaks; "
+    "the output writes 40 ms chunks paced in real time, as Pipecat's websocket transport "
+    "does; start = runner start → `on_pipeline_started`, aclose = `stop_when_done()` → the "
+    "runner returns. No counterpart: the handoff (Pipecat has no agents; the transfer tool is "
+    "a registered function that adds a developer message and asks for no inference, and the "
+    "handoff column stays empty). The “default transforms” row is Pipecat's default "
+    "sentence aggregation before the TTS (token by token in the plumbing rows). Pipecat logs "
+    "through loguru: warnings and errors are counted in the raw JSON, not printed, as the "
+    "other two runtimes' loggers sit at WARNING.")
 
 
 def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any) -> None:
@@ -257,12 +294,14 @@ def update_readme(md: str, results: dict[str, Any]) -> None:
         "",
         ("`python -m bench` runs the same scripted conversation (two Q&A turns, a long story "
         "interrupted 0.8–1.4 s into its audio, the reply, a handoff by tool, one turn with the "
-        "new agent) on agents_trio and on LiveKit Agents, in real time, N sessions per "
+        "new agent) on agents_trio, on LiveKit Agents and on Pipecat (which has no handoff: "
+        "there the tool is a plain function call), in real time, N sessions per "
         "process, each runtime and N in its own process, with the same fakes, timings, "
-        "Python and GC settings (install the asyncio side with `pip install -e '.[bench]'`). "
+        "Python and GC settings (install the peers with `pip install -e '.[bench]'`). "
         "Turn overhead = first agent audio at the sink − (speech end + 0.5 s endpointing) − "
         "LLM ttft (0.2 s) − TTS ttfb (0.1 s); interruption = the VAD event that crosses "
-        "min_duration → `clear_buffer()`. The ratios (ours / theirs, same run) are the "
+        "min_duration → `clear_buffer()` (on Pipecat: the output transport handling the "
+        "interruption). The ratios (ours / each peer's, same sweep) are the "
         "headline; absolute times depend on the machine. `python -m bench --quick` is the "
         "CI smoke test, `--virtual` gives the logical latencies in Trio virtual time, "
         "`--profile` shows where the time goes. Full results with the per-stage breakdown: "
@@ -281,11 +320,12 @@ def update_readme(md: str, results: dict[str, Any]) -> None:
 
 
 def quick(args: argparse.Namespace, log: Any) -> int:
-    """CI smoke: N = 10 on the short script (our side; the asyncio side too if installed),
-    plus the virtual-time mode. Asserts that every run produced its latencies."""
+    """CI smoke: N = 10 on the short script (our side; each peer too if installed: about 20 s
+    each; CI installs neither), plus the virtual-time mode. Asserts that every run produced
+    its latencies."""
     t = time.perf_counter()
     out = args.out if args.out_given else Path(tempfile.mkdtemp(prefix="bench-quick-"))
-    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    runtimes = runtimes_of(args)
     problems = []
     runs = []
     for rt in runtimes:
@@ -316,8 +356,18 @@ def quick(args: argparse.Namespace, log: Any) -> int:
         sys.stderr.write("bench --quick FAILED:\n  " + "\n  ".join(problems) + "\n")
         return 1
     if not args.with_asyncio:
-        log("(livekit-agents is not installed: our side ran alone)\n")
+        log("(livekit-agents is not installed: no LiveKit run)\n")
+    pipecat_note(args, log)
     return 0
+
+
+def pipecat_note(args: argparse.Namespace, log: Any) -> None:
+    if args.with_pipecat:
+        return
+    if args.no_pipecat or args.ours_only:
+        log("(Pipecat skipped on request)\n")
+    else:
+        log("(pipecat-ai is not installed: no Pipecat run; pip install -e '.[bench]' adds it)\n")
 
 
 def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
@@ -330,6 +380,13 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
             theirs = "livekit-agents"
     from importlib.metadata import version as v
 
+    peer = None
+    if args.with_pipecat:
+        try:
+            peer = f"pipecat-ai {v('pipecat-ai')}"
+        except Exception:  # noqa: BLE001
+            peer = "pipecat-ai"
+
     from .core import build_script
     return {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -337,8 +394,9 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "ours": f"agents_trio {v('agents-trio')} (trio {v('trio')})",
         "theirs": theirs,
-        "gc": "gc.freeze() after warm-up, both sides" if args.gc == "freeze"
-              else "default thresholds, both sides",
+        "peer": peer,
+        "gc": "gc.freeze() after warm-up, every runtime" if args.gc == "freeze"
+              else "default thresholds, every runtime",
         "script": script,
         "script_seconds": build_script(0, kind=script).close_at,
         "code": getattr(args, "tree_info", {}),
@@ -359,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
     ap.add_argument("--script", choices=["full", "quick"], default="full")
     ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
-    ap.add_argument("--ours-only", action="store_true", help="skip the asyncio runtime")
+    ap.add_argument("--ours-only", action="store_true",
+                    help="skip the peers (LiveKit Agents and Pipecat)")
+    ap.add_argument("--no-pipecat", action="store_true", help="skip the Pipecat runtime")
     ap.add_argument("--rounds-n1", type=int, default=4,
                     help="sequential rounds at N = 1 (more samples)")
     ap.add_argument("--capacity-steps", type=int, default=3,
@@ -378,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out_given = args.out is not None
     args.out = args.out or RESULTS
     args.with_asyncio = have_livekit_agents() and not args.ours_only
+    args.with_pipecat = have_pipecat() and not (args.ours_only or args.no_pipecat)
 
     def log(msg: str) -> None:
         sys.stdout.write(msg)
@@ -398,18 +459,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         results = json.loads((args.out / "bench.json").read_text())
         results["targets"] = (report.compute_targets(results["runs"])
-                              if results["meta"].get("theirs") else [])
+                              if results["meta"].get("theirs") or results["meta"].get("peer")
+                              else [])
         results["notes"] = notes(results["meta"])
         write_results(results, args.out, readme=args.readme, log=log)
         return 0
 
     if not args.with_asyncio:
-        log("livekit-agents is not installed: our side runs alone "
+        log("livekit-agents is not installed: no LiveKit column "
             "(pip install -e '.[bench]' for the side-by-side comparison)\n")
+    pipecat_note(args, log)
     log(f"{machine()}, Python {platform.python_version()}\n")
     results = {"meta": _meta(args, script=args.script)}
     results.update(sweep(args, log))
-    results["targets"] = report.compute_targets(results["runs"]) if args.with_asyncio else []
+    results["targets"] = (report.compute_targets(results["runs"])
+                          if args.with_asyncio or args.with_pipecat else [])
     results["notes"] = notes(results["meta"])
     write_results(results, args.out, readme=args.readme, log=log)
     log(report.markdown(results))

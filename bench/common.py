@@ -91,6 +91,13 @@ def llm_begin(probe: Probe, chat_items: Any, now: Callable[[], float]) -> tuple[
     """The fake LLM's request: the scripted reply (None, recorded as other, when the context
     has none) and the request time."""
     text, tool_after = core.last_user_text(chat_items)
+    return llm_begin_text(probe, text, tool_after, now)
+
+
+def llm_begin_text(probe: Probe, text: str | None, tool_after: bool,
+                   now: Callable[[], float]) -> tuple[Any, float]:
+    """``llm_begin`` for a runtime whose context is not a list of LiveKit-shaped items:
+    ``text`` is the last user message, ``tool_after`` whether a tool output follows it."""
     reply = None if tool_after or text is None else probe.script.reply_for(text)
     if reply is None:
         probe.llm_other.append(f"{text!r} tool_after={tool_after}")

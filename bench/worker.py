@@ -2,7 +2,8 @@
 
     python -m bench.worker --runtime trio --n 50 --out run.json
 
-Both runtimes go through the same steps in the same order: warm-up session, ``gc.collect()``
+Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
+through the same steps in the same order: warm-up session, ``gc.collect()``
 (then ``gc.freeze()`` with ``--gc freeze``), RSS baseline, 0.5 s idle CPU baseline, then the
 measured phase (N sessions started over min(4 s, 0.04·N)), sampling RSS, live sessions and
 event-loop lag every 50 ms. The JSON holds the summary (``analysis.summarize``) and the raw
@@ -219,10 +220,14 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
     return probes, meter, side.runtime_info()
 
 
-async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+async def asyncio_main(args: argparse.Namespace, side: Any = None
+                       ) -> tuple[list[core.Probe], Meter, dict]:
+    """The measured run on asyncio: LiveKit Agents (``asyncio_side``) or, with ``side``
+    given, another asyncio runtime with the same driver interface (``pipecat_side``)."""
     import asyncio
 
-    from . import asyncio_side as side
+    if side is None:
+        from . import asyncio_side as side
 
     loop = asyncio.get_running_loop()
     network = side.Network()
@@ -258,7 +263,7 @@ async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.worker")
-    ap.add_argument("--runtime", choices=["trio", "asyncio"], required=True)
+    ap.add_argument("--runtime", choices=["trio", "asyncio", "pipecat"], required=True)
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
@@ -272,9 +277,18 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger().setLevel(logging.WARNING)
 
     t_start = time.perf_counter()
+    log_info: dict[str, Any] = {"counts": counter.counts, "first": counter.first}
     if args.runtime == "trio":
         import trio
         probes, meter, info = trio.run(trio_main, args)
+    elif args.runtime == "pipecat":
+        import asyncio
+
+        from . import pipecat_side
+        loguru_counter = pipecat_side.LogCounter()   # Pipecat logs through loguru
+        pipecat_side.quiet_logs(loguru_counter)
+        probes, meter, info = asyncio.run(asyncio_main(args, pipecat_side))
+        log_info["loguru"] = {"counts": loguru_counter.counts, "first": loguru_counter.first}
     else:
         import asyncio
         probes, meter, info = asyncio.run(asyncio_main(args))
@@ -294,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         "process_seconds": time.perf_counter() - t_start,
         "summary": summary,
         "resources": meter.result(),
-        "log": {"counts": counter.counts, "first": counter.first},
+        "log": log_info,
         "samples": {
             "turns": [t for s in raw for t in s["turns"]],
             "interrupts": [t for s in raw for t in s["interrupts"]],
