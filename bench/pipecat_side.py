@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from loguru import logger
@@ -454,9 +454,17 @@ def transfer_schema() -> FunctionSchema:
                           properties={}, required=[])
 
 
-def make_worker(probe: Probe, network: Network, *, transforms: bool,
-                history: int = 0, extra_tools: int = 0
-                ) -> tuple[PipelineWorker, PacedInput]:
+@dataclass
+class Bot:
+    """One session: the worker that runs its pipeline, the paced input, the LLM context."""
+
+    worker: PipelineWorker
+    input: PacedInput
+    context: LLMContext
+
+
+def make_bot(probe: Probe, network: Network, *, transforms: bool,
+             history: int = 0, extra_tools: int = 0) -> Bot:
     """One session's pipeline and worker. ``history`` prior user/assistant messages and
     ``extra_tools`` more tool schemas in the context (the sweeps of turn cost)."""
     messages: list[Any] = [{"role": "system", "content": FRONT_DESK}]
@@ -483,20 +491,25 @@ def make_worker(probe: Probe, network: Network, *, transforms: bool,
     inp = PacedInput(probe, network)
     pipeline = Pipeline([inp, BenchSTT(probe), user, llm,
                          BenchTTS(probe, sentences=transforms), RealtimeSink(probe), assistant])
-    return PipelineWorker(pipeline), inp
+    return Bot(PipelineWorker(pipeline), inp, context)
 
 
 async def run_session(probe: Probe, network: Network, *, transforms: bool,
-                      slack: float = 30.0, history: int = 0, extra_tools: int = 0) -> None:
-    """One scripted session, start to close; failures are recorded on the probe."""
+                      slack: float = 30.0, history: int = 0, extra_tools: int = 0,
+                      on_bot: Any = None) -> None:
+    """One scripted session, start to close; failures are recorded on the probe.
+    ``on_bot`` is called with the session's ``Bot`` once it is built."""
     probe.started_at = now()
     probe.handoff_supported = False
     inp = None
     runner_task = None
     try:
         async with asyncio.timeout(probe.script.close_at + slack):
-            worker, inp = make_worker(probe, network, transforms=transforms, history=history,
-                                      extra_tools=extra_tools)
+            bot = make_bot(probe, network, transforms=transforms, history=history,
+                           extra_tools=extra_tools)
+            if on_bot is not None:
+                on_bot(bot)
+            worker, inp = bot.worker, bot.input
             started = asyncio.Event()
 
             @worker.event_handler("on_pipeline_started")
