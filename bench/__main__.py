@@ -3,6 +3,7 @@ Pipecat.
 
     python -m bench                 # the full sweep (N = 1 … 300), report, plot, README table
     python -m bench --quick         # CI smoke test: < 1 min, asserts that it ran
+    python -m bench --context-sweep only   # CPU per turn against history and tool count
     python -m bench --virtual       # logical latencies of the decision points, in virtual time
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
 
@@ -99,13 +100,17 @@ def worker_env() -> dict[str, str]:
 
 
 def run_worker(runtime: str, n: int, *, script: str, transforms: str, gc_mode: str,
-               rounds: int, out_dir: Path, timeout: float, log: Any) -> dict:
-    out = out_dir.resolve() / f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}.json"
+               rounds: int, out_dir: Path, timeout: float, log: Any, history: int = 0,
+               tools: int = 0) -> dict:
+    context = f"-h{history}-x{tools}" if history or tools else ""
+    out = out_dir.resolve() / f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}{context}.json"
     cmd = [sys.executable, "-m", "bench.worker", "--runtime", runtime, "--n", str(n),
            "--script", script, "--transforms", transforms, "--gc", gc_mode,
-           "--rounds", str(rounds), "--out", str(out)]
+           "--rounds", str(rounds), "--history", str(history), "--tools", str(tools),
+           "--out", str(out)]
     t = time.perf_counter()
-    log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds} … ")
+    log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds}"
+        + (f" history={history} tools={tools + 1}" if context else "") + " … ")
     try:
         proc = subprocess.run(cmd, cwd=TREE, env=worker_env(), timeout=timeout, check=False,
                               capture_output=True, text=True)
@@ -212,6 +217,26 @@ def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     return {"runs": runs, "saturation": saturation}
 
 
+# the context sweep: (earlier messages, unused tools besides the transfer): 1, 50, 200 tools
+CONTEXT_SIZES = [(0, 0), (1000, 0), (5000, 0), (0, 49), (0, 199)]
+
+
+def context_sweep(args: argparse.Namespace, log: Any) -> list[dict]:
+    """CPU per turn as the context grows: each runtime at N = 1 on the full script with 0,
+    1,000 and 5,000 earlier messages and with 1, 50 and 200 tools (one process each)."""
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for rt in runtimes_of(args):
+        for history, tools in CONTEXT_SIZES:
+            run = run_worker(rt, 1, script="full", transforms="off", gc_mode=args.gc,
+                             rounds=args.context_rounds, out_dir=raw_dir, timeout=300.0,
+                             log=log, history=history, tools=tools)
+            if "summary" in run:
+                runs.append(run)
+    return runs
+
+
 def notes(meta: dict) -> list[str]:
     return [
         ("Notes: every runtime runs the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, "
@@ -267,7 +292,9 @@ def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any)
     out.mkdir(parents=True, exist_ok=True)
     # every sample stays in raw/ (one file per run); the summary file keeps the statistics
     slim = dict(results, runs=[{k: v for k, v in r.items() if k != "samples"}
-                               for r in results["runs"]])
+                               for r in results["runs"]],
+                context_sweep=[{k: v for k, v in r.items() if k != "samples"}
+                               for r in results.get("context_sweep", [])])
     (out / "bench.json").write_text(json.dumps(slim, indent=1))
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
@@ -426,6 +453,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra runs to locate where turn p99 passes 100 ms")
     ap.add_argument("--no-transforms-row", dest="transforms_row", action="store_false",
                     help="skip the N = 1 row with the default text transforms")
+    ap.add_argument("--context-sweep", choices=["on", "off", "only"], default="on",
+                    help="CPU per turn with 0/1,000/5,000 earlier messages and 1/50/200 tools "
+                         "(N = 1, every runtime); 'only' runs just that")
+    ap.add_argument("--context-rounds", type=int, default=2,
+                    help="sequential sessions per context size")
     ap.add_argument("--no-readme", dest="readme", action="store_false",
                     help="do not update README.md")
     ap.add_argument("--out", type=Path, help="results directory (default bench/results)")
@@ -470,8 +502,23 @@ def main(argv: list[str] | None = None) -> int:
             "(pip install -e '.[bench]' for the side-by-side comparison)\n")
     pipecat_note(args, log)
     log(f"{machine()}, Python {platform.python_version()}\n")
-    results = {"meta": _meta(args, script=args.script)}
-    results.update(sweep(args, log))
+    results: dict[str, Any] = {"meta": _meta(args, script=args.script)}
+    if args.context_sweep == "only":
+        results.update(runs=[], saturation={})
+    else:
+        results.update(sweep(args, log))
+    if args.context_sweep != "off":
+        results["context_sweep"] = context_sweep(args, log)
+    if args.context_sweep == "only":
+        # on its own files: bench.json, bench.md and the README keep the last full sweep
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "context.json").write_text(json.dumps(dict(results, context_sweep=[
+            {k: v for k, v in r.items() if k != "samples"} for r in results["context_sweep"]]),
+            indent=1))
+        md = "\n".join(report.context_md(results["context_sweep"])) + "\n"
+        (args.out / "context.md").write_text("# Turn cost against the context's size\n" + md)
+        log(md + f"report: {args.out / 'context.md'}\n")
+        return 0
     results["targets"] = (report.compute_targets(results["runs"])
                           if args.with_asyncio or args.with_pipecat else [])
     results["notes"] = notes(results["meta"])

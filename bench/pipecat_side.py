@@ -488,6 +488,12 @@ def make_bot(probe: Probe, network: Network, *, transforms: bool,
             run_llm=False))
 
     llm.register_function(TRANSFER_TOOL, transfer_to_billing)
+
+    async def unused(params: FunctionCallParams) -> None:
+        await params.result_callback(None)
+
+    for i in range(extra_tools):
+        llm.register_function(f"tool_{i}", unused)
     inp = PacedInput(probe, network)
     pipeline = Pipeline([inp, BenchSTT(probe), user, llm,
                          BenchTTS(probe, sentences=transforms), RealtimeSink(probe), assistant])
@@ -545,14 +551,15 @@ async def run_session(probe: Probe, network: Network, *, transforms: bool,
 
 
 async def run_phase(probes: list[Probe], network: Network, *, spread: float, transforms: bool,
-                    on_spawned: Any = None) -> None:
+                    on_spawned: Any = None, history: int = 0, extra_tools: int = 0) -> None:
     """Start the sessions spread over ``spread`` seconds; return when all have closed."""
     t_start = now()
     n = len(probes)
     tasks = []
     for i, probe in enumerate(probes):
         await sleep_until(t_start + (spread * i / n if n else 0.0))
-        tasks.append(asyncio.create_task(run_session(probe, network, transforms=transforms)))
+        tasks.append(asyncio.create_task(run_session(
+            probe, network, transforms=transforms, history=history, extra_tools=extra_tools)))
         if on_spawned is not None:
             on_spawned()
     await asyncio.gather(*tasks)

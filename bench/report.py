@@ -182,6 +182,36 @@ def _targets_md(targets: list[dict]) -> list[str]:
     return lines
 
 
+def context_md(runs: list[dict]) -> list[str]:
+    """CPU per turn against the context's size, every runtime side by side, and each one's
+    growth over its own empty-context figure."""
+    if not runs:
+        return []
+    sizes = sorted({(r["context"]["history"], r["context"]["tools"]) for r in runs},
+                   key=lambda hs: (hs[1], hs[0]))
+    rts = [rt for rt in RUNTIMES if any(r["runtime"] == rt for r in runs)]
+
+    def cpu(rt: str, size: tuple[int, int]) -> float | None:
+        r = next((x for x in runs if x["runtime"] == rt
+                  and (x["context"]["history"], x["context"]["tools"]) == size), None)
+        return r["resources"].get("cpu_per_turn_ms") if r else None
+
+    lines = ["", ("Turn cost against the context's size: CPU ms per turn (the whole session's "
+             "CPU over its LLM requests, N = 1, full script), and × its own figure with an "
+             "empty context:"), "",
+             "| earlier messages | tools | " + " | ".join(NAMES[rt] for rt in rts) + " |",
+             "|---|---|" + "---|" * len(rts)]
+    for size in sizes:
+        cells = []
+        for rt in rts:
+            v, base = cpu(rt, size), cpu(rt, (0, 0))
+            growth = _ratio(v, base)
+            cells.append(fmt(v, 1) + (f" ({fmt(growth, 2)}×)" if growth and size != (0, 0)
+                                      else ""))
+        lines.append(f"| {size[0]} | {size[1] + 1} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     """The report; ``stages=False`` leaves out the per-stage tables (the README's version)."""
     runs = results["runs"]
@@ -286,6 +316,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
         if results.get("targets"):
             lines += ["", "Targets (issue #13: agents_trio against both peers):", ""]
             lines += _targets_md(results["targets"])
+    lines += context_md(results.get("context_sweep") or [])
     if not stages:
         notes = results.get("notes") or []
         return "\n".join(lines + ([""] + notes if notes else [])) + "\n"

@@ -214,7 +214,8 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
         meter.begin(trio.current_time())
         for r in rounds:
             await side.run_phase(r, network, spread=spread_for(args.n),
-                                 transforms=args.transforms == "on")
+                                 transforms=args.transforms == "on", history=args.history,
+                                 extra_tools=args.tools)
         meter.end(trio.current_time())
         done.set()
     return probes, meter, side.runtime_info()
@@ -253,7 +254,8 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
     meter.begin(loop.time())
     for r in rounds:
         await side.run_phase(r, network, spread=spread_for(args.n),
-                             transforms=args.transforms == "on")
+                             transforms=args.transforms == "on", history=args.history,
+                             extra_tools=args.tools)
     meter.end(loop.time())
     done.set()
     await mon
@@ -269,6 +271,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
     ap.add_argument("--transforms", choices=["on", "off"], default="off")
     ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
+    ap.add_argument("--history", type=int, default=0,
+                    help="earlier messages in the agent's context at the start")
+    ap.add_argument("--tools", type=int, default=0, help="unused tools besides the transfer")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
@@ -295,6 +300,13 @@ def main(argv: list[str] | None = None) -> None:
 
     summary = analysis.summarize(probes)
     raw = [analysis.session_samples(p) for p in probes]
+    resources = meter.result()
+    # CPU per LLM request answered (a turn): what the context sweep compares across sizes
+    turns = sum(len(p.llm_request) for p in probes)
+    cpu_net = max(0.0, resources["phase_cpu_s"]
+                  - resources["idle_cpu_rate"] * resources["phase_wall_s"])
+    resources["turns"] = turns
+    resources["cpu_per_turn_ms"] = cpu_net / turns * 1e3 if turns else None
     out = {
         "runtime": args.runtime,
         "runtime_info": info,
@@ -303,11 +315,12 @@ def main(argv: list[str] | None = None) -> None:
         "script": args.script,
         "script_seconds": probes[0].script.close_at if probes else None,
         "transforms": args.transforms,
+        "context": {"history": args.history, "tools": args.tools},
         "gc": args.gc,
         "python": platform.python_version(),
         "process_seconds": time.perf_counter() - t_start,
         "summary": summary,
-        "resources": meter.result(),
+        "resources": resources,
         "log": log_info,
         "samples": {
             "turns": [t for s in raw for t in s["turns"]],
