@@ -143,7 +143,7 @@ def compute_targets(runs: list[dict]) -> list[dict]:
 
 
 def _targets_md(targets: list[dict]) -> list[str]:
-    lines = ["| target | where | ours | theirs | ratio | met |", "|---|---|---|---|---|---|"]
+    lines = ["| target | where | ours | peer | ratio | met |", "|---|---|---|---|---|---|"]
     for t in targets:
         r = t["ratio"]
         vs = t.get("vs", THEIRS)
