@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from loguru import logger
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
-from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 from pipecat.frames.frames import (
     EndFrame,
     Frame,
@@ -278,12 +278,12 @@ class BenchVAD(VADAnalyzer):
     def voice_confidence(self, buffer: bytes) -> float:
         return 1.0 if first_sample(buffer) else 0.0
 
-    async def analyze_audio(self, buffer: bytes) -> Any:
+    async def analyze_audio(self, buffer: bytes) -> VADState:
         value = first_sample(buffer)
         if value:
             self._utterance = value - core.SPEECH_BASE
         state = await super().analyze_audio(buffer)
-        speaking = state.name == "SPEAKING" or state.name == "STOPPING"
+        speaking = state in (VADState.SPEAKING, VADState.STOPPING)
         if speaking != self._speaking:
             self._speaking = speaking
             probe = self.probe
