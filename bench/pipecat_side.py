@@ -573,3 +573,51 @@ async def warm_up(network: Network) -> None:
 def runtime_info() -> dict:
     from importlib.metadata import version
     return {"runtime": "pipecat-ai", "version": version("pipecat-ai")}
+
+
+# -- one session in virtual time (the tests) --------------------------------------------------
+def virtual_session(kind: str, *, transforms: bool, index: int = 1) -> dict[str, Any]:
+    """One session of the ``kind`` script on ``virtual_asyncio``'s loop: the probe's record,
+    the session's latencies and its LLM context's messages, as JSON-ready data.
+
+    Importing Pipecat replaces ``asyncio.wait_for`` process-wide (with ``wait_for2``'s, below
+    Python 3.12), which other asyncio code in the same process then runs on: the test suite
+    calls this through ``python -m bench.pipecat_side`` in a process of its own.
+    """
+    from . import analysis, virtual_asyncio
+
+    bots: list[Bot] = []
+
+    async def main() -> Probe:
+        quiet_logs()
+        network = Network()
+        net = asyncio.create_task(network.run())
+        probe = Probe(index=index, script=core.build_script(index, kind=kind))
+        try:
+            await run_session(probe, network, transforms=transforms, on_bot=bots.append)
+        finally:
+            net.cancel()
+        return probe
+
+    probe = virtual_asyncio.run(main())
+    return {"probe": probe.to_json(), "samples": analysis.session_samples(probe),
+            "messages": [m for m in bots[0].context.messages if isinstance(m, dict)]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import json
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m bench.pipecat_side",
+                                 description="one Pipecat session in virtual time, as JSON")
+    ap.add_argument("--script", choices=["full", "quick"], default="full")
+    ap.add_argument("--transforms", choices=["on", "off"], default="off")
+    ap.add_argument("--index", type=int, default=1)
+    args = ap.parse_args(argv)
+    out = virtual_session(args.script, transforms=args.transforms == "on", index=args.index)
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
