@@ -566,7 +566,6 @@ class Activity:
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
         agents: list[Agent] = []
-        reply_required = False
         for call, outcome in zip(step.calls, outcomes):
             if outcome is None:
                 outputs.append(None)
@@ -579,11 +578,11 @@ class Activity:
                                                 created_at=output.created_at)
                 else:
                     agents.append(outcome.agent)
-            reply_required = reply_required or outcome.reply_required
+            if interrupted:  # an interrupted turn answers no tool output
+                output.reply_required = False
             outputs.append(output)
         ev = FunctionToolsExecutedEvent(function_calls=list(step.calls),
                                         function_call_outputs=outputs,
-                                        has_tool_reply=reply_required and not interrupted,
                                         has_agent_handoff=len(agents) == 1)
         self.session.conversation.emit("function_tools_executed", ev)
         for call, call_output in zip(step.calls, outputs):

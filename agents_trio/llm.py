@@ -15,7 +15,7 @@ from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
-from .tools import FunctionTool, ToolFlag, function_tool
+from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
 
 __all__ = [
     "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
@@ -23,5 +23,6 @@ __all__ = [
     "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",
     "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
-    "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag", "function_tool",
+    "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
+    "ToolResult", "function_tool",
 ]
