@@ -37,7 +37,8 @@ from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
+from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tools import FunctionTool, ToolFlag, cancelled_outcome
 
 logger = logging.getLogger("agents_trio")
 
@@ -96,6 +97,7 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
+        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -529,10 +531,14 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, tools)
+        by_name = {t.name: t for t in tools}
+        # judged now, in the order the LLM made the calls (on_duplicate)
+        admission = self.tool_calls.admit(by_name.get(call.name), call,
+                                          interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: list[FunctionTool]) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission) -> None:
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -540,12 +546,13 @@ class Activity:
         token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
         try:
-            step.outcomes[call.call_id] = await execute_function_call(
-                call, {t.name: t for t in tools},
+            step.outcomes[call.call_id] = await execute_admitted(
+                call, tools, admission,
                 make_context=lambda c: RunContext(session=self.session,
                                                   speech_handle=handle, function_call=c),
                 is_agent=_is_agent)
         finally:
+            admission.release()
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
                     call, closing=self.session.closing)

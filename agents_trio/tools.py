@@ -593,8 +593,9 @@ def _output(call: FunctionCall, text: str, *, is_error: bool = False,
                               reply_required=reply_required)
 
 
-def _error(call: FunctionCall, text: str, *, reply_required: bool = True) -> ToolOutcome:
-    # Errors are shown to the LLM, which answers them.
+def tool_error_outcome(call: FunctionCall, text: str, *, reply_required: bool = True
+                       ) -> ToolOutcome:
+    """An error output for ``call`` (shown to the LLM, which answers it by default)."""
     return ToolOutcome(output=_output(call, text, is_error=True,
                                       reply_required=reply_required))
 
@@ -608,7 +609,7 @@ def cancelled_outcome(call: FunctionCall, *, closing: bool) -> ToolOutcome:
     """The outcome of a call whose agent was stopped under it (the session closed, or
     another agent took over): an error output, so the history answers every call; no reply."""
     text = CANCELLED_BY_CLOSE_OUTPUT if closing else CANCELLED_BY_HANDOFF_OUTPUT
-    return _error(call, text, reply_required=False)
+    return tool_error_outcome(call, text, reply_required=False)
 
 
 _SCALARS = (str, int, float, bool, complex, type(None))
@@ -645,15 +646,15 @@ def _split_agent(value: object, is_agent: Callable[[object], bool]
     return agents, (None if not rest else rest[0] if len(rest) == 1 else rest)
 
 
-def _outcome_from_value(call: FunctionCall, value: object,
-                        is_agent: Callable[[Any], bool]) -> ToolOutcome:
+def outcome_from_value(call: FunctionCall, value: object,
+                       is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
     """Map a tool's return value to its outcome, as LiveKit does: the output text is
     ``str()`` of the value ("" for None); a value with nothing to say (None, a bare handoff)
     asks for no reply unless it is a :class:`ToolResult` saying otherwise."""
     agents, rest = _split_agent(value, is_agent)
     if len(agents) > 1:
         logger.error("tool %r returned more than one agent; its output is ignored", call.name)
-        return _error(call, MULTIPLE_AGENTS_OUTPUT)
+        return tool_error_outcome(call, MULTIPLE_AGENTS_OUTPUT)
     reply_required = rest is not None
     if isinstance(rest, ToolResult):
         reply_required, rest = rest.reply_required, rest.output
@@ -671,7 +672,7 @@ def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
     """Map an exception raised by a tool to its outcome."""
     leaf = single_leaf(exc)
     if isinstance(leaf, ToolError):
-        return _error(call, leaf.message)
+        return tool_error_outcome(call, leaf.message)
     if isinstance(leaf, StopResponse):  # silence, but the call is still answered
         return ToolOutcome(output=_output(call, "", reply_required=False))
     logger.exception("exception occurred while executing tool %r", call.name,
@@ -705,12 +706,12 @@ async def execute_function_call(
     """
     tool = tools.get(call.name)
     if tool is None:
-        return _error(call, f"Unknown function: {call.name} - available tools: "
+        return tool_error_outcome(call, f"Unknown function: {call.name} - available tools: "
                             f"{', '.join(tools)}")
     try:
         kwargs = parse_arguments(tool, call.arguments)
     except ToolError as exc:
-        return _error(call, exc.message)
+        return tool_error_outcome(call, exc.message)
     if tool.context_params:
         context = make_context(call) if make_context is not None else None
         kwargs.update(dict.fromkeys(tool.context_params, context))
@@ -718,4 +719,4 @@ async def execute_function_call(
         value = await tool(**kwargs)
     except Exception as exc:
         return _outcome_from_exception(call, exc)
-    return _outcome_from_value(call, value, is_agent)
+    return outcome_from_value(call, value, is_agent)
