@@ -143,3 +143,27 @@ async def test_a_failing_tts_node_is_an_error_event_and_the_session_goes_on(auto
     assert [type(e.error).__name__ for e in errors] == ["ValueError"]
     said = [m.text_content for m in session.history.messages() if m.role == "assistant"]
     assert said[-1] == "Second."
+
+
+async def _bracketed(text: AsyncIterable[str]) -> AsyncIterator[str]:
+    async for chunk in text:
+        yield f"<{chunk}>"
+
+
+class TranscriptionViaCoroutine(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="x")
+
+    async def transcription_node(self, text: AsyncIterable[str],  # type: ignore[override]
+                                 model_settings: ModelSettings) -> AsyncIterable[str]:
+        return _bracketed(text)
+
+
+async def test_transcription_node_coroutine_returning_an_async_iterable(autojump_clock):
+    a = FakeActions()
+    a.add_user_speech(0.5, 2.5, "hello")
+    a.add_llm("Hi there.", input="hello")
+    a.add_tts(1.0)
+    session = create_session(a)
+    await run_session(session, TranscriptionViaCoroutine())
+    assert session.output.transcription.messages == ["<Hi there.>"]
