@@ -39,6 +39,7 @@ from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 
 logger = logging.getLogger("agents_trio")
 
@@ -150,6 +151,7 @@ class Activity:
                         self._nursery = owner.nursery
                         self.interruption.bind(owner.nursery)
                         self._record_config()
+                        await setup_toolsets([*self.session.tools, *self.agent.tools])
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -162,6 +164,7 @@ class Activity:
                     if owner is not None:
                         with owner.cleanup_scope():
                             await self._run_on_exit()
+                            await aclose_toolsets(self.agent.tools)
                     self._state = ActivityState.CLOSED
                     self._queue.close()
         finally:
@@ -293,7 +296,7 @@ class Activity:
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
             self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                               tools_added=[t.name for t in self.agent.tools]))
+                                               tools_added=function_tool_names(self.agent.tools)))
 
     def _record_config(self) -> None:
         ctx = self.agent.live_chat_ctx
@@ -305,7 +308,7 @@ class Activity:
         else:
             ctx.items[idx] = instructions
         self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                           tools_added=[t.name for t in self.agent.tools]))
+                                           tools_added=function_tool_names(self.agent.tools)))
 
     def on_instructions_updated(self) -> None:
         self._record_config_change(AgentConfigUpdate(instructions=self.agent.instructions))
@@ -316,7 +319,7 @@ class Activity:
                 created_at=0.0)
 
     def on_tools_updated(self, old_names: set[str]) -> None:
-        new_names = {t.name for t in self.agent.tools}
+        new_names = set(function_tool_names(self.agent.tools))
         if new_names != old_names:
             self._record_config_change(AgentConfigUpdate(
                 tools_added=sorted(new_names - old_names) or None,
@@ -356,9 +359,10 @@ class Activity:
         raise RuntimeError(f"the activity of {self.agent.id!r} is {self._state.value}; "
                            "cannot schedule a new speech")
 
-    def tools(self) -> list[FunctionTool]:
-        """The session's tools, then the agent's."""
-        return [*self.session.tools, *self.agent.tools]
+    def tools(self) -> list[Any]:
+        """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
+        the function tools, then the provider tools)."""
+        return flatten_tools([*self.session.tools, *self.agent.tools])
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
@@ -396,7 +400,8 @@ class Activity:
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
         tools = [t for t in self.tools()
-                 if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if not (in_on_enter and isinstance(t, FunctionTool)
+                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=instructions, in_on_enter=in_on_enter,
                                sync_chat_ctx=self.realtime is not None)
@@ -531,7 +536,7 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
-        by_name = {t.name: t for t in tools}
+        by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         # judged now, in the order the LLM made the calls (on_duplicate)
         admission = self.tool_calls.admit(by_name.get(call.name), call,
                                           interruptible=lambda: handle.allow_interruptions)
@@ -684,7 +689,7 @@ class Activity:
         return self.session.running_tools.owned_by(self)
 
     def tool_names(self) -> list[str]:
-        return [t.name for t in self.tools()]
+        return [t.name for t in self.tools() if isinstance(t, FunctionTool)]
 
     def interrupt_background_speeches(self) -> None:
         """Interrupt the speeches waiting for their tools (a new user turn is answered)."""

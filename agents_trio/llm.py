@@ -16,13 +16,14 @@ from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpe
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
 from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
+from .toolsets import ProviderTool, Toolset
 
 __all__ = [
     "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",
-    "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
+    "MessageGeneration", "ProviderTool", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
     "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
-    "ToolResult", "function_tool",
+    "ToolResult", "Toolset", "function_tool",
 ]

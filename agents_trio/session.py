@@ -44,7 +44,7 @@ from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
-from .tools import FunctionTool
+from .toolsets import aclose_toolsets
 
 logger = logging.getLogger("agents_trio")
 
@@ -124,7 +124,7 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | None = None, tts: TTS | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
+                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -372,6 +372,8 @@ class AgentSession(Generic[Userdata_T]):
             with trio.move_on_after(self.close_grace, shield=True):
                 await forwarded.wait()
             forwarding.cancel()
+            with trio.move_on_after(self.close_grace, shield=True):
+                await aclose_toolsets(self.tools)  # the session's own; agents close theirs
             self._finish_close()
 
     def _finish_close(self) -> None:

@@ -82,7 +82,7 @@ MISSING = frozenset({
     # text_transforms
     ".text_transforms:replace",
     # llm
-    ".llm:ImageContent", ".llm:AudioContent", ".llm:Toolset",
+    ".llm:ImageContent", ".llm:AudioContent",
     ".llm:ChoiceDelta", ".llm:FallbackAdapter",
     # metrics
     ".metrics:RealtimeModelMetrics", ".metrics:UsageCollector", ".metrics:UsageSummary",
