@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any
 
 from livekit.agents import llm as lk_llm
@@ -18,6 +19,9 @@ from ..chat import (
 )
 from ..models import ChatChunk, CompletionUsage, FunctionToolCall, ToolChoice
 from ..tools import FunctionTool
+from ..toolsets import ProviderTool
+
+logger = logging.getLogger("agents_trio")
 
 
 def to_lk_chat_ctx(chat_ctx: ChatContext) -> lk_llm.ChatContext:
@@ -89,6 +93,9 @@ def to_lk_tools(tools: list[Any] | None) -> list[Any]:
             out.append(_lk_function_tool(tool))
         elif isinstance(tool, lk_llm.Tool):
             out.append(tool)
+        elif isinstance(tool, ProviderTool):  # one for a Trio-native LLM: not LiveKit's
+            logger.warning("provider tool %r is not a LiveKit tool; the plugin does not get it",
+                           tool.id)
         else:
             raise TypeError(f"cannot give tool {tool!r} to a LiveKit plugin")
     return out

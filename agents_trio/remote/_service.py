@@ -17,6 +17,8 @@ import trio
 
 from .._errors import SessionClosedError
 from ..nurseries import single_leaf
+from ..tools import FunctionTool
+from ..toolsets import flatten_tools
 from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
                    GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
                    RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
@@ -152,7 +154,8 @@ class SessionService:
         agent = self._session.current_agent
         tools = [ToolInfo(name=t.name, description=t.description or "",
                           parameters=dict(getattr(t, "parameters_schema", None) or {}))
-                 for t in [*getattr(self._session, "tools", []), *agent.tools]]
+                 for t in flatten_tools([*getattr(self._session, "tools", []), *agent.tools])
+                 if isinstance(t, FunctionTool)]
         return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
                          instructions=agent.instructions, tools=tools)
 
