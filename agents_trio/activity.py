@@ -38,7 +38,9 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
-from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
+from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 
 logger = logging.getLogger("agents_trio")
 
@@ -97,6 +99,7 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
+        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -149,6 +152,7 @@ class Activity:
                         self._nursery = owner.nursery
                         self.interruption.bind(owner.nursery)
                         self._record_config()
+                        await setup_toolsets([*self.session.tools, *self.agent.tools])
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -161,6 +165,7 @@ class Activity:
                     if owner is not None:
                         with owner.cleanup_scope():
                             await self._run_on_exit()
+                            await aclose_toolsets(self.agent.tools)
                     self._state = ActivityState.CLOSED
                     self._queue.close()
         finally:
@@ -292,7 +297,7 @@ class Activity:
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
-                                               tools_added=[t.name for t in self.agent.tools]))
+                                               tools_added=function_tool_names(self.agent.tools)))
 
     def instructions_text(self, modality: InputModality = "audio") -> str:
         """The agent's instructions rendered for a turn of ``modality``; the agent's context
@@ -309,7 +314,7 @@ class Activity:
         else:
             ctx.items[idx] = instructions
         self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
-                                           tools_added=[t.name for t in self.agent.tools]))
+                                           tools_added=function_tool_names(self.agent.tools)))
 
     def on_instructions_updated(self) -> None:
         self._record_config_change(AgentConfigUpdate(instructions=self.instructions_text()))
@@ -320,7 +325,7 @@ class Activity:
                 created_at=0.0)
 
     def on_tools_updated(self, old_names: set[str]) -> None:
-        new_names = {t.name for t in self.agent.tools}
+        new_names = set(function_tool_names(self.agent.tools))
         if new_names != old_names:
             self._record_config_change(AgentConfigUpdate(
                 tools_added=sorted(new_names - old_names) or None,
@@ -360,9 +365,10 @@ class Activity:
         raise RuntimeError(f"the activity of {self.agent.id!r} is {self._state.value}; "
                            "cannot schedule a new speech")
 
-    def tools(self) -> list[FunctionTool]:
-        """The session's tools, then the agent's."""
-        return [*self.session.tools, *self.agent.tools]
+    def tools(self) -> list[Any]:
+        """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
+        the function tools, then the provider tools)."""
+        return flatten_tools([*self.session.tools, *self.agent.tools])
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle:
@@ -403,7 +409,8 @@ class Activity:
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
         tools = [t for t in self.tools()
-                 if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if not (in_on_enter and isinstance(t, FunctionTool)
+                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=(None if instructions is None else
                                              render_instructions(instructions, input_modality)),
@@ -540,10 +547,14 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, tools)
+        by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        # judged now, in the order the LLM made the calls (on_duplicate)
+        admission = self.tool_calls.admit(by_name.get(call.name), call,
+                                          interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: list[FunctionTool]) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission) -> None:
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -551,12 +562,13 @@ class Activity:
         token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
         try:
-            step.outcomes[call.call_id] = await execute_function_call(
-                call, {t.name: t for t in tools},
+            step.outcomes[call.call_id] = await execute_admitted(
+                call, tools, admission,
                 make_context=lambda c: RunContext(session=self.session,
                                                   speech_handle=handle, function_call=c),
                 is_agent=_is_agent)
         finally:
+            admission.release()
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
                     call, closing=self.session.closing)
@@ -577,7 +589,6 @@ class Activity:
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
         agents: list[Agent] = []
-        reply_required = False
         for call, outcome in zip(step.calls, outcomes):
             if outcome is None:
                 outputs.append(None)
@@ -590,11 +601,11 @@ class Activity:
                                                 created_at=output.created_at)
                 else:
                     agents.append(outcome.agent)
-            reply_required = reply_required or outcome.reply_required
+            if interrupted:  # an interrupted turn answers no tool output
+                output.reply_required = False
             outputs.append(output)
         ev = FunctionToolsExecutedEvent(function_calls=list(step.calls),
                                         function_call_outputs=outputs,
-                                        has_tool_reply=reply_required and not interrupted,
                                         has_agent_handoff=len(agents) == 1)
         self.session.conversation.emit("function_tools_executed", ev)
         for call, call_output in zip(step.calls, outputs):
@@ -690,7 +701,7 @@ class Activity:
         return self.session.running_tools.owned_by(self)
 
     def tool_names(self) -> list[str]:
-        return [t.name for t in self.tools()]
+        return [t.name for t in self.tools() if isinstance(t, FunctionTool)]
 
     def interrupt_background_speeches(self) -> None:
         """Interrupt the speeches waiting for their tools (a new user turn is answered)."""

@@ -21,6 +21,7 @@ from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
+from .toolsets import flatten_tools, function_tool_names
 
 class NotGiven:
     """An agent model that was not given: the session's is used (None disables it)."""
@@ -156,7 +157,7 @@ class Agent:
     """
 
     def __init__(self, *, instructions: str | Instructions, id: str | None = None,
-                 chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
+                 chat_ctx: ChatContext | None = None, tools: list[Any] | None = None,
                  stt: STT | str | None | NotGiven = NOT_GIVEN,
                  vad: VAD | None | NotGiven = NOT_GIVEN,
                  llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
@@ -180,7 +181,9 @@ class Agent:
         _check_instructions(instructions)
         self._instructions = instructions
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
-        self._tools: list[FunctionTool] = list(tools or []) + find_function_tools(self)
+        # function tools, provider tools and toolsets, as given (flattened for the LLM)
+        self._tools: list[Any] = list(tools or []) + find_function_tools(self)
+        flatten_tools(self._tools)  # bad tools and duplicate names fail here
         self._stt: STT | None | NotGiven = models.stt
         self._llm: LLM | RealtimeModel | None | NotGiven = models.llm
         self._tts: TTS | None | NotGiven = models.tts
@@ -208,7 +211,7 @@ class Agent:
         return self._instructions
 
     @property
-    def tools(self) -> list[FunctionTool]:
+    def tools(self) -> list[Any]:
         return list(self._tools)
 
     @property
@@ -253,12 +256,13 @@ class Agent:
         if self._activity is not None:
             self._activity.on_instructions_updated()
 
-    async def update_tools(self, tools: list[FunctionTool]) -> None:
+    async def update_tools(self, tools: list[Any]) -> None:
         """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed).
 
         Cancellation: not a checkpoint; the update happens at once.
         """
-        old = {t.name for t in self._tools}
+        flatten_tools(tools)
+        old = set(function_tool_names(self._tools))
         self._tools = list(tools)
         if self._activity is not None:
             self._activity.on_tools_updated(old)
@@ -268,7 +272,7 @@ class Agent:
 
         Cancellation: not a checkpoint; the update happens at once.
         """
-        names = {t.name for t in self._tools}
+        names = set(function_tool_names(self._tools))
         items = [i for i in chat_ctx.items
                  if i.type not in ("function_call", "function_call_output")
                  or getattr(i, "name", None) in names]

@@ -77,6 +77,8 @@ class FunctionCallOutput(msgspec.Struct, kw_only=True):
     name: str
     output: str
     is_error: bool = False
+    #: whether the LLM should answer this output (False: recorded without asking for a reply)
+    reply_required: bool = True
     id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["function_call_output"] = "function_call_output"

@@ -21,6 +21,7 @@ from typing import Protocol
 import trio
 
 from ._errors import APIError
+from ._iterators import aclosing, node_output
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserState, UserStateChangedEvent)
@@ -249,8 +250,10 @@ class Conversation:
                 if sink is None or transform is None:
                     continue
                 try:
-                    async for chunk in transform(_once(text), ModelSettings()):
-                        await sink.capture_text(chunk)
+                    async with aclosing(node_output(
+                            transform(_once(text), ModelSettings()))) as chunks:
+                        async for chunk in chunks:
+                            await sink.capture_text(chunk)
                     sink.flush()
                 except Exception as e:  # a failing node or output loses this text only
                     logger.exception("forwarding the agent's transcription failed")

@@ -71,15 +71,22 @@ class FunctionToolsExecutedEvent(_Event):
 
     function_calls: list[FunctionCall]
     function_call_outputs: list[FunctionCallOutput | None]
-    has_tool_reply: bool = False
     has_agent_handoff: bool = False
     type: Literal["function_tools_executed"] = "function_tools_executed"
 
     def zipped(self) -> list[tuple[FunctionCall, FunctionCallOutput | None]]:
         return list(zip(self.function_calls, self.function_call_outputs))
 
+    @property
+    def has_tool_reply(self) -> bool:
+        """The LLM answers the outputs: one of them requires a reply."""
+        return any(o.reply_required for o in self.function_call_outputs if o is not None)
+
     def cancel_tool_reply(self) -> None:
-        self.has_tool_reply = False
+        """No reply to this step: every output stops requiring one."""
+        for output in self.function_call_outputs:
+            if output is not None:
+                output.reply_required = False
 
     def cancel_agent_handoff(self) -> None:
         self.has_agent_handoff = False

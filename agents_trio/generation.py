@@ -7,6 +7,7 @@ outside that scope: interrupting a speech never cancels its running tools.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator
 
@@ -17,7 +18,7 @@ import trio
 from livekit import rtc
 
 from .text_transforms import TextTransform, apply, played_prefix
-from ._iterators import aclosing
+from ._iterators import aclosing, node_output
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
 from .instructions import InputModality, Instructions, render_instructions
@@ -28,6 +29,8 @@ from .hosts import ActivityBasics
 from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
+
+logger = logging.getLogger("agents_trio")
 
 
 class Segment:
@@ -81,7 +84,8 @@ def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
         return chunk, []
     if isinstance(chunk, ChatChunk):
         return chunk.content, list(chunk.tool_calls)
-    raise TypeError(f"llm_node yielded an unsupported value: {chunk!r}")
+    logger.warning("llm_node yielded an unexpected %s; skipped", type(chunk).__name__)
+    return None, []
 
 
 _BURST = 64
@@ -240,9 +244,10 @@ class Generation:
             self._flush_metrics()
 
     def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
-        """The LLM node, or the fixed text of a ``say``."""
+        """The LLM node's output (see ``node_output``), or the fixed text of a ``say``."""
         if self.request.say_text is None:
-            return self.activity.agent.llm_node(chat_ctx, self.request.tools, self.settings)
+            return node_output(self.activity.agent.llm_node(
+                chat_ctx, self.request.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
     @staticmethod
@@ -272,7 +277,7 @@ class Generation:
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            activity.agent.tts_node(text, self.settings),
+                            node_output(activity.agent.tts_node(text, self.settings)),
                             output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
                             if ttfb is None:

@@ -16,13 +16,15 @@ from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
-from .tools import FunctionTool, ToolFlag, function_tool
+from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
+from .toolsets import ProviderTool, Toolset
 
 __all__ = [
     "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",
-    "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
-    "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag", "function_tool",
+    "MessageGeneration", "ProviderTool", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
+    "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
+    "ToolResult", "Toolset", "function_tool",
 ]

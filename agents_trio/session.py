@@ -47,7 +47,7 @@ from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
-from .tools import FunctionTool
+from .toolsets import aclose_toolsets
 
 logger = logging.getLogger("agents_trio")
 
@@ -131,7 +131,7 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
+                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -390,6 +390,8 @@ class AgentSession(Generic[Userdata_T]):
             with trio.move_on_after(self.close_grace, shield=True):
                 await forwarded.wait()
             forwarding.cancel()
+            with trio.move_on_after(self.close_grace, shield=True):
+                await aclose_toolsets(self.tools)  # the session's own; agents close theirs
             self._finish_close()
 
     def _finish_close(self) -> None:

@@ -82,7 +82,7 @@ MISSING = frozenset({
     # text_transforms
     ".text_transforms:replace",
     # llm
-    ".llm:ImageContent", ".llm:AudioContent", ".llm:RawFunctionTool", ".llm:Toolset",
+    ".llm:ImageContent", ".llm:AudioContent",
     ".llm:ChoiceDelta", ".llm:FallbackAdapter",
     # metrics
     ".metrics:RealtimeModelMetrics", ".metrics:UsageCollector", ".metrics:UsageSummary",
@@ -126,10 +126,8 @@ PARAMETER_GAPS: dict[str, list[str]] = {
         "keyterms_options"],
     ":AgentTask": ["turn_detection", "min_endpointing_delay", "max_endpointing_delay",
                    "mcp_servers"],
-    ":function_tool": ["f", "on_duplicate", "duplicate_scope"],
     ":ChatMessage": ["extra", "hash"],
     ":FunctionCall": ["extra", "group_id"],
-    ":FunctionCallOutput": ["reply_required"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
     ".llm:ChatChunk": ["delta"],
     ".llm:FunctionToolCall": ["extra"],
@@ -153,7 +151,6 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":ChatContext": ["remove()", "truncate()", "to_provider_format()"],
     ":ChatMessage": ["extra", "hash"],
     ":FunctionCall": ["extra", "group_id"],
-    ":FunctionCallOutput": ["reply_required"],
     ":AgentFalseInterruptionEvent": ["message", "extra_instructions"],
     ":JobContext": ["add_shutdown_callback()", "connect()", "delete_room()",
                     "add_sip_participant()", "transfer_sip_participant()"],

@@ -44,6 +44,7 @@ class FunctionCallOutputItem(_WireItem, tag="function_call_output", kw_only=True
     name: str
     output: str
     is_error: bool = False
+    reply_required: bool = True
 
 
 class AgentHandoffItem(_WireItem, tag="agent_handoff", kw_only=True):

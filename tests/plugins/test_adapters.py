@@ -73,9 +73,11 @@ async def test_llm_streams_converted_chunks_on_trio_time(autojump_clock: trio.te
         ("system", "Be nice."), ("user", "hi")]
     assert [i.id for i in lk_ctx.items] == [i.id for i in ctx.items]
     [tool] = request["tools"]
-    assert isinstance(tool, lk_llm.RawFunctionTool)
-    assert tool.info.raw_schema["name"] == "lookup_weather"
-    assert tool.info.raw_schema["parameters"]["properties"]["city"]["description"] == (
+    # a LiveKit FunctionTool, so the plugin builds the schema LiveKit would (strict or not)
+    assert isinstance(tool, lk_llm.FunctionTool)
+    assert tool.info.name == "lookup_weather"
+    [schema] = lk_llm.ToolContext([tool]).parse_function_tools("openai", strict=True)
+    assert schema["function"]["parameters"]["properties"]["city"]["description"] == (
         "The city to look up")
     assert request["tool_choice"] == "auto"
 

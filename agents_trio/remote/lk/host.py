@@ -38,6 +38,7 @@ from google.protobuf.message import Message
 from ...instructions import render_instructions
 from ..._errors import SessionClosedError
 from ...nurseries import open_unwrapping_nursery, single_leaf
+from ...toolsets import function_tool_names
 from .._outbox import Outbox
 from .._slots import Slots
 from .codec import (HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooLargeError,
@@ -715,7 +716,7 @@ class SessionHost:
             agent = self._session.current_agent
             return _response(rid, get_agent_info=R.GetAgentInfoResponse(
                 id=agent.id, instructions=render_instructions(agent.instructions),
-                tools=[str(getattr(t, "name", t)) for t in agent.tools],
+                tools=function_tool_names(agent.tools),
                 chat_ctx=self._fitting_items(agent.chat_ctx.items)))
         if kind == "get_session_state":
             self._require_ready()
