@@ -100,6 +100,10 @@ class TranscriptPrinter:
 
     @asynccontextmanager
     async def printing(self, session: AgentSession) -> AsyncIterator[None]:
+        """Print ``session``'s conversation while the block runs.
+
+        Cancellation: not a checkpoint; leaving the block, cancelled or not, stops printing.
+        """
         session.on("conversation_item_added", self._on_item)
         session.on("function_tools_executed", self._on_tools)
         try:
@@ -163,7 +167,10 @@ class TextConsole:
 
     @asynccontextmanager
     async def attach(self, session: AgentSession) -> AsyncIterator[None]:
-        """No audio: the session reads and writes text only."""
+        """No audio: the session reads and writes text only; its conversation is printed.
+
+        Cancellation: not a checkpoint; leaving the block stops printing.
+        """
         session.input.audio = None
         session.output.audio = None
         session.output.transcription = None
@@ -172,7 +179,11 @@ class TextConsole:
 
     @asynccontextmanager
     async def serve(self, session: AgentSession) -> AsyncIterator[None]:
-        """Feed the lines to ``session`` while the block runs (the session is running)."""
+        """Feed the lines to ``session`` while the block runs (the session is running).
+
+        Cancellation: leaving the block, cancelled or not, stops reading lines (a read in
+        progress is abandoned); the session is left as it is.
+        """
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.converse, session)
             try:
@@ -234,6 +245,8 @@ class AudioConsole:
 
         Raises:
             LocalAudioUnavailable: No sounddevice, no PortAudio, or no such device.
+
+        Cancellation: leaving the block, cancelled or not, closes both devices.
         """
         from .io.local_audio import MicrophoneInput, SpeakerOutput
 
