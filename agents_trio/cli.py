@@ -60,6 +60,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                               "then each line waits for the previous reply)")
     console.add_argument("--input-device", help="microphone: a device id or name")
     console.add_argument("--output-device", help="speaker: a device id or name")
+    console.add_argument("--connect-addr", metavar="HOST:PORT",
+                         help="serve the session to LiveKit's TCP console listening there "
+                              "(what `lk agent console` runs)")
     console.add_argument("--list-devices", action="store_true",
                          help="list the audio devices and exit")
     console.add_argument("--log-level", default="WARNING",
@@ -127,7 +130,19 @@ def _console(server: AgentServer, args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     console: ConsoleIO
-    if args.text:
+    if args.connect_addr:
+        from .remote.lk.tcp_console import TcpConsole
+
+        host, sep, port = args.connect_addr.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            print(f"error: --connect-addr must be HOST:PORT, got {args.connect_addr!r}",
+                  file=sys.stderr)
+            return 2
+        console = TcpConsole(host.strip("[]"), int(port))
+    elif args.text:
+        if sys.stdin.isatty():
+            print("Type a message and press Enter (it interrupts the agent while it "
+                  "replies); Ctrl-D ends.", file=sys.stderr)
         console = TextConsole(interrupt=args.interrupt)
     else:
         missing = _missing_audio_devices()
@@ -138,7 +153,12 @@ def _console(server: AgentServer, args: argparse.Namespace) -> int:
         console = AudioConsole(input_device=_device(args.input_device),
                                output_device=_device(args.output_device))
     proc = server.prewarm()
-    return trio.run(_run_console_until_interrupted, entrypoint, console, proc)
+    try:
+        return trio.run(_run_console_until_interrupted, entrypoint, console, proc)
+    except OSError as e:
+        where = f" at {args.connect_addr}" if args.connect_addr else ""
+        print(f"error: the console{where} failed: {e}", file=sys.stderr)
+        return 1
 
 
 async def _run_console_until_interrupted(entrypoint: Entrypoint, console: ConsoleIO,

@@ -16,7 +16,8 @@ as dropped events, and a flushed segment it never confirms ends when the connect
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import trio
@@ -203,6 +204,52 @@ class TcpConsoleIO:
     def attach_to(self, session: AgentSession) -> None:
         session.input.audio = self.input
         session.output.audio = self.output
+
+
+class TcpConsole:
+    """The console of ``python my_agent.py console --connect-addr HOST:PORT`` (what
+    ``lk agent console`` runs) for an :class:`~agents_trio.AgentServer` agent: the served
+    session's audio, requests and events go to the TCP console server there; the session
+    closes when the console hangs up. (``agents_trio.console.ConsoleIO``.)"""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.io = TcpConsoleIO()
+
+    @asynccontextmanager
+    async def attach(self, session: AgentSession) -> AsyncIterator[None]:
+        """The console's audio is the session's.
+
+        Cancellation: not a checkpoint; nothing to undo.
+        """
+        self.io.attach_to(session)
+        yield
+
+    @asynccontextmanager
+    async def serve(self, session: AgentSession) -> AsyncIterator[None]:
+        """Dial the console server and serve the session on that connection for the block.
+
+        Raises:
+            OSError: The console server cannot be reached.
+
+        Cancellation: leaving the block, cancelled or not, closes the connection.
+        """
+        from .host import open_session_host
+
+        async with open_session_host(session, listeners=[]) as host, \
+                trio.open_nursery() as nursery:
+            async def serve_console() -> None:
+                try:
+                    await host.connect(self.host, self.port, console=self.io)
+                finally:
+                    session.shutdown(drain=False)  # the console hung up: done
+
+            nursery.start_soon(serve_console)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
 
 
 class ConsoleJobContext:
