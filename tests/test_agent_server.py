@@ -400,3 +400,31 @@ def test_a_livekit_job_sees_the_process_its_prewarm_filled() -> None:
         loop.close()
     assert seen["userdata"] is lk_proc.userdata and seen["pid"] == 1234
     assert shutdowns == ["agents_trio entrypoint finished"]
+
+
+async def test_on_session_end_runs_after_the_sessions_closed_and_before_the_callbacks(
+        autojump_clock: trio.testing.MockClock) -> None:
+    order: list[str] = []
+    server = AgentServer()
+
+    async def session_ended(ctx: JobContext) -> None:
+        order.append("on_session_end")
+
+    @server.rtc_session(on_session_end=session_ended)
+    async def entrypoint(ctx: JobContext) -> None:
+        ctx.add_shutdown_callback(lambda: order.append("shutdown callback"))
+        session = AgentSession()
+        session.on("close", lambda ev: order.append("session closed"))
+        await session.start(Quiet(), room=ctx.room)
+        order.append("entrypoint returned")
+
+    console = TextConsole(lines=_timed_lines([]), out=io.StringIO(), interrupt=False)
+    await run_console(server.entrypoint, console, proc=server.prewarm())
+    assert order == ["entrypoint returned", "session closed", "on_session_end",
+                     "shutdown callback"]
+
+
+def test_download_files_says_what_it_did(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(AgentServer(), ["download-files"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to download" in out or "downloading the files of" in out
