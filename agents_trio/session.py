@@ -350,13 +350,18 @@ class AgentSession(Generic[Userdata_T]):
             return
         if room is not None or self._state is SessionState.CREATED:
             owner = _session_owner.get(None)
+            if owner is None and room is not None:
+                raise RuntimeError(
+                    "session.start(room=...) links the room of a job: call it in an entrypoint "
+                    "(`cli.run_app(server)`, `python -m agents_trio connect`); elsewhere, "
+                    "`async with open_room_io(room, session), session:` then "
+                    "`await session.start(agent)`")
             if owner is None:
                 raise RuntimeError(
                     "session.start() outside `async with session:` needs a job to own the "
                     "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
                     "agents_trio connect`), or write `async with AgentSession(...) as session: "
-                    "await session.start(agent)`" + ("; linking a room (room=...) also needs "
-                                                     "a job" if room is not None else ""))
+                    "await session.start(agent)`")
             await owner.start_session(self, agent, room=room, room_options=room_options)
             return
         if self._state is not SessionState.ENTERED or self._nursery is None:

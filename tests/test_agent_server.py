@@ -167,8 +167,13 @@ async def test_start_without_a_job_or_async_with_says_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="needs a job to own the session") as info:
         await session.start(Quiet())
     assert "async with AgentSession" in str(info.value)
-    with pytest.raises(RuntimeError, match="linking a room"):
+    with pytest.raises(RuntimeError, match="links the room of a job"):
         await session.start(Quiet(), room=object())  # type: ignore[arg-type]
+    async with session:
+        with pytest.raises(RuntimeError, match="links the room of a job"):
+            await session.start(Quiet(), room=object())  # type: ignore[arg-type]
+        await session.start(Quiet())  # as always inside the block
+        assert session.state.value == "running"
 
 
 async def test_the_job_ends_when_its_session_closes_and_callbacks_get_the_reason() -> None:
