@@ -19,8 +19,8 @@ import trio
 import trio.testing
 from livekit import rtc
 
-from agents_trio import (Agent, AgentServer, AgentSession, JobContext, JobProcess, cli,
-                         get_job_context)
+from agents_trio import (Agent, AgentServer, AgentSession, CloseReason, JobContext, JobProcess,
+                         cli, get_job_context)
 from agents_trio.console import ConsoleJobContext, TextConsole, run_console
 from agents_trio.job import run_job
 from agents_trio.testing import FakeLLM, FakeRemoteParticipant, open_fake_room
@@ -433,3 +433,61 @@ def test_download_files_says_what_it_did(capsys: pytest.CaptureFixture[str]) -> 
     assert cli.main(AgentServer(), ["download-files"]) == 0
     out = capsys.readouterr().out
     assert "nothing to download" in out or "downloading the files of" in out
+
+
+async def test_audio_console_uses_the_local_devices_and_prints_the_conversation(
+        autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents_trio.console import AudioConsole
+    from agents_trio.io import local_audio
+    from agents_trio.io.audio import silence_frame
+    from agents_trio.testing import FakeActions, FakeAudioOutput, create_session
+
+    opened: list[str] = []
+
+    class Microphone(local_audio.AudioInput):
+        def __init__(self, **_: object) -> None:
+            self.sample_rate = 16000
+
+        async def __aenter__(self) -> Microphone:
+            opened.append("microphone")
+            return self
+
+        async def __aexit__(self, *_: object) -> None:
+            opened.append("microphone closed")
+
+        async def __anext__(self) -> Any:  # noqa: ANN401
+            await trio.sleep(0.02)
+            return silence_frame(0.02, sample_rate=16000)
+
+    class Speaker(FakeAudioOutput):
+        def __init__(self, **_: object) -> None:
+            super().__init__()
+
+        async def __aenter__(self) -> Speaker:
+            opened.append("speaker")
+            return self
+
+        async def __aexit__(self, *_: object) -> None:
+            opened.append("speaker closed")
+
+    monkeypatch.setattr(local_audio, "MicrophoneInput", Microphone)
+    monkeypatch.setattr(local_audio, "SpeakerOutput", Speaker)
+    script = FakeActions()
+    script.add_user_speech(0.5, 1.0, "hello")
+    script.add_llm("Hi there!")
+    script.add_tts(0.5)
+    out = io.StringIO()
+    console = AudioConsole(out=out)
+    jobs: list[JobContext] = []
+
+    async def entrypoint(ctx: JobContext) -> None:
+        session = create_session(script)
+        session.on("conversation_item_added", lambda ev: ctx.shutdown(CloseReason.ERROR)
+                   if getattr(ev.item, "role", None) == "assistant" else None)
+        await session.start(Quiet(), room=ctx.room)
+
+    with trio.fail_after(30):
+        await run_console(entrypoint, console, on_ready=jobs.append)
+    assert out.getvalue().splitlines() == ["user: hello", "agent: Hi there!"]
+    assert opened == ["microphone", "speaker", "speaker closed", "microphone closed"]
+    assert jobs[0].end_reason == "error"
