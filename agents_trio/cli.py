@@ -225,5 +225,10 @@ def _download_files() -> int:
         return 0
     for plugin in plugins:
         print(f"downloading the files of {plugin.package}", flush=True)
-        plugin.download_files()
+        try:
+            plugin.download_files()
+        except Exception as e:  # noqa: BLE001 - any failure is reported the same way
+            print(f"error: downloading the files of {plugin.package} failed: {e}",
+                  file=sys.stderr)
+            return 1
     return 0

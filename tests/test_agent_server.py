@@ -429,10 +429,28 @@ async def test_on_session_end_runs_after_the_sessions_closed_and_before_the_call
                      "shutdown callback"]
 
 
-def test_download_files_says_what_it_did(capsys: pytest.CaptureFixture[str]) -> None:
+def test_download_files_runs_each_imported_livekit_plugins_download(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("livekit.agents")
+    from livekit.agents import Plugin
+
+    class FakePlugin:
+        def __init__(self, package: str, fail: bool = False) -> None:
+            self.package, self.fail, self.downloads = package, fail, 0
+
+        def download_files(self) -> None:
+            self.downloads += 1
+            if self.fail:
+                raise OSError("offline")
+
+    monkeypatch.setattr(Plugin, "registered_plugins", [])
     assert cli.main(AgentServer(), ["download-files"]) == 0
-    out = capsys.readouterr().out
-    assert "nothing to download" in out or "downloading the files of" in out
+    assert "nothing to download" in capsys.readouterr().out
+    good, bad = FakePlugin("livekit.plugins.good"), FakePlugin("livekit.plugins.bad", fail=True)
+    monkeypatch.setattr(Plugin, "registered_plugins", [good, bad])
+    assert cli.main(AgentServer(), ["download-files"]) == 1
+    assert good.downloads == 1 and bad.downloads == 1
+    assert "livekit.plugins.bad failed: offline" in capsys.readouterr().err
 
 
 async def test_audio_console_uses_the_local_devices_and_prints_the_conversation(
