@@ -91,6 +91,7 @@ class JobContext:
         self.on_session_end: Callable[[JobContext], Awaitable[object]] | None = None
         self._sessions: list[AgentSession] = []
         self._last_close_reason: str | None = None
+        self._shutdown_text: str | None = None
         self._shutdown_callbacks = ShutdownCallbacks()
         # the sessions started without `async with` (open while the entrypoint runs)
         self._owned: trio.Nursery | None = None
@@ -274,14 +275,21 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: CloseReason = CloseReason.JOB_SHUTDOWN) -> None:
+    def shutdown(self, reason: CloseReason | str = CloseReason.JOB_SHUTDOWN) -> None:
         """End the job: running sessions close with ``reason`` and, after
-        ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
+        ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent.
+
+        ``reason`` is a :class:`CloseReason` or, as in LiveKit, any text: the sessions then
+        close with ``job_shutdown`` and the shutdown callbacks get the text.
+        """
         if self.shutdown_reason is not None:
             return
-        self.shutdown_reason = reason
+        close_reason = (CloseReason(reason) if reason in {r.value for r in CloseReason}
+                        else CloseReason.JOB_SHUTDOWN)
+        self.shutdown_reason = close_reason
+        self._shutdown_text = str(reason)
         for session in list(self._sessions):
-            session.shutdown(drain=False, reason=reason)
+            session.shutdown(drain=False, reason=close_reason)
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
@@ -355,8 +363,8 @@ class JobContext:
     def end_reason(self) -> str:
         """Why the job ended (what the shutdown callbacks get): the shutdown's reason, else
         the close reason of the last session it ran, else ``"entrypoint returned"``."""
-        if self.shutdown_reason is not None:
-            return str(self.shutdown_reason)
+        if self._shutdown_text is not None:
+            return self._shutdown_text
         return self._last_close_reason or "entrypoint returned"
 
     async def run_shutdown_callbacks(self) -> None:

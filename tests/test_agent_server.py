@@ -247,6 +247,21 @@ async def test_shutdown_closes_owned_sessions_and_callbacks_get_job_shutdown() -
     assert reasons == ["close: job_shutdown", "callback: job_shutdown"]
 
 
+async def test_shutdown_takes_livekits_free_text_reason() -> None:
+    reasons: list[str] = []
+
+    async def entrypoint(ctx: JobContext) -> None:
+        session = AgentSession()
+        session.on("close", lambda ev: reasons.append(f"close: {ev.reason}"))
+        ctx.add_shutdown_callback(lambda reason: reasons.append(f"callback: {reason}"))
+        await session.start(Quiet(), room=ctx.room)
+        ctx.shutdown(reason="the caller hung up")
+
+    with trio.fail_after(5):
+        await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    assert reasons == ["close: job_shutdown", "callback: the caller hung up"]
+
+
 async def test_connect_is_idempotent_and_refuses_what_it_cannot_honour() -> None:
     async def entrypoint(ctx: JobContext) -> None:
         await ctx.connect()
