@@ -339,7 +339,12 @@ class JobContext:
             with self._scope, owning_sessions(self):
                 async with open_unwrapping_nursery() as owned:
                     self._owned = owned
-                    result = await entrypoint(self)
+                    try:
+                        result = await entrypoint(self)
+                    except Exception:
+                        # as LiveKit's job crashing: its sessions close with job_shutdown
+                        self.shutdown(CloseReason.JOB_SHUTDOWN)
+                        raise
                 # the entrypoint returned and every session it owned closed
                 self._owned = None
                 await self._session_ended()

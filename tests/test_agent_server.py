@@ -247,6 +247,20 @@ async def test_shutdown_closes_owned_sessions_and_callbacks_get_job_shutdown() -
     assert reasons == ["close: job_shutdown", "callback: job_shutdown"]
 
 
+async def test_an_entrypoint_failing_after_start_closes_its_session_and_raises() -> None:
+    closed: list[str] = []
+
+    async def entrypoint(ctx: JobContext) -> None:
+        session = AgentSession()
+        session.on("close", lambda ev: closed.append(str(ev.reason)))
+        await session.start(Quiet(), room=ctx.room)
+        raise KeyError("boom")
+
+    with trio.fail_after(5), pytest.raises(KeyError, match="boom"):
+        await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
+    assert closed == ["job_shutdown"]
+
+
 async def test_shutdown_takes_livekits_free_text_reason() -> None:
     reasons: list[str] = []
 
