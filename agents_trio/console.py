@@ -163,7 +163,6 @@ class TextConsole:
         self.out = out or sys.stdout
         self.interrupt = sys.stdin.isatty() if interrupt is None else interrupt
         self.printer = TranscriptPrinter(self.out, echo_user=not self.interrupt)
-        self.ended = trio.Event()
 
     @asynccontextmanager
     async def attach(self, session: AgentSession) -> AsyncIterator[None]:
@@ -200,7 +199,9 @@ class TextConsole:
         """
         while (line := await self.lines()) is not None:
             text = line.strip()
-            if not text or session.closing:
+            if session.closing:
+                break
+            if not text:
                 continue
             if self.interrupt:
                 await _interrupt(session)
@@ -211,7 +212,6 @@ class TextConsole:
             session.generate_reply(user_input=text)
             if not self.interrupt:
                 await wait_for_reply_done(session)
-        self.ended.set()
         await wait_for_reply_done(session)
         await session.aclose()
 
