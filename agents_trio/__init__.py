@@ -30,6 +30,8 @@ from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, Roo
                       TextInputStatistics)
 from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
 from .job import get_job_context, JobContext, run_job
+from .job_process import JobProcess
+from .server import AgentServer
 from .models import (ChatChunk, FlushSentinel, FunctionToolCall, LLM, ModelSettings, SpeechData,
                      SpeechEvent, SpeechEventType, STT, TTS, TurnDetector, VAD, VADEvent,
                      VADEventType)
@@ -53,21 +55,21 @@ from .tools import function_tool, FunctionTool, ToolFlag
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from . import beta, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
+from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
 
 __all__ = [
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
-    "AgentHandoffEvent", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
+    "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
     "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
-    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "CloseEvent",
+    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli", "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
     "ConversationItemAddedEvent", "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EOUMetrics",
     "ErrorEvent", "EventAssert", "FlushSentinel", "function_tool", "FunctionCall",
     "FunctionCallEvent", "FunctionCallOutput", "FunctionCallOutputEvent", "FunctionTool",
     "FunctionToolCall", "FunctionToolsExecutedEvent", "GenerationCreatedEvent", "get_job_context",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
-    "InterruptionOptions", "JobContext", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
+    "InterruptionOptions", "JobContext", "JobProcess", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
     "MetricsCollectedEvent", "mint_token", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
     "open_bridge", "open_remote_session", "open_room", "open_room_audio_output", "open_room_io",
     "open_session_host", "PlaybackFinishedEvent", "PlaybackStartedEvent",

@@ -11,13 +11,14 @@ the last event.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import logging
 import math
-from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import trio
 from typing_extensions import TypeVar
@@ -48,6 +49,9 @@ from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .toolsets import aclose_toolsets
+
+if TYPE_CHECKING:
+    from .io.room import RoomOptions
 
 logger = logging.getLogger("agents_trio")
 
@@ -283,6 +287,11 @@ class AgentSession(Generic[Userdata_T]):
         return self._recognition
 
     @property
+    def state(self) -> SessionState:
+        """Where the session is in its life (created, entered, running, closing, closed)."""
+        return self._state
+
+    @property
     def closing(self) -> bool:
         """The session is closing or closed: nothing new may start."""
         return self._state in (SessionState.CLOSING, SessionState.CLOSED)
@@ -337,14 +346,41 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.set_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def start(self, agent: Agent) -> None:
+    async def start(self, agent: Agent, *, room: rtc.Room | None = None,
+                    room_options: RoomOptions | None = None) -> None:
         """Start the session with ``agent``; returns once its activity runs.
 
         ``on_enter`` is launched, not awaited. Idempotent while started.
 
+        Inside ``async with session:`` the block owns the session. Outside one (LiveKit's
+        way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
+        session runs in the job's nursery until it closes or the job shuts down, and the job
+        waits for it. ``room`` links the job's room as the session's I/O (in console mode, the
+        console's I/O stands in for it); ``room_options`` says how.
+
+        Raises:
+            RuntimeError: Neither inside ``async with session:`` nor in a job, or ``room``
+                given outside a job.
+
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
+            return
+        if room is not None or self._state is SessionState.CREATED:
+            owner = _session_owner.get(None)
+            if owner is None and room is not None:
+                raise RuntimeError(
+                    "session.start(room=...) links the room of a job: call it in an entrypoint "
+                    "(`cli.run_app(server)`, `python -m agents_trio connect`); elsewhere, "
+                    "`async with open_room_io(room, session), session:` then "
+                    "`await session.start(agent)`")
+            if owner is None:
+                raise RuntimeError(
+                    "session.start() outside `async with session:` needs a job to own the "
+                    "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
+                    "agents_trio connect`), or write `async with AgentSession(...) as session: "
+                    "await session.start(agent)`")
+            await owner.start_session(self, agent, room=room, room_options=room_options)
             return
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
@@ -661,7 +697,7 @@ class AgentSession(Generic[Userdata_T]):
         generating or running — whatever depth of AgentTasks is open. The input then goes to
         the agent that asked for it (Agent → TaskGroup → task → nested task)."""
         await self.conversation.wait_until(
-            lambda: self._activity is None or self._activity.settled)
+            lambda: self.closing or self._activity is None or self._activity.settled)
 
     def _close_for_error(self, error: BaseException) -> None:
         self._close_error = error
@@ -708,6 +744,32 @@ def _check_user_input(user_input: str | None) -> None:
     if user_input is not None and not user_input.strip():
         raise ValueError("user_input is empty: give the user's text, or leave user_input out "
                          "for a reply without user input")
+
+
+class SessionOwner(Protocol):
+    """What owns the sessions started without ``async with`` (a job: ``JobContext``)."""
+
+    async def start_session(self, session: AgentSession[Any], agent: Agent, *,
+                            room: rtc.Room | None, room_options: RoomOptions | None) -> None:
+        """Run ``session`` (entered or not) with ``agent`` until it closes; return once it
+        started.
+
+        Cancellation: cancelling it before the session started closes the session."""
+
+
+_session_owner: contextvars.ContextVar[SessionOwner] = contextvars.ContextVar(
+    "agents_trio_session_owner")
+
+
+@contextmanager
+def owning_sessions(owner: SessionOwner) -> Iterator[None]:
+    """Within the block (and the tasks it starts), ``session.start()`` outside ``async
+    with`` hands the session to ``owner``."""
+    token = _session_owner.set(owner)
+    try:
+        yield
+    finally:
+        _session_owner.reset(token)
 
 
 class _SwitchRequest:

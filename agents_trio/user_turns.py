@@ -51,6 +51,11 @@ class UserTurns:
         self._send.close()
 
     @property
+    def open(self) -> bool:
+        """Turns are taken: no handoff was requested and the agent does not drain."""
+        return self._recv.statistics().open_send_channels > 0
+
+    @property
     def newer_turn_waiting(self) -> bool:
         return self._recv.statistics().current_buffer_used > 0
 
