@@ -15,9 +15,10 @@ from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusEr
                       APITimeoutError, SessionClosedError, StopResponse, ToolError)
 from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage, ChatRole,
-                   FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, ChatContent, ChatContext, ChatItem,
+                   ChatMessage, ChatRole, FunctionCall, FunctionCallOutput)
 from .conversation import Conversation
+from .usage import SessionUsageUpdatedEvent
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent, CloseOverrun,
                      CloseReason, ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
@@ -60,7 +61,7 @@ __all__ = [
     "AgentHandoffEvent", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
     "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
-    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "CloseEvent",
+    "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
     "ConversationItemAddedEvent", "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EOUMetrics",
     "ErrorEvent", "EventAssert", "FlushSentinel", "function_tool", "FunctionCall",
@@ -78,7 +79,7 @@ __all__ = [
     "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
-    "SessionReconnectedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
+    "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
     "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",

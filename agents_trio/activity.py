@@ -25,7 +25,7 @@ from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import ToolChoice
+from .models import CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -38,6 +38,8 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
+from .turn_metrics import assistant_message_metrics, llm_step_metrics
+from .usage import model_label, model_metadata
 
 logger = logging.getLogger("agents_trio")
 
@@ -85,6 +87,7 @@ class Activity:
             else session.min_consecutive_speech_delay)
         self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
         self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
+        self.stt = session.stt if isinstance(agent.stt, NotGiven) else agent.stt
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -397,7 +400,9 @@ class Activity:
                  if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=instructions, in_on_enter=in_on_enter,
-                               sync_chat_ctx=self.realtime is not None)
+                               sync_chat_ctx=self.realtime is not None,
+                               user_metrics=None if user_message is None
+                               else user_message.metrics)
         self.start_speech(handle, request)
         if schedule:
             self.schedule(handle)
@@ -502,6 +507,9 @@ class Activity:
             msg = ChatMessage(role="assistant", content=[text],
                               interrupted=handle.interrupted or cut_short,
                               id=step.message_id,
+                              metrics=assistant_message_metrics(
+                                  step, request, llm=self.llm, tts=self.tts,
+                                  now=trio.current_time()),
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
             self.commit_item(msg, handle)
@@ -634,15 +642,17 @@ class Activity:
         return ctx
 
     # -- metrics helpers used by Generation ---------------------------------------------------
-    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float) -> LLMMetrics:
-        return LLMMetrics(speech_id=handle.id, ttft=ttft, duration=duration,
-                          cancelled=handle.interrupted)
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float,
+                    usage: CompletionUsage | None = None, request_id: str = "") -> LLMMetrics:
+        return llm_step_metrics(self.llm, handle, ttft=ttft, duration=duration, usage=usage,
+                                request_id=request_id)
 
     def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
                     audio_duration: float, characters: int) -> TTSMetrics:
         return TTSMetrics(speech_id=handle.id, ttfb=ttfb, duration=duration,
                           audio_duration=audio_duration, characters_count=characters,
-                          cancelled=handle.interrupted)
+                          cancelled=handle.interrupted, label=model_label(self.tts),
+                          metadata=model_metadata(self.tts))
 
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None:

@@ -85,9 +85,17 @@ class FunctionToolsExecutedEvent(_Event):
         self.has_agent_handoff = False
 
 
+class Metadata(msgspec.Struct, kw_only=True):
+    """Which model produced a metrics record (LiveKit's ``metrics.base.Metadata``)."""
+
+    model_name: str | None = None
+    model_provider: str | None = None
+
+
 class _Metrics(msgspec.Struct, kw_only=True):
     timestamp: float = msgspec.field(default_factory=now)
     speech_id: str | None = None
+    metadata: Metadata | None = None
 
 
 class EOUMetrics(_Metrics):
@@ -98,31 +106,59 @@ class EOUMetrics(_Metrics):
 
 
 class LLMMetrics(_Metrics):
+    label: str = ""
     request_id: str = ""
     ttft: float = 0.0
     duration: float = 0.0
     completion_tokens: int = 0
     prompt_tokens: int = 0
+    prompt_cached_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0  # part of completion_tokens, not in addition to them
+    total_tokens: int = 0
+    tokens_per_second: float = 0.0
     cancelled: bool = False
     type: Literal["llm_metrics"] = "llm_metrics"
 
 
 class TTSMetrics(_Metrics):
+    label: str = ""
+    request_id: str = ""
+    segment_id: str | None = None
     ttfb: float = 0.0
     duration: float = 0.0
     audio_duration: float = 0.0
     characters_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    streamed: bool = False
+    acquire_time: float = 0.0
+    connection_reused: bool = False
     cancelled: bool = False
     type: Literal["tts_metrics"] = "tts_metrics"
 
 
 class STTMetrics(_Metrics):
+    label: str = ""
+    request_id: str = ""
     duration: float = 0.0
     audio_duration: float = 0.0
+    streamed: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int | None = None  # None: input_tokens + output_tokens, as LiveKit
+    input_audio_tokens: int = 0
+    acquire_time: float = 0.0
+    connection_reused: bool = False
     type: Literal["stt_metrics"] = "stt_metrics"
+
+    def __post_init__(self) -> None:
+        if self.total_tokens is None:
+            self.total_tokens = self.input_tokens + self.output_tokens
 
 
 class VADMetrics(_Metrics):
+    label: str = ""
     idle_time: float = 0.0
     inference_count: int = 0
     inference_duration_total: float = 0.0

@@ -22,9 +22,10 @@ from ._ids import short_id
 from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
-from .events import LLMMetrics, TTSMetrics
+from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
-from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
+from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall, ModelSettings,
+                     ToolChoice)
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
 
@@ -51,6 +52,8 @@ class StepState:
         self.played_text = ""
         self.authorized_at: float | None = None
         self.started_speaking_at: float | None = None
+        self.llm_ttft: float | None = None  # the llm_node's first text, from its start
+        self.tts_ttfb: float | None = None  # the tts_node's first audio of the first segment
         self.message_id = message_id
         self.pending_metrics: list[Any] = []
         self.error: BaseException | None = None
@@ -72,6 +75,9 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     add_to_chat_ctx: bool = True
     generation: Any = None  # a realtime response the server started
     sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
+    #: the metrics of the user message this reply answers (its e2e latency is counted from
+    #: the user's end of speech)
+    user_metrics: dict[str, Any] | None = None
 
 
 def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
@@ -126,8 +132,8 @@ class GenerationHost(ActivityBasics, Protocol):
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None: ...
 
-    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float
-                    ) -> LLMMetrics: ...
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float,
+                    usage: CompletionUsage | None, request_id: str) -> LLMMetrics: ...
 
     def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
                     audio_duration: float, characters: int) -> TTSMetrics: ...
@@ -189,6 +195,8 @@ class Generation:
             chat_ctx.add_message(role="system", content=self.request.instructions)
         started = trio.current_time()
         ttft: float | None = None
+        usage: CompletionUsage | None = None
+        request_id = ""
         segment = Segment()
         async with segs_send, calls_send:
             segs_send.send_nowait(segment)
@@ -202,6 +210,9 @@ class Generation:
                             segs_send.send_nowait(segment)
                             continue
                         text, calls = _chunk_parts(chunk)
+                        if isinstance(chunk, ChatChunk):
+                            request_id = chunk.id or request_id
+                            usage = chunk.usage or usage
                         if text:
                             if ttft is None:
                                 ttft = trio.current_time() - started
@@ -215,8 +226,10 @@ class Generation:
             finally:
                 self._end_segment(segment)
         if self.request.say_text is None:
+            self.step.llm_ttft = ttft
             self.step.pending_metrics.append(activity.llm_metrics(
-                self.handle, ttft=ttft or 0.0, duration=trio.current_time() - started))
+                self.handle, ttft=ttft or 0.0, duration=trio.current_time() - started,
+                usage=usage, request_id=request_id))
             self._flush_metrics()
 
     def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
@@ -258,6 +271,8 @@ class Generation:
                             if ttfb is None:
                                 anchor = segment.text_ended_at or started
                                 ttfb = max(trio.current_time() - anchor, 0.0)
+                                if self.step.tts_ttfb is None:
+                                    self.step.tts_ttfb = ttfb
                             segment.audio_duration += frame.duration
                             frames_send.send_nowait(frame)
                 except Exception as e:
@@ -283,6 +298,19 @@ class Generation:
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         output = self.activity.session.output.audio
         assert output is not None  # played only with an audio output
+        output.on("playback_started", self._on_playback_started)
+        try:
+            await self._play_segments(output, played_recv)
+        finally:
+            output.off("playback_started", self._on_playback_started)
+
+    def _on_playback_started(self, ev: PlaybackStartedEvent) -> None:
+        # the output started playing this step's audio: the agent started speaking then
+        if self.step.started_speaking_at is None:
+            self.step.started_speaking_at = ev.created_at
+
+    async def _play_segments(self, output: AudioOutput,
+                             played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
         timeout = self.activity.session.audio_write_timeout
         async for segment in played_recv:
             assert segment.frames is not None

@@ -9,8 +9,9 @@ docs/livekit-names.md.
 from __future__ import annotations
 
 from ._errors import StopResponse, ToolError
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
-                   ChatRole, FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, AudioContent, ChatContent, ChatContext,
+                   ChatItem, ChatMessage, ChatRole, FunctionCall, FunctionCallOutput,
+                   ImageContent)
 from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
@@ -18,9 +19,9 @@ from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpe
 from .tools import FunctionTool, ToolFlag, function_tool
 
 __all__ = [
-    "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
+    "AgentConfigUpdate", "AgentHandoff", "AudioContent", "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
-    "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
+    "FunctionToolCall", "GenerationCreatedEvent", "ImageContent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",
     "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
     "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag", "function_tool",

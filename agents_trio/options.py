@@ -196,3 +196,34 @@ class APIConnectOptions:
 
 
 DEFAULT_API_CONNECT_OPTIONS = APIConnectOptions()
+
+
+def merged_turn_handling(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``layer`` applied key by key (a section's keys merge into base's)."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in base.items()}
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key].update(value)
+        else:
+            out[key] = dict(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def session_options_update(*, endpointing_opts: Mapping[str, Any] | None,
+                           min_endpointing_delay: float | None,
+                           max_endpointing_delay: float | None, turn_detection: object,
+                           set_turn_detection: bool) -> dict[str, Any]:
+    """The ``turn_handling`` layer a ``session.update_options(...)`` call stands for,
+    checked (ValueError/TypeError as at construction)."""
+    endpointing = dict(endpointing_opts or {})
+    if min_endpointing_delay is not None:
+        endpointing["min_delay"] = min_endpointing_delay
+    if max_endpointing_delay is not None:
+        endpointing["max_delay"] = max_endpointing_delay
+    layer: dict[str, Any] = {}
+    if endpointing:
+        layer["endpointing"] = endpointing
+    if set_turn_detection:
+        layer["turn_detection"] = turn_detection
+    check_turn_handling(layer)
+    return layer

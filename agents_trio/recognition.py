@@ -41,6 +41,7 @@ SttNode = Callable[[AsyncIterable[Any]], AsyncIterator[SpeechEvent]]
 # At close the STT is flushed with this much silence, in frames of 0.2 s (as LiveKit does).
 CLOSE_FLUSH_DURATION = 2.0
 _FLUSH_FRAME = 0.2
+_RECENT_FINAL = 0.5  # a final transcript this recent needs no wait on a manual commit
 
 
 class _NodeStream:
@@ -68,6 +69,7 @@ class EndOfTurnInfo(msgspec.Struct, kw_only=True):
     stopped_speaking_at: float | None = None
     transcription_delay: float = 0.0
     end_of_turn_delay: float = 0.0
+    skip_reply: bool = False  # a committed turn recorded without a reply
 
 
 class RecognitionHooks(Protocol):
@@ -132,6 +134,7 @@ class AudioRecognition:
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
+        self._input_done = False
         self._sample_rate = 16000
 
     # -- state ---------------------------------------------------------------------------------
@@ -162,6 +165,11 @@ class AudioRecognition:
         return " ".join([*self._finals, self._interim]).strip()
 
     @property
+    def input_detached(self) -> bool:
+        """The user's audio no longer reaches the streams (its input ended)."""
+        return self._input_done
+
+    @property
     def user_speaking(self) -> bool:
         return self._user_speaking
 
@@ -176,12 +184,46 @@ class AudioRecognition:
             return 0.0
         return trio.current_time() - self._speech_started_at
 
-    def clear_user_turn(self) -> None:
+    def clear_user_turn(self, *, restart_stt: bool = False) -> None:
+        """Forget the open user turn (its transcripts and pending decision); with
+        ``restart_stt``, also what the STT heard of it (a fresh STT stream is opened)."""
         self._finals.clear()
         self._interim = ""
         self._confidences.clear()
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        if restart_stt:
+            self._speech_started_at = self._last_speaking_time = self._last_final_time = None
+            if self._stt_stream is not None:
+                self._stt_stream.reopen()
+
+    async def commit_user_turn(self, *, transcript_timeout: float, stt_flush_duration: float,
+                               skip_reply: bool, audio_detached: bool) -> str:
+        """End the user turn now (manual turn detection) and return its transcript.
+
+        Without a final transcript in the last half second, waits up to
+        ``transcript_timeout`` for one (the STT is first flushed with
+        ``stt_flush_duration`` of silence when the audio input is detached); an interim
+        transcript left then counts as final. The turn is then decided as usual (the
+        endpointing delay after the user's last speech), with ``skip_reply`` passed on.
+        Without an STT, or while closing, returns "" and decides nothing.
+
+        Cancellation: cancelling the wait decides nothing; the transcripts stay in the turn.
+        """
+        if self._stt is None or self._phase is RecognitionPhase.CLOSING:
+            return ""
+        last_final = self._last_final_time
+        if last_final is None or trio.current_time() - last_final > _RECENT_FINAL:
+            finals = len(self._finals)
+            if audio_detached:
+                self._flush_with_silence(stt_flush_duration)
+            with trio.move_on_after(transcript_timeout):
+                while len(self._finals) == finals:
+                    await self._changed.park()
+        self._promote_interim()
+        transcript = self.transcript
+        self._run_eot_detection(skip_reply=skip_reply, manual=True)
+        return transcript
 
     # -- running -------------------------------------------------------------------------------
     async def run(self, audio: AsyncIterable[Any], *,
@@ -208,6 +250,7 @@ class AudioRecognition:
             task_status.started()
             with self._input_scope:
                 await self._pump(audio)
+            self._input_done = True
             if not self._input_scope.cancel_called:
                 for stream in (self._vad_stream, self._stt_stream):
                     if stream is not None:
@@ -271,7 +314,7 @@ class AudioRecognition:
         try:
             if self._final_expected(timeout):
                 self._input_scope.cancel()
-                self._flush_with_silence()
+                self._flush_with_silence(CLOSE_FLUSH_DURATION)
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):
                     while self._awaiting_final() and len(self._finals) == finals:
@@ -295,9 +338,9 @@ class AudioRecognition:
         started, final_at = self._speech_started_at, self._last_final_time
         return started is not None and (final_at is None or final_at < started)
 
-    def _flush_with_silence(self) -> None:
+    def _flush_with_silence(self, duration: float) -> None:
         frame = silence_frame(_FLUSH_FRAME, sample_rate=self._sample_rate)
-        for _ in range(math.ceil(CLOSE_FLUSH_DURATION / _FLUSH_FRAME - 1e-9)):
+        for _ in range(math.ceil(duration / _FLUSH_FRAME - 1e-9)):
             for stream in (self._vad_stream, self._stt_stream):
                 if stream is not None:
                     stream.push_frame(frame)
@@ -377,16 +420,18 @@ class AudioRecognition:
             if self.turn_detection == "stt":
                 self._run_eot_detection()
 
-    def _run_eot_detection(self) -> None:
+    def _run_eot_detection(self, *, skip_reply: bool = False, manual: bool = False) -> None:
         if self._phase is RecognitionPhase.CLOSING:
             return  # the session commits the trailing turn itself, unanswered
-        # Reference 3.3: no decision without a transcript when there is an STT.
-        if self._stt is not None and not self._finals:
+        # Reference 3.3: no decision without a transcript when there is an STT (a turn
+        # committed by hand in manual mode is decided even empty, as LiveKit does)
+        if self._stt is not None and not self._finals and not (
+                manual and self.turn_detection == "manual"):
             return
         if self._eot_slot is not None:
-            self._eot_slot.replace(self._bounce)
+            self._eot_slot.replace(self._bounce, skip_reply)
 
-    async def _bounce(self) -> None:
+    async def _bounce(self, skip_reply: bool = False) -> None:
         opts = self._hooks.turn_options()
         now = trio.current_time()
         last = self._last_speaking_time if self._last_speaking_time is not None else now
@@ -406,6 +451,7 @@ class AudioRecognition:
             stopped_speaking_at=last,
             transcription_delay=max((self._last_final_time or last) - last, 0.0),
             end_of_turn_delay=now - last,
+            skip_reply=skip_reply,
         )
         if self._hooks.on_end_of_turn(info):
             self._finals.clear()

@@ -29,12 +29,13 @@ from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
-                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
+                     PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
-from .options import check_non_negative, check_turn_handling
+from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
+                      resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
 from .recognition import AudioRecognition, SttNode
 from .recognition_router import RecognitionRouter, SessionErrorRules
@@ -45,6 +46,8 @@ from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .tools import FunctionTool
+from .usage import AgentSessionUsage, SessionUsage
+from .manual_turns import ManualTurns, PendingTranscript
 
 logger = logging.getLogger("agents_trio")
 
@@ -167,6 +170,10 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
+        self._metrics = SessionUsage(self.conversation.emit)
+        self._manual_turns = ManualTurns(
+            nursery=lambda: self._nursery, recognition=lambda: self._recognition,
+            activity=lambda: self._activity, generate_reply=self.generate_reply)
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
@@ -280,6 +287,21 @@ class AgentSession(Generic[Userdata_T]):
                                              else events.on(name))
         return registered
 
+    def once(self, name: str, callback: Callable[[Any], object] | None = None
+             ) -> Callable[..., object]:
+        """Like ``on``, but the callback is called for the next event only; usable as a
+        decorator."""
+        _check_event_name(name)
+        events = self.conversation.events
+
+        def register(cb: Callable[[Any], object]) -> Callable[[Any], object]:
+            def fire(event: object) -> None:
+                events.off(name, fire)
+                cb(event)
+            events.on(name, fire)
+            return cb
+        return register(callback) if callback is not None else register
+
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
         self.conversation.events.off(name, callback)
 
@@ -287,8 +309,65 @@ class AgentSession(Generic[Userdata_T]):
         """``async for ev in session.events():`` yields every event until the session closes."""
         return _EventIterator(self.conversation.events.subscribe())
 
+    def commit_user_turn(self, *, transcript_timeout: float = 2.0,
+                         stt_flush_duration: float = 2.0,
+                         skip_reply: bool = False) -> PendingTranscript:
+        """End the user's turn now (manual turn detection) and reply to it, unless
+        ``skip_reply`` (the words are then only recorded). Without a recent final transcript
+        it waits up to ``transcript_timeout`` for one (flushing the STT with
+        ``stt_flush_duration`` of silence when the audio input has ended). Returns the
+        turn's transcript, to ``await`` or ignore. With a realtime model its input audio is
+        committed and it is asked to reply. RuntimeError when the session isn't running.
+        """
+        return self._manual_turns.commit(transcript_timeout=transcript_timeout,
+                                         stt_flush_duration=stt_flush_duration,
+                                         skip_reply=skip_reply)
+
+    def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
+                       turn_detection: object = _NOT_GIVEN,
+                       min_endpointing_delay: float | None = None,
+                       max_endpointing_delay: float | None = None) -> None:
+        """Change the endpointing delays and the turn detection, for the running agent too
+        (its endpointing becomes the session's, as in LiveKit). ``turn_detection=None``
+        goes back to the automatic choice. ``min_endpointing_delay`` and
+        ``max_endpointing_delay`` are LiveKit's deprecated spellings of
+        ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        layer = session_options_update(
+            endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
+            max_endpointing_delay=max_endpointing_delay,
+            turn_detection=None if turn_detection is _NOT_GIVEN else turn_detection,
+            set_turn_detection=turn_detection is not _NOT_GIVEN)
+        self.turn_handling_overrides = merged_turn_handling(self.turn_handling_overrides,
+                                                            layer)
+        if self._activity is not None:
+            self._activity.options = resolve_turn_handling(
+                self.turn_handling_overrides, self._activity.agent.turn_handling,
+                {key: self.turn_handling_overrides[key] for key in layer})
+
+    def reset_away_timer(self) -> None:
+        """External user activity (a DTMF key, a click): an ``away`` user is ``listening``
+        again, and while both sides listen the ``user_away_timeout`` countdown starts over.
+        Does nothing before the start, while closing, or without an away timeout."""
+        if (self._state is not SessionState.RUNNING or self.closing
+                or self.user_away_timeout is None):
+            return
+        if self.user_state == "away":
+            self.conversation.set_user_state("listening", trio.current_time())
+        else:
+            self._refresh_away()
+
+    def clear_user_turn(self) -> None:
+        """Drop what the user said in the open turn (transcripts and the STT's buffer; a
+        realtime model's input buffer). RuntimeError when the session isn't running."""
+        self._manual_turns.clear()
+
     def emit_metrics(self, metrics: AgentMetrics) -> None:
-        self.conversation.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
+        self._metrics.report(metrics)
+
+    @property
+    def usage(self) -> AgentSessionUsage:
+        """The models' usage so far, one entry per provider and model (LiveKit's)."""
+        return self._metrics.usage
 
     def _start_aec_warmup(self) -> None:
         """The agent speaks: the first time, voice interruptions wait for the echo
@@ -319,18 +398,28 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.set_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def start(self, agent: Agent) -> None:
+    async def start(self, agent: Agent, *, capture_run: bool = False
+                    ) -> RunResult[Any] | None:
         """Start the session with ``agent``; returns once its activity runs.
 
-        ``on_enter`` is launched, not awaited. Idempotent while started.
+        ``on_enter`` is launched, not awaited. Idempotent while started. With
+        ``capture_run``, returns the run of the start (``await`` it: it ends when what
+        ``on_enter`` said and did has settled), else None.
 
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
-            return
+            return None
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
+        run: RunResult[Any] | None = None
+        if capture_run:
+            if self.conversation.active_run is not None:
+                raise RuntimeError("nested runs are not supported")
+            run = RunResult()
+            self.conversation.begin_run(run)
         await self._nursery.start(self._main, agent)
+        return run
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
         # the transcription forwarder outlives the work scope: what the user heard before a

@@ -14,12 +14,13 @@ from typing import Protocol
 import trio
 
 from ._errors import StopResponse
-from .chat import ChatMessage
+from .chat import ChatItem, ChatMessage
 from .events import EOUMetrics
 from .interruption import words
 from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
 from .speech_handle import SpeechHandle
+from .turn_metrics import user_message_metrics
 
 
 
@@ -31,6 +32,11 @@ class TurnHost(PreemptiveHost, Protocol):
 
     @property
     def server_turn_detection(self) -> bool: ...
+
+    @property
+    def stt(self) -> object: ...
+
+    def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
 
     def interrupt_background_speeches(self) -> None: ...
 
@@ -100,7 +106,13 @@ class UserTurns:
         without a reply (the preemptive one is then discarded)."""
         activity = self._activity
         message = ChatMessage(role="user", content=[info.new_transcript],
-                              transcript_confidence=info.transcript_confidence)
+                              transcript_confidence=info.transcript_confidence,
+                              metrics=user_message_metrics(info, activity.stt))
+        if info.skip_reply:
+            # committed by hand without a reply: the words are recorded, nothing answers
+            if info.new_transcript:
+                activity.commit_item(message)
+            return
         current = activity.current_speech
         if current is not None and not current.done():
             if not current.allow_interruptions:
@@ -119,11 +131,12 @@ class UserTurns:
             logger.exception("error in on_user_turn_completed")
             return
         hook_delay = trio.current_time() - hook_started
+        message.metrics["on_user_turn_completed_delay"] = hook_delay
         if not activity.accepts_turns:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
             return
-        handle = preemptive.take(info.new_transcript, turn_ctx)
+        handle = preemptive.take(info.new_transcript, turn_ctx, message)
         if handle is None:
             handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
                                              schedule=False)

@@ -13,11 +13,12 @@ from .models import ModelSettings
 from .run_context import RunContext
 from .session import AgentSession
 from .speech_handle import SpeechHandle
+from .usage import SessionUsageUpdatedEvent
 
 __all__ = [
     "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
-    "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
+    "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
     "UserStateChangedEvent",
 ]
