@@ -362,15 +362,18 @@ class Activity:
         return [*self.session.tools, *self.agent.tools]
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
+            add_to_chat_ctx: bool = True,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None) -> SpeechHandle:
         self._check_can_schedule()
-        realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
-        if self.session.output.audio is not None and self.tts is None and not realtime_say:
-            raise RuntimeError("say() needs a TTS (or a realtime model that supports say) when "
-                               "audio output is enabled")
+        realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
+                        and audio is None)
+        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+                and audio is None):
+            raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
+                               "audio=) when audio output is enabled")
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
         request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
-                               add_to_chat_ctx=add_to_chat_ctx)
+                               say_audio=audio, add_to_chat_ctx=add_to_chat_ctx)
         self.start_speech(handle, request)
         self.schedule(handle)
         return handle
@@ -476,7 +479,8 @@ class Activity:
         """
         step = StepState(handle.step_message_id)
         realtime = self.realtime is not None and (
-            request.say_text is None or self.realtime.capabilities.supports_say)
+            request.say_text is None or (self.realtime.capabilities.supports_say
+                                         and request.say_audio is None))
         generation_type = RealtimeGeneration if realtime else Generation
         try:
             async with trio.open_nursery() as tool_nursery:

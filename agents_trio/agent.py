@@ -343,6 +343,50 @@ class Agent:
         async for chunk in text:
             yield chunk
 
+    async def realtime_audio_output_node(self, audio: AsyncIterable[rtc.AudioFrame],
+                                         model_settings: ModelSettings
+                                         ) -> AsyncIterator[rtc.AudioFrame]:
+        """Transform a realtime model's audio before it is played (passthrough by default).
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed in
+        the task that iterated it.
+        """
+        self._require_activity()
+        async for frame in audio:
+            yield frame
+
+    class default:  # lower case: LiveKit's name
+        """The default nodes as functions of the agent (LiveKit's ``Agent.default``): an
+        override can wrap them, e.g. ``Agent.default.llm_node(self, chat_ctx, tools,
+        model_settings)``, whatever a base class between overrides."""
+
+        @staticmethod
+        def stt_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                     model_settings: ModelSettings) -> AsyncIterator[SpeechEvent]:
+            return Agent.stt_node(agent, audio, model_settings)
+
+        @staticmethod
+        def llm_node(agent: Agent, chat_ctx: ChatContext, tools: list[FunctionTool],
+                     model_settings: ModelSettings
+                     ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
+            return Agent.llm_node(agent, chat_ctx, tools, model_settings)
+
+        @staticmethod
+        def tts_node(agent: Agent, text: AsyncIterable[str], model_settings: ModelSettings
+                     ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.tts_node(agent, text, model_settings)
+
+        @staticmethod
+        def transcription_node(agent: Agent, text: AsyncIterable[str],
+                               model_settings: ModelSettings) -> AsyncIterator[str]:
+            return Agent.transcription_node(agent, text, model_settings)
+
+        @staticmethod
+        def realtime_audio_output_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                                       model_settings: ModelSettings
+                                       ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.realtime_audio_output_node(agent, audio, model_settings)
+
     @contextmanager
     def running_in(self, activity: AgentActivity) -> Iterator[None]:
         """The agent runs in ``activity`` for the duration of the block (used by the

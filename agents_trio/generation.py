@@ -72,6 +72,8 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     instructions: str | None = None
     in_on_enter: bool = False
     say_text: str | AsyncIterable[str] | None = None
+    #: a ``say``'s own audio, played instead of synthesizing its text
+    say_audio: AsyncIterable[rtc.AudioFrame] | None = None
     add_to_chat_ctx: bool = True
     generation: Any = None  # a realtime response the server started
     sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
@@ -167,7 +169,8 @@ class Generation:
         activity, handle = self.activity, self.handle
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
-        audio = activity.audio_output_enabled
+        audio = activity.audio_output_enabled or (
+            self.request.say_audio is not None and activity.session.output.audio is not None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
@@ -256,19 +259,24 @@ class Generation:
                    played_send: trio.MemorySendChannel[Segment]) -> None:
         activity = self.activity
         transforms = activity.session.tts_text_transforms
+        given_audio = self.request.say_audio  # played for the first segment, not synthesized
         async with played_send:
             async for segment in segs_recv:
                 frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
                 played_send.send_nowait(segment)
-                text = self._transformed(segment.text_recv, transforms)
+                synthesized = given_audio is None
+                source = (activity.agent.tts_node(
+                              self._transformed(segment.text_recv, transforms), self.settings)
+                          if given_audio is None else aiter(given_audio))
+                given_audio = None
                 started = trio.current_time()
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            activity.agent.tts_node(text, self.settings),
-                            output_sample_rate(activity.session.output.audio))) as frames:
+                            source, output_sample_rate(activity.session.output.audio))
+                            ) as frames:
                         async for frame in frames:
-                            if ttfb is None:
+                            if ttfb is None and synthesized:
                                 anchor = segment.text_ended_at or started
                                 ttfb = max(trio.current_time() - anchor, 0.0)
                                 if self.step.tts_ttfb is None:
@@ -279,7 +287,7 @@ class Generation:
                     self.step.error = e
                     activity.report_model_error(self.handle, e, source=activity.tts)
                     return
-                if segment.text:
+                if segment.text and synthesized:
                     self.step.pending_metrics.append(activity.tts_metrics(
                         self.handle, ttfb=ttfb or 0.0, duration=trio.current_time() - started,
                         audio_duration=segment.audio_duration,

@@ -637,9 +637,13 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("the session is not running")
         return self._activity
 
-    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
-        """Speak ``text`` (a string or an async iterable of strings) through the TTS.
+    def say(self, text: str | AsyncIterable[str], *,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None,
+            allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
+            ) -> SpeechHandle:
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS, or play
+        ``audio`` (its frames, e.g. a recording of the text) instead: the text is then only
+        what the transcription and the chat context get.
 
         Returns at once with the speech's handle: the speech runs in the agent's activity,
         not in the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops
@@ -647,7 +651,7 @@ class AgentSession(Generic[Userdata_T]):
         cancels it.
         """
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
-                                               add_to_chat_ctx=add_to_chat_ctx)
+                                               add_to_chat_ctx=add_to_chat_ctx, audio=audio)
 
     def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
                        tool_choice: ToolChoice | None = None,
