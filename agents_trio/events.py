@@ -61,6 +61,16 @@ class UserInputTranscribedEvent(_Event):
     type: Literal["user_input_transcribed"] = "user_input_transcribed"
 
 
+class UserTranscriptionTimeoutEvent(_Event):
+    """Speech the VAD heard got no transcript within ``transcription_timeout`` of its end
+    (the STT failed, or did not hear it): ``speech_duration`` is the turn's untranscribed
+    speech, ``vad_speech_started_at`` when it began."""
+
+    speech_duration: float
+    vad_speech_started_at: float
+    type: Literal["user_transcription_timeout"] = "user_transcription_timeout"
+
+
 class ConversationItemAddedEvent(_Event):
     item: Union[ChatMessage, AgentHandoff]
     type: Literal["conversation_item_added"] = "conversation_item_added"

@@ -82,6 +82,7 @@ class RecognitionHooks(Protocol):
     def on_interim_transcript(self, ev: SpeechEvent) -> None: ...
     def on_final_transcript(self, ev: SpeechEvent) -> None: ...
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
+    def on_transcription_timeout(self, speech_duration: float, started_at: float) -> None: ...
     def on_recognition_error(self, error: BaseException, source: object) -> None: ...
     def on_recognition_given_up(self, error: BaseException, source: object) -> None: ...
 
@@ -110,6 +111,7 @@ class AudioRecognition:
 
     def __init__(self, hooks: RecognitionHooks, *, vad: VAD | None, stt: STT | None,
                  stt_node: SttNode | None = None,
+                 transcription_timeout: float | None = None,
                  restart_policy: RestartPolicy | None = None) -> None:
         self._hooks = hooks
         self._vad = vad
@@ -135,6 +137,12 @@ class AudioRecognition:
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
         self._input_done = False
+        # transcription timeout: the open turn's untranscribed speech, and its timer
+        self._transcription_timeout = transcription_timeout
+        self._untranscribed = 0.0
+        self._untranscribed_since: float | None = None
+        self._transcribed = False
+        self._timeout_slot: LatestSlot | None = None
         self._sample_rate = 16000
 
     # -- state ---------------------------------------------------------------------------------
@@ -192,6 +200,7 @@ class AudioRecognition:
         self._confidences.clear()
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        self._reset_transcription_timeout()
         if restart_stt:
             self._speech_started_at = self._last_speaking_time = self._last_final_time = None
             if self._stt_stream is not None:
@@ -234,6 +243,7 @@ class AudioRecognition:
         """
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
+            self._timeout_slot = LatestSlot(nursery)
             if self._vad is not None:
                 self._vad_stream = self._supervised(
                     self._vad.stream, source=self._vad, name="VAD",
@@ -375,10 +385,15 @@ class AudioRecognition:
             self._hooks.on_vad_inference(ev)
         elif ev.type is VADEventType.END_OF_SPEECH:
             self._end_user_speech(ev, now - ev.silence_duration - ev.inference_duration)
+            self._arm_transcription_timeout(ev)
             if self.turn_detection == "vad":
                 self._run_eot_detection()
 
     def _start_user_speech(self, ev: VADEvent | None, started_at: float) -> None:
+        if self._timeout_slot is not None:
+            self._timeout_slot.cancel()
+        if self._untranscribed_since is None:
+            self._untranscribed_since = started_at
         self._user_speaking = True
         self._speech_started_at = started_at
         if self._eot_slot is not None:
@@ -399,6 +414,9 @@ class AudioRecognition:
             if not text.strip():
                 return
             self._finals.append(text.strip())
+            self._transcribed = True
+            if self._timeout_slot is not None:
+                self._timeout_slot.cancel()
             self._confidences.append(ev.alternatives[0].confidence)
             self._language = ev.alternatives[0].language or self._language
             self._interim = ""
@@ -457,6 +475,33 @@ class AudioRecognition:
             self._finals.clear()
             self._interim = ""
             self._confidences.clear()
+            self._reset_transcription_timeout()
+
+    # -- transcription timeout -----------------------------------------------------------
+    def _arm_transcription_timeout(self, ev: VADEvent) -> None:
+        """Speech ended without a transcript in this turn yet: report it if none arrives
+        within ``transcription_timeout`` of the speech's end (VAD and STT both needed)."""
+        if (self._transcription_timeout is None or self._stt is None or self._transcribed
+                or self._timeout_slot is None):
+            return
+        self._untranscribed += ev.speech_duration
+        wait = max(0.0, self._transcription_timeout - ev.silence_duration
+                   - ev.inference_duration)
+        self._timeout_slot.replace(self._transcription_timed_out, wait)
+
+    async def _transcription_timed_out(self, wait: float) -> None:
+        await trio.sleep(wait)
+        if self._transcribed or self._untranscribed_since is None:
+            return
+        self._hooks.on_transcription_timeout(self._untranscribed, self._untranscribed_since)
+
+    def _reset_transcription_timeout(self) -> None:
+        """A new user turn: nothing untranscribed yet."""
+        if self._timeout_slot is not None:
+            self._timeout_slot.cancel()
+        self._untranscribed = 0.0
+        self._untranscribed_since = None
+        self._transcribed = False
 
     async def _end_of_turn_unlikely(self, detector: TurnDetector) -> bool:
         """Ask the turn detector (reference 3.3 step 1): below its threshold, the turn waits

@@ -136,6 +136,7 @@ class AgentSession(Generic[Userdata_T]):
                  aec_warmup_duration: float | None = 3.0,
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
+                 transcription_timeout: float | None = None,
                  audio_write_timeout: float | None = 5.0) -> None:
         check_turn_handling(turn_handling)
         for name, value, allow_none in (
@@ -143,6 +144,7 @@ class AgentSession(Generic[Userdata_T]):
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
                 ("min_consecutive_speech_delay", min_consecutive_speech_delay, False),
                 ("user_away_timeout", user_away_timeout, True),
+                ("transcription_timeout", transcription_timeout, True),
                 ("aec_warmup_duration", aec_warmup_duration, True),
                 ("close_grace", close_grace, False),
                 ("session_close_transcript_timeout", session_close_transcript_timeout, False)):
@@ -159,6 +161,7 @@ class AgentSession(Generic[Userdata_T]):
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
         self.user_away_timeout = user_away_timeout
+        self.transcription_timeout = transcription_timeout
         self.aec_warmup_duration = aec_warmup_duration
         self.session_close_transcript_timeout = session_close_transcript_timeout
         self.audio_write_timeout = audio_write_timeout
@@ -444,6 +447,7 @@ class AgentSession(Generic[Userdata_T]):
                                               close_for_error=self._close_for_error),
                             vad=self.vad, stt=self.stt,
                             stt_node=_overridden_stt_node(agent),
+                            transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
                         if is_realtime_model(self.llm):

@@ -8,7 +8,8 @@ from .agent_task import AgentTask
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
                      CloseReason, ConversationItemAddedEvent, ErrorEvent,
                      FunctionToolsExecutedEvent, MetricsCollectedEvent, SpeechCreatedEvent,
-                     UserInputTranscribedEvent, UserStateChangedEvent)
+                     UserInputTranscribedEvent, UserStateChangedEvent,
+                     UserTranscriptionTimeoutEvent)
 from .models import ModelSettings
 from .run_context import RunContext
 from .session import AgentSession
@@ -20,5 +21,5 @@ __all__ = [
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
     "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
-    "UserStateChangedEvent",
+    "UserStateChangedEvent", "UserTranscriptionTimeoutEvent",
 ]

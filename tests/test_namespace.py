@@ -68,7 +68,6 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":UserTranscriptionTimeoutEvent", ".voice:UserTranscriptionTimeoutEvent",
     ":UserTurnExceededEvent", ".voice:UserTurnExceededEvent",
     ":ToolExecutionUpdatedEvent", ".voice:ToolExecutionUpdatedEvent",
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
@@ -115,7 +114,7 @@ PARAMETER_GAPS: dict[str, list[str]] = {
                "min_endpointing_delay", "max_endpointing_delay", "mcp_servers"],
     ":AgentSession": [
         "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "transcription_timeout", "conn_options", "loop",
+        "video_sampler", "ivr_detection", "conn_options", "loop",
         "preemptive_generation", "min_endpointing_delay", "max_endpointing_delay",
         "false_interruption_timeout", "turn_detection", "discard_audio_if_uninterruptible",
         "min_interruption_duration", "min_interruption_words", "allow_interruptions",
