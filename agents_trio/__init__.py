@@ -24,7 +24,7 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                      PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent, STTMetrics,
                      TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
-                     UserTranscriptionTimeoutEvent, VADMetrics)
+                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent, VADMetrics)
 from .io.audio import AudioOutputStalled
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge
 from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, RoomDisconnectedError,
@@ -85,7 +85,7 @@ __all__ = [
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "UserTranscriptionTimeoutEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
     "WireError",
 ]
 

@@ -19,7 +19,8 @@ from livekit import rtc
 
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
+from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
+                     UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
@@ -38,6 +39,7 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
+from .turn_limit import TurnLimitHook
 from .turn_metrics import assistant_message_metrics, llm_step_metrics
 from .usage import model_label, model_metadata
 
@@ -88,6 +90,7 @@ class Activity:
         self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
         self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
         self.stt = session.stt if isinstance(agent.stt, NotGiven) else agent.stt
+        self._turn_limit = TurnLimitHook(self, session.conversation)
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -677,6 +680,10 @@ class Activity:
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         """Decide a completed user turn (called by the session's recognition)."""
         return self.turns.on_end_of_turn(info)
+
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """The user talked past ``user_turn_limit``: the agent's hook runs once idle."""
+        self._turn_limit.report(ev, self._nursery)
 
     # -- routed from recognition ---------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:

@@ -12,7 +12,7 @@ import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .events import CloseReason
+from .events import CloseReason, UserTurnExceededEvent
 from .realtime import RealtimeModel
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
@@ -125,6 +125,12 @@ async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
         async for ev in stream:
             yield ev
         nursery.cancel_scope.cancel()
+
+
+#: what ``Agent.on_user_turn_exceeded`` tells the LLM by default
+CUT_IN_INSTRUCTIONS = ("The user has talked for a long time without leaving room for a reply. "
+                       "Cut in politely with a brief reply or remark; keep it short, as the "
+                       "user cannot interrupt it.")
 
 
 class Agent:
@@ -282,6 +288,18 @@ class Agent:
         Cancellation: the turn waits for it; closing the session cancels it, and the turn is
         then not answered.
         """
+
+    async def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """Called when the user talked past ``turn_handling["user_turn_limit"]`` without
+        the agent answering. By default, cuts in: a short, uninterruptible reply to the open
+        turn's transcript, without tools (the earlier turns are in the context already).
+
+        Cancellation: the agent's activity ending cancels it; a newer report never does.
+        """
+        await self.session.generate_reply(
+            user_input=ev.transcript,
+            instructions=CUT_IN_INSTRUCTIONS,
+            allow_interruptions=False, tool_choice="none")
 
     # -- nodes --------------------------------------------------------------------------------
     async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],

@@ -71,6 +71,18 @@ class UserTranscriptionTimeoutEvent(_Event):
     type: Literal["user_transcription_timeout"] = "user_transcription_timeout"
 
 
+class UserTurnExceededEvent(_Event):
+    """The user spoke past ``turn_handling["user_turn_limit"]`` without the agent answering
+    (handed to ``Agent.on_user_turn_exceeded``): ``transcript`` is the open turn's,
+    ``accumulated_*`` count since the agent last spoke, ``duration`` since the user began."""
+
+    transcript: str
+    accumulated_transcript: str
+    accumulated_word_count: int
+    duration: float
+    type: Literal["user_turn_exceeded"] = "user_turn_exceeded"
+
+
 class ConversationItemAddedEvent(_Event):
     item: Union[ChatMessage, AgentHandoff]
     type: Literal["conversation_item_added"] = "conversation_item_added"

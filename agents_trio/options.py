@@ -43,6 +43,13 @@ class PreemptiveOptions(msgspec.Struct, kw_only=True, frozen=True):
     max_retries: Annotated[int, msgspec.Meta(ge=0)] = 3
 
 
+class UserTurnLimit(msgspec.Struct, kw_only=True, frozen=True):
+    """When a user turn is too long (None: no limit of that kind)."""
+
+    max_words: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_duration: Annotated[float, msgspec.Meta(gt=0)] | None = None
+
+
 class TurnHandling(msgspec.Struct, kw_only=True, frozen=True):
     """Resolved turn handling of one activity.
 
@@ -54,14 +61,15 @@ class TurnHandling(msgspec.Struct, kw_only=True, frozen=True):
     endpointing: EndpointingOptions = EndpointingOptions()
     interruption: InterruptionOptions = InterruptionOptions()
     preemptive_generation: PreemptiveOptions = PreemptiveOptions()
+    user_turn_limit: UserTurnLimit = UserTurnLimit()
 
 
 _SECTIONS: dict[str, type[msgspec.Struct]] = {
     "endpointing": EndpointingOptions, "interruption": InterruptionOptions,
-    "preemptive_generation": PreemptiveOptions}
+    "preemptive_generation": PreemptiveOptions, "user_turn_limit": UserTurnLimit}
 
 # LiveKit options that agents_trio does not implement: named as such in the error
-_UNSUPPORTED = {"user_turn_limit", "endpointing.mode", "endpointing.alpha", "interruption.mode",
+_UNSUPPORTED = {"endpointing.mode", "endpointing.alpha", "interruption.mode",
                 "interruption.backchannel_boundary"}
 
 
@@ -162,6 +170,7 @@ def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
         endpointing=EndpointingOptions(**sections["endpointing"]),
         interruption=InterruptionOptions(**sections["interruption"]),
         preemptive_generation=PreemptiveOptions(**sections["preemptive_generation"]),
+        user_turn_limit=UserTurnLimit(**sections["user_turn_limit"]),
     )
 
 

@@ -26,6 +26,7 @@ from livekit import rtc
 
 from ._iterators import aclosing
 from .chat import ChatContext
+from .events import UserTurnExceededEvent
 from .io.audio import silence_frame
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
@@ -83,6 +84,7 @@ class RecognitionHooks(Protocol):
     def on_final_transcript(self, ev: SpeechEvent) -> None: ...
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
     def on_transcription_timeout(self, speech_duration: float, started_at: float) -> None: ...
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None: ...
     def on_recognition_error(self, error: BaseException, source: object) -> None: ...
     def on_recognition_given_up(self, error: BaseException, source: object) -> None: ...
 
@@ -143,6 +145,10 @@ class AudioRecognition:
         self._untranscribed_since: float | None = None
         self._transcribed = False
         self._timeout_slot: LatestSlot | None = None
+        # user turn limit: what the user said since the agent last spoke
+        self._limit_started_at: float | None = None
+        self._limit_words = 0
+        self._limit_transcript = ""
         self._sample_rate = 16000
 
     # -- state ---------------------------------------------------------------------------------
@@ -201,6 +207,7 @@ class AudioRecognition:
         if self._eot_slot is not None:
             self._eot_slot.cancel()
         self._reset_transcription_timeout()
+        self.on_agent_speech_started()  # the turn limit counts afresh too
         if restart_stt:
             self._speech_started_at = self._last_speaking_time = self._last_final_time = None
             if self._stt_stream is not None:
@@ -420,6 +427,7 @@ class AudioRecognition:
             self._confidences.append(ev.alternatives[0].confidence)
             self._language = ev.alternatives[0].language or self._language
             self._interim = ""
+            self._check_user_turn_limit(text.strip())
             self._last_final_time = trio.current_time()
             self._changed.unpark_all()
             self._hooks.on_final_transcript(ev)
@@ -476,6 +484,32 @@ class AudioRecognition:
             self._interim = ""
             self._confidences.clear()
             self._reset_transcription_timeout()
+
+    # -- user turn limit -----------------------------------------------------------------
+    def on_agent_speech_started(self) -> None:
+        """The agent speaks: the user's words are counted afresh for the turn limit."""
+        self._limit_started_at = None
+        self._limit_words = 0
+        self._limit_transcript = ""
+
+    def _check_user_turn_limit(self, text: str) -> None:
+        """A final transcript: tell the hooks when the user has now said too much, or talked
+        too long, since the agent last spoke."""
+        limit = self._hooks.turn_options().user_turn_limit
+        if limit.max_words is None and limit.max_duration is None:
+            return
+        now = trio.current_time()
+        if self._limit_started_at is None:
+            self._limit_started_at = (self._speech_started_at
+                                      if self._speech_started_at is not None else now)
+        self._limit_words += len(text.split())
+        self._limit_transcript = f"{self._limit_transcript} {text}".strip()
+        duration = now - self._limit_started_at
+        if ((limit.max_words is not None and self._limit_words >= limit.max_words)
+                or (limit.max_duration is not None and duration >= limit.max_duration)):
+            self._hooks.on_user_turn_exceeded(UserTurnExceededEvent(
+                transcript=self.current_transcript, accumulated_transcript=self._limit_transcript,
+                accumulated_word_count=self._limit_words, duration=duration))
 
     # -- transcription timeout -----------------------------------------------------------
     def _arm_transcription_timeout(self, ev: VADEvent) -> None:

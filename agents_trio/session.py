@@ -172,7 +172,7 @@ class AgentSession(Generic[Userdata_T]):
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
-            on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
+            on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
         self._metrics = SessionUsage(self.conversation.emit)
         self._manual_turns = ManualTurns(
             nursery=lambda: self._nursery, recognition=lambda: self._recognition,
@@ -371,6 +371,11 @@ class AgentSession(Generic[Userdata_T]):
     def usage(self) -> AgentSessionUsage:
         """The models' usage so far, one entry per provider and model (LiveKit's)."""
         return self._metrics.usage
+
+    def _on_agent_speaking(self) -> None:
+        self._start_aec_warmup()
+        if self._recognition is not None:
+            self._recognition.on_agent_speech_started()  # the turn limit counts afresh
 
     def _start_aec_warmup(self) -> None:
         """The agent speaks: the first time, voice interruptions wait for the echo

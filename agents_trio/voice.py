@@ -9,7 +9,7 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
                      CloseReason, ConversationItemAddedEvent, ErrorEvent,
                      FunctionToolsExecutedEvent, MetricsCollectedEvent, SpeechCreatedEvent,
                      UserInputTranscribedEvent, UserStateChangedEvent,
-                     UserTranscriptionTimeoutEvent)
+                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent)
 from .models import ModelSettings
 from .run_context import RunContext
 from .session import AgentSession
@@ -22,4 +22,5 @@ __all__ = [
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
     "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
     "UserStateChangedEvent", "UserTranscriptionTimeoutEvent",
+    "UserTurnExceededEvent",
 ]

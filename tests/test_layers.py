@@ -84,7 +84,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
-     "realtime_link", "agent_state", "turn_metrics"),
+     "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
     ("activity", "agent_task", "workflows", "manual_turns"),
     ("session", "recognition_router"),
 )

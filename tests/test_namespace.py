@@ -68,7 +68,6 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":UserTurnExceededEvent", ".voice:UserTurnExceededEvent",
     ":ToolExecutionUpdatedEvent", ".voice:ToolExecutionUpdatedEvent",
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
@@ -140,7 +139,7 @@ PARAMETER_GAPS: dict[str, list[str]] = {
 #: compared: the protocols (what a model author implements is Trio-native), instance
 #: attributes of plain classes, and the parameters of methods.
 MEMBER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["update_options()", "on_user_turn_exceeded()"],
+    ":Agent": ["update_options()"],
     ":AgentSession": ["wait_for_idle()"],
     ":RunContext": ["with_filler()", "foreground()", "update()"],
     ":FunctionCallOutput": ["reply_required"],
