@@ -26,11 +26,11 @@ from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import CompletionUsage, ToolChoice
+from .models import LLM, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
-from .realtime import is_realtime_model
+from .realtime import RealtimeModel, is_realtime_model
 from .realtime_generation import RealtimeGeneration
 from .realtime_link import RealtimeLink
 from .options import resolve_turn_handling
@@ -680,6 +680,18 @@ class Activity:
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         """Decide a completed user turn (called by the session's recognition)."""
         return self.turns.on_end_of_turn(info)
+
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None:
+        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
+        not swapped in or out (its session belongs to the activity)."""
+        if not isinstance(llm, NotGiven):
+            if is_realtime_model(llm) or is_realtime_model(self.llm):
+                raise RuntimeError("a realtime model cannot be swapped in or out of a running "
+                                   "agent; use session.update_agent() with a new agent")
+            self.llm = llm
+        if not isinstance(tts, NotGiven):
+            self.tts = tts
 
     def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
         """The user talked past ``user_turn_limit``: the agent's hook runs once idle."""

@@ -103,6 +103,9 @@ class AgentActivity(Protocol):
 
     def on_chat_ctx_replaced(self) -> None: ...
 
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None: ...
+
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
 
@@ -288,6 +291,27 @@ class Agent:
         Cancellation: the turn waits for it; closing the session cancels it, and the turn is
         then not answered.
         """
+
+    def update_options(self, *, stt: STT | None | NotGiven = NOT_GIVEN,
+                       vad: VAD | None | NotGiven = NOT_GIVEN,
+                       llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                       tts: TTS | None | NotGiven = NOT_GIVEN) -> None:
+        """Swap the agent's STT, LLM or TTS (None disables one, as at construction); only
+        the ones given change. A running agent's next reply uses the new LLM and TTS (the
+        STT is the default ``stt_node``'s). Raises ValueError for a ``vad`` (per-agent VADs
+        are not supported here) and RuntimeError for swapping a realtime model in or out of
+        a running agent (hand off to a new agent instead)."""
+        if not isinstance(vad, NotGiven):
+            raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
+                             "VAD serves every agent (give it to AgentSession)")
+        if self._activity is not None:
+            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+        if not isinstance(stt, NotGiven):
+            self._stt = stt
+        if not isinstance(llm, NotGiven):
+            self._llm = llm
+        if not isinstance(tts, NotGiven):
+            self._tts = tts
 
     async def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
         """Called when the user talked past ``turn_handling["user_turn_limit"]`` without
