@@ -693,6 +693,13 @@ class Activity:
         if not isinstance(tts, NotGiven):
             self.tts = tts
 
+    async def wait_turns_handled(self) -> None:
+        """Wait until the user turns this agent accepted are handled.
+
+        Cancellation: a checkpoint only.
+        """
+        await self.turns.wait_handled()
+
     def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
         """The user talked past ``user_turn_limit``: the agent's hook runs once idle."""
         self._turn_limit.report(ev, self._nursery)

@@ -198,6 +198,19 @@ class AudioRecognition:
             return 0.0
         return trio.current_time() - self._speech_started_at
 
+    async def wait_user_idle(self) -> None:
+        """Wait until the user is not speaking and no end of turn is being decided.
+
+        Cancellation: a checkpoint only.
+        """
+        while True:
+            if self._eot_slot is not None and self._eot_slot.occupied:
+                await self._eot_slot.wait_idle()
+            elif self._user_speaking:
+                await self._changed.park()
+            else:
+                return
+
     def clear_user_turn(self, *, restart_stt: bool = False) -> None:
         """Forget the open user turn (its transcripts and pending decision); with
         ``restart_stt``, also what the STT heard of it (a fresh STT stream is opened)."""

@@ -359,6 +359,37 @@ class AgentSession(Generic[Userdata_T]):
         else:
             self._refresh_away()
 
+    async def wait_for_idle(self) -> Activity:
+        """Wait until nothing is in flight: the user is not speaking and no end of turn is
+        being decided or handled, and the agent has nothing queued, generating, playing or
+        running (its ``on_enter`` included). Follows a handoff to the new agent; returns its
+        activity.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session is closing.
+            RuntimeError: no agent has been started.
+        """
+        while True:
+            if self.closing:
+                raise SessionClosedError("session is closing")
+            activity = self._activity
+            if activity is None:
+                raise RuntimeError("AgentSession has no running agent")
+            recognition = self._recognition
+            if recognition is not None:
+                await recognition.wait_user_idle()
+            await activity.wait_turns_handled()
+            await self.conversation.wait_until(
+                lambda: self.closing or self._activity is not activity or activity.settled)
+            # idle only if nothing started again while waiting for the other side
+            if (self._activity is activity and not self.closing and activity.settled
+                    and not activity.turns.handling
+                    and (recognition is None or not (recognition.user_speaking
+                                                     or recognition.end_of_turn_pending))):
+                return activity
+
     def clear_user_turn(self) -> None:
         """Drop what the user said in the open turn (transcripts and the STT's buffer; a
         realtime model's input buffer). RuntimeError when the session isn't running."""

@@ -51,6 +51,8 @@ class UserTurns:
     def __init__(self, activity: TurnHost) -> None:
         self._activity = activity
         self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+        self._unhandled = 0   # turns accepted and not handled yet
+        self._handled = trio.lowlevel.ParkingLot()
 
     def block(self) -> None:
         """No more turns (a handoff was requested or the agent drains)."""
@@ -76,6 +78,7 @@ class UserTurns:
             return False
         try:
             self._send.send_nowait(info)
+            self._unhandled += 1
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
             activity.preemptive.discard()
@@ -93,6 +96,22 @@ class UserTurns:
             except Exception:
                 # a failing turn must not take the session down with it
                 logger.exception("handling the user turn failed")
+            finally:
+                self._unhandled -= 1
+                self._handled.unpark_all()
+
+    @property
+    def handling(self) -> bool:
+        """An accepted turn is not handled yet."""
+        return self._unhandled > 0
+
+    async def wait_handled(self) -> None:
+        """Wait until every accepted turn has been handled (its reply scheduled, or not).
+
+        Cancellation: a checkpoint only.
+        """
+        while self._unhandled > 0:
+            await self._handled.park()
 
     async def _completed(self, info: EndOfTurnInfo) -> None:
         activity = self._activity

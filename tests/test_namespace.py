@@ -139,7 +139,6 @@ PARAMETER_GAPS: dict[str, list[str]] = {
 #: compared: the protocols (what a model author implements is Trio-native), instance
 #: attributes of plain classes, and the parameters of methods.
 MEMBER_GAPS: dict[str, list[str]] = {
-    ":AgentSession": ["wait_for_idle()"],
     ":RunContext": ["with_filler()", "foreground()", "update()"],
     ":FunctionCallOutput": ["reply_required"],
     ":AgentFalseInterruptionEvent": ["message", "extra_instructions"],

@@ -128,3 +128,33 @@ async def test_reset_away_timer_restarts_the_countdown_and_brings_the_user_back(
         session.reset_away_timer()   # away since 9 s: back to listening
         await trio.sleep(1.0)
     assert [(s, round(t - t0, 3)) for s, t in states] == [("away", 9.0), ("listening", 10.0)]
+
+
+# -- wait_for_idle ---------------------------------------------------------------------------
+
+async def test_wait_for_idle_returns_once_the_turn_and_its_reply_are_done(autojump_clock):
+    from agents_trio.testing import FakeAudioInput
+    a = _user_turn_actions()
+    session = create_session(a)
+    idle_at: list[float] = []
+    states: list[tuple[str, float]] = []
+    session.on("agent_state_changed",
+               lambda ev: states.append((ev.new_state, trio.current_time())))
+    async with session:
+        with pytest.raises(RuntimeError, match="no running agent"):
+            await session.wait_for_idle()
+        await session.start(Agent(instructions="x"))
+        t0 = trio.current_time()
+        assert isinstance(session.input.audio, FakeAudioInput)
+        session.input.audio.push(0.1)
+        await trio.sleep(1.0)                 # the user is speaking
+        activity = await session.wait_for_idle()
+        idle_at.append(trio.current_time() - t0)
+        assert activity is session.activity
+        await session.aclose()
+    # the reply (end of turn at 3.0 s, 1.0 s of audio from 3.2 s) ended at 4.2 s
+    last_listening = [t - t0 for s, t in states if s == "listening"][-1]
+    assert near(idle_at[0], last_listening) and idle_at[0] > 3.0
+    from agents_trio import SessionClosedError
+    with pytest.raises(SessionClosedError):
+        await session.wait_for_idle()
