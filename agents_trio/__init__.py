@@ -15,14 +15,16 @@ from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusEr
                       APITimeoutError, SessionClosedError, StopResponse, ToolError)
 from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage, ChatRole,
-                   FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, ChatContent, ChatContext, ChatItem,
+                   ChatMessage, ChatRole, FunctionCall, FunctionCallOutput)
 from .conversation import Conversation
+from .usage import SessionUsageUpdatedEvent
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent, CloseOverrun,
                      CloseReason, ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                      PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent, STTMetrics,
-                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent, VADMetrics)
+                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
+                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent, VADMetrics)
 from .io.audio import AudioOutputStalled
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge
 from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, RoomDisconnectedError,
@@ -62,7 +64,8 @@ __all__ = [
     "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
     "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
-    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli", "CloseEvent",
+    "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli",
+    "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
     "ConversationItemAddedEvent", "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EOUMetrics",
     "ErrorEvent", "EventAssert", "FlushSentinel", "function_tool", "FunctionCall",
@@ -80,12 +83,12 @@ __all__ = [
     "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
-    "SessionReconnectedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
+    "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
     "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
     "WireError",
 ]
 

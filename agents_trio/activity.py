@@ -19,17 +19,18 @@ from livekit import rtc
 
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
+from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
+                     UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import ToolChoice
+from .models import LLM, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
-from .realtime import is_realtime_model
+from .realtime import RealtimeModel, is_realtime_model
 from .realtime_generation import RealtimeGeneration
 from .realtime_link import RealtimeLink
 from .options import resolve_turn_handling
@@ -41,6 +42,9 @@ from .instructions import InputDetails, Instructions, InputModality, render_inst
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
+from .turn_limit import TurnLimitHook
+from .turn_metrics import assistant_message_metrics, llm_step_metrics
+from .usage import model_label, model_metadata
 
 logger = logging.getLogger("agents_trio")
 
@@ -88,6 +92,8 @@ class Activity:
             else session.min_consecutive_speech_delay)
         self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
         self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
+        self.stt = session.stt if isinstance(agent.stt, NotGiven) else agent.stt
+        self._turn_limit = TurnLimitHook(self, session.conversation)
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -377,15 +383,18 @@ class Activity:
         return flatten_tools([*self.session.tools, *self.agent.tools])
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
+            add_to_chat_ctx: bool = True,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None) -> SpeechHandle:
         self._check_can_schedule()
-        realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
-        if self.session.output.audio is not None and self.tts is None and not realtime_say:
-            raise RuntimeError("say() needs a TTS (or a realtime model that supports say) when "
-                               "audio output is enabled")
+        realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
+                        and audio is None)
+        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+                and audio is None):
+            raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
+                               "audio=) when audio output is enabled")
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
         request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
-                               add_to_chat_ctx=add_to_chat_ctx)
+                               say_audio=audio, add_to_chat_ctx=add_to_chat_ctx)
         self.start_speech(handle, request)
         self.schedule(handle)
         return handle
@@ -421,7 +430,9 @@ class Activity:
                                instructions=(None if instructions is None else
                                              render_instructions(instructions, input_modality)),
                                modality=input_modality, in_on_enter=in_on_enter,
-                               sync_chat_ctx=self.realtime is not None)
+                               sync_chat_ctx=self.realtime is not None,
+                               user_metrics=None if user_message is None
+                               else user_message.metrics)
         self.start_speech(handle, request)
         if schedule:
             self.schedule(handle)
@@ -495,7 +506,8 @@ class Activity:
         """
         step = StepState(handle.step_message_id)
         realtime = self.realtime is not None and (
-            request.say_text is None or self.realtime.capabilities.supports_say)
+            request.say_text is None or (self.realtime.capabilities.supports_say
+                                         and request.say_audio is None))
         generation_type = RealtimeGeneration if realtime else Generation
         try:
             async with trio.open_nursery() as tool_nursery:
@@ -526,6 +538,9 @@ class Activity:
             msg = ChatMessage(role="assistant", content=[text],
                               interrupted=handle.interrupted or cut_short,
                               id=step.message_id,
+                              metrics=assistant_message_metrics(
+                                  step, request, llm=self.llm, tts=self.tts,
+                                  now=trio.current_time()),
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
             self.commit_item(msg, handle)
@@ -663,15 +678,17 @@ class Activity:
         return ctx
 
     # -- metrics helpers used by Generation ---------------------------------------------------
-    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float) -> LLMMetrics:
-        return LLMMetrics(speech_id=handle.id, ttft=ttft, duration=duration,
-                          cancelled=handle.interrupted)
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float,
+                    usage: CompletionUsage | None = None, request_id: str = "") -> LLMMetrics:
+        return llm_step_metrics(self.llm, handle, ttft=ttft, duration=duration, usage=usage,
+                                request_id=request_id)
 
     def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
                     audio_duration: float, characters: int) -> TTSMetrics:
         return TTSMetrics(speech_id=handle.id, ttfb=ttfb, duration=duration,
                           audio_duration=audio_duration, characters_count=characters,
-                          cancelled=handle.interrupted)
+                          cancelled=handle.interrupted, label=model_label(self.tts),
+                          metadata=model_metadata(self.tts))
 
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None:
@@ -692,6 +709,29 @@ class Activity:
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         """Decide a completed user turn (called by the session's recognition)."""
         return self.turns.on_end_of_turn(info)
+
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None:
+        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
+        not swapped in or out (its session belongs to the activity)."""
+        if not isinstance(llm, NotGiven):
+            if is_realtime_model(llm) or is_realtime_model(self.llm):
+                raise RuntimeError("a realtime model cannot be swapped in or out of a running "
+                                   "agent; use session.update_agent() with a new agent")
+            self.llm = llm
+        if not isinstance(tts, NotGiven):
+            self.tts = tts
+
+    async def wait_turns_handled(self) -> None:
+        """Wait until the user turns this agent accepted are handled.
+
+        Cancellation: a checkpoint only.
+        """
+        await self.turns.wait_handled()
+
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """The user talked past ``user_turn_limit``: the agent's hook runs once idle."""
+        self._turn_limit.report(ev, self._nursery)
 
     # -- routed from recognition ---------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:

@@ -12,7 +12,7 @@ import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .events import CloseReason
+from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
 from .realtime import RealtimeModel
 from .model_resolution import resolve_models
@@ -108,6 +108,9 @@ class AgentActivity(Protocol):
 
     def on_chat_ctx_replaced(self) -> None: ...
 
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None: ...
+
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
 
@@ -130,6 +133,12 @@ async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
         async for ev in stream:
             yield ev
         nursery.cancel_scope.cancel()
+
+
+#: what ``Agent.on_user_turn_exceeded`` tells the LLM by default
+CUT_IN_INSTRUCTIONS = ("The user has talked for a long time without leaving room for a reply. "
+                       "Cut in politely with a brief reply or remark; keep it short, as the "
+                       "user cannot interrupt it.")
 
 
 class Agent:
@@ -304,6 +313,39 @@ class Agent:
         then not answered.
         """
 
+    def update_options(self, *, stt: STT | None | NotGiven = NOT_GIVEN,
+                       vad: VAD | None | NotGiven = NOT_GIVEN,
+                       llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                       tts: TTS | None | NotGiven = NOT_GIVEN) -> None:
+        """Swap the agent's STT, LLM or TTS (None disables one, as at construction); only
+        the ones given change. A running agent's next reply uses the new LLM and TTS (the
+        STT is the default ``stt_node``'s). Raises ValueError for a ``vad`` (per-agent VADs
+        are not supported here) and RuntimeError for swapping a realtime model in or out of
+        a running agent (hand off to a new agent instead)."""
+        if not isinstance(vad, NotGiven):
+            raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
+                             "VAD serves every agent (give it to AgentSession)")
+        if self._activity is not None:
+            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+        if not isinstance(stt, NotGiven):
+            self._stt = stt
+        if not isinstance(llm, NotGiven):
+            self._llm = llm
+        if not isinstance(tts, NotGiven):
+            self._tts = tts
+
+    async def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """Called when the user talked past ``turn_handling["user_turn_limit"]`` without
+        the agent answering. By default, cuts in: a short, uninterruptible reply to the open
+        turn's transcript, without tools (the earlier turns are in the context already).
+
+        Cancellation: the agent's activity ending cancels it; a newer report never does.
+        """
+        await self.session.generate_reply(
+            user_input=ev.transcript,
+            instructions=CUT_IN_INSTRUCTIONS,
+            allow_interruptions=False, tool_choice="none")
+
     # -- nodes --------------------------------------------------------------------------------
     async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],
                        model_settings: ModelSettings
@@ -363,6 +405,50 @@ class Agent:
         """
         async for chunk in text:
             yield chunk
+
+    async def realtime_audio_output_node(self, audio: AsyncIterable[rtc.AudioFrame],
+                                         model_settings: ModelSettings
+                                         ) -> AsyncIterator[rtc.AudioFrame]:
+        """Transform a realtime model's audio before it is played (passthrough by default).
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed in
+        the task that iterated it.
+        """
+        self._require_activity()
+        async for frame in audio:
+            yield frame
+
+    class default:  # lower case: LiveKit's name
+        """The default nodes as functions of the agent (LiveKit's ``Agent.default``): an
+        override can wrap them, e.g. ``Agent.default.llm_node(self, chat_ctx, tools,
+        model_settings)``, whatever a base class between overrides."""
+
+        @staticmethod
+        def stt_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                     model_settings: ModelSettings) -> AsyncIterator[SpeechEvent]:
+            return Agent.stt_node(agent, audio, model_settings)
+
+        @staticmethod
+        def llm_node(agent: Agent, chat_ctx: ChatContext, tools: list[FunctionTool],
+                     model_settings: ModelSettings
+                     ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
+            return Agent.llm_node(agent, chat_ctx, tools, model_settings)
+
+        @staticmethod
+        def tts_node(agent: Agent, text: AsyncIterable[str], model_settings: ModelSettings
+                     ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.tts_node(agent, text, model_settings)
+
+        @staticmethod
+        def transcription_node(agent: Agent, text: AsyncIterable[str],
+                               model_settings: ModelSettings) -> AsyncIterator[str]:
+            return Agent.transcription_node(agent, text, model_settings)
+
+        @staticmethod
+        def realtime_audio_output_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                                       model_settings: ModelSettings
+                                       ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.realtime_audio_output_node(agent, audio, model_settings)
 
     @contextmanager
     def running_in(self, activity: AgentActivity) -> Iterator[None]:

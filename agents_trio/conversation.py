@@ -120,6 +120,7 @@ class Conversation:
             self._on_agent_speaking()
         self.emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
         self._on_state_changed()
+        self.progressed()  # waiters on the agent's state look again
 
     def refresh(self) -> None:
         """A fact the state listeners read changed (a tool started or ended)."""

@@ -9,8 +9,9 @@ docs/livekit-names.md.
 from __future__ import annotations
 
 from ._errors import StopResponse, ToolError
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
-                   ChatRole, FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, AudioContent, ChatContent, ChatContext,
+                   ChatItem, ChatMessage, ChatRole, FunctionCall, FunctionCallOutput,
+                   ImageContent)
 from .instructions import Instructions
 from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
@@ -20,9 +21,9 @@ from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function
 from .toolsets import ProviderTool, Toolset
 
 __all__ = [
-    "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
+    "AgentConfigUpdate", "AgentHandoff", "AudioContent", "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
-    "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
+    "FunctionToolCall", "GenerationCreatedEvent", "ImageContent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",
     "MessageGeneration", "ProviderTool", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
     "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",

@@ -31,14 +31,15 @@ from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
-                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
+                     PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
-from .options import check_non_negative, check_turn_handling
+from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
+                      resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
 from .recognition import AudioRecognition, SttNode
 from .recognition_router import RecognitionRouter, SessionErrorRules
@@ -48,6 +49,8 @@ from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
+from .usage import AgentSessionUsage, SessionUsage
+from .manual_turns import ManualTurns, PendingTranscript
 from .toolsets import aclose_toolsets
 
 if TYPE_CHECKING:
@@ -144,6 +147,7 @@ class AgentSession(Generic[Userdata_T]):
                  aec_warmup_duration: float | None = 3.0,
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
+                 transcription_timeout: float | None = None,
                  audio_write_timeout: float | None = 5.0) -> None:
         models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
                                 turn_handling=turn_handling)
@@ -154,6 +158,7 @@ class AgentSession(Generic[Userdata_T]):
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
                 ("min_consecutive_speech_delay", min_consecutive_speech_delay, False),
                 ("user_away_timeout", user_away_timeout, True),
+                ("transcription_timeout", transcription_timeout, True),
                 ("aec_warmup_duration", aec_warmup_duration, True),
                 ("close_grace", close_grace, False),
                 ("session_close_transcript_timeout", session_close_transcript_timeout, False)):
@@ -173,6 +178,7 @@ class AgentSession(Generic[Userdata_T]):
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
         self.user_away_timeout = user_away_timeout
+        self.transcription_timeout = transcription_timeout
         self.aec_warmup_duration = aec_warmup_duration
         self.session_close_transcript_timeout = session_close_transcript_timeout
         self.audio_write_timeout = audio_write_timeout
@@ -183,7 +189,11 @@ class AgentSession(Generic[Userdata_T]):
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
-            on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
+            on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
+        self._metrics = SessionUsage(self.conversation.emit)
+        self._manual_turns = ManualTurns(
+            nursery=lambda: self._nursery, recognition=lambda: self._recognition,
+            activity=lambda: self._activity, generate_reply=self.generate_reply)
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
@@ -307,6 +317,21 @@ class AgentSession(Generic[Userdata_T]):
                                              else events.on(name))
         return registered
 
+    def once(self, name: str, callback: Callable[[Any], object] | None = None
+             ) -> Callable[..., object]:
+        """Like ``on``, but the callback is called for the next event only; usable as a
+        decorator."""
+        _check_event_name(name)
+        events = self.conversation.events
+
+        def register(cb: Callable[[Any], object]) -> Callable[[Any], object]:
+            def fire(event: object) -> None:
+                events.off(name, fire)
+                cb(event)
+            events.on(name, fire)
+            return cb
+        return register(callback) if callback is not None else register
+
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
         self.conversation.events.off(name, callback)
 
@@ -314,8 +339,101 @@ class AgentSession(Generic[Userdata_T]):
         """``async for ev in session.events():`` yields every event until the session closes."""
         return _EventIterator(self.conversation.events.subscribe())
 
+    def commit_user_turn(self, *, transcript_timeout: float = 2.0,
+                         stt_flush_duration: float = 2.0,
+                         skip_reply: bool = False) -> PendingTranscript:
+        """End the user's turn now (manual turn detection) and reply to it, unless
+        ``skip_reply`` (the words are then only recorded). Without a recent final transcript
+        it waits up to ``transcript_timeout`` for one (flushing the STT with
+        ``stt_flush_duration`` of silence when the audio input has ended). Returns the
+        turn's transcript, to ``await`` or ignore. With a realtime model its input audio is
+        committed and it is asked to reply. RuntimeError when the session isn't running.
+        """
+        return self._manual_turns.commit(transcript_timeout=transcript_timeout,
+                                         stt_flush_duration=stt_flush_duration,
+                                         skip_reply=skip_reply)
+
+    def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
+                       turn_detection: object = _NOT_GIVEN,
+                       min_endpointing_delay: float | None = None,
+                       max_endpointing_delay: float | None = None) -> None:
+        """Change the endpointing delays and the turn detection, for the running agent too
+        (its endpointing becomes the session's, as in LiveKit). ``turn_detection=None``
+        goes back to the automatic choice. ``min_endpointing_delay`` and
+        ``max_endpointing_delay`` are LiveKit's deprecated spellings of
+        ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        layer = session_options_update(
+            endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
+            max_endpointing_delay=max_endpointing_delay,
+            turn_detection=None if turn_detection is _NOT_GIVEN else turn_detection,
+            set_turn_detection=turn_detection is not _NOT_GIVEN)
+        self.turn_handling_overrides = merged_turn_handling(self.turn_handling_overrides,
+                                                            layer)
+        if self._activity is not None:
+            self._activity.options = resolve_turn_handling(
+                self.turn_handling_overrides, self._activity.agent.turn_handling,
+                {key: self.turn_handling_overrides[key] for key in layer})
+
+    def reset_away_timer(self) -> None:
+        """External user activity (a DTMF key, a click): an ``away`` user is ``listening``
+        again, and while both sides listen the ``user_away_timeout`` countdown starts over.
+        Does nothing before the start, while closing, or without an away timeout."""
+        if (self._state is not SessionState.RUNNING or self.closing
+                or self.user_away_timeout is None):
+            return
+        if self.user_state == "away":
+            self.conversation.set_user_state("listening", trio.current_time())
+        else:
+            self._refresh_away()
+
+    async def wait_for_idle(self) -> Activity:
+        """Wait until nothing is in flight: the user is not speaking and no end of turn is
+        being decided or handled, and the agent has nothing queued, generating, playing or
+        running (its ``on_enter`` included). Follows a handoff to the new agent; returns its
+        activity.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session is closing.
+            RuntimeError: no agent has been started.
+        """
+        while True:
+            if self.closing:
+                raise SessionClosedError("session is closing")
+            activity = self._activity
+            if activity is None:
+                raise RuntimeError("AgentSession has no running agent")
+            recognition = self._recognition
+            if recognition is not None:
+                await recognition.wait_user_idle()
+            await activity.wait_turns_handled()
+            await self.conversation.wait_until(
+                lambda: self.closing or self._activity is not activity or activity.settled)
+            # idle only if nothing started again while waiting for the other side
+            if (self._activity is activity and not self.closing and activity.settled
+                    and not activity.turns.handling
+                    and (recognition is None or not (recognition.user_speaking
+                                                     or recognition.end_of_turn_pending))):
+                return activity
+
+    def clear_user_turn(self) -> None:
+        """Drop what the user said in the open turn (transcripts and the STT's buffer; a
+        realtime model's input buffer). RuntimeError when the session isn't running."""
+        self._manual_turns.clear()
+
     def emit_metrics(self, metrics: AgentMetrics) -> None:
-        self.conversation.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
+        self._metrics.report(metrics)
+
+    @property
+    def usage(self) -> AgentSessionUsage:
+        """The models' usage so far, one entry per provider and model (LiveKit's)."""
+        return self._metrics.usage
+
+    def _on_agent_speaking(self) -> None:
+        self._start_aec_warmup()
+        if self._recognition is not None:
+            self._recognition.on_agent_speech_started()  # the turn limit counts afresh
 
     def _start_aec_warmup(self) -> None:
         """The agent speaks: the first time, voice interruptions wait for the echo
@@ -346,11 +464,14 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.set_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def start(self, agent: Agent, *, room: rtc.Room | None = None,
-                    room_options: RoomOptions | None = None) -> None:
+    async def start(self, agent: Agent, *, capture_run: bool = False,
+                    room: rtc.Room | None = None,
+                    room_options: RoomOptions | None = None) -> RunResult[Any] | None:
         """Start the session with ``agent``; returns once its activity runs.
 
-        ``on_enter`` is launched, not awaited. Idempotent while started.
+        ``on_enter`` is launched, not awaited. Idempotent while started. With
+        ``capture_run``, returns the run of the start (``await`` it: it ends when what
+        ``on_enter`` said and did has settled), else None.
 
         Inside ``async with session:`` the block owns the session. Outside one (LiveKit's
         way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
@@ -365,7 +486,7 @@ class AgentSession(Generic[Userdata_T]):
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
-            return
+            return None
         if room is not None or self._state is SessionState.CREATED:
             owner = _session_owner.get(None)
             if owner is None and room is not None:
@@ -380,11 +501,22 @@ class AgentSession(Generic[Userdata_T]):
                     "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
                     "agents_trio connect`), or write `async with AgentSession(...) as session: "
                     "await session.start(agent)`")
+            if capture_run:
+                raise NotImplementedError(
+                    "session.start(capture_run=True) needs `async with session:`; a session "
+                    "the job owns cannot capture its start yet")
             await owner.start_session(self, agent, room=room, room_options=room_options)
-            return
+            return None
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
+        run: RunResult[Any] | None = None
+        if capture_run:
+            if self.conversation.active_run is not None:
+                raise RuntimeError("nested runs are not supported")
+            run = RunResult()
+            self.conversation.begin_run(run)
         await self._nursery.start(self._main, agent)
+        return run
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
         # the transcription forwarder outlives the work scope: what the user heard before a
@@ -409,6 +541,7 @@ class AgentSession(Generic[Userdata_T]):
                                               close_for_error=self._close_for_error),
                             vad=self.vad, stt=self.stt,
                             stt_node=_overridden_stt_node(agent),
+                            transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
                         if is_realtime_model(self.llm):
@@ -604,9 +737,13 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("the session is not running")
         return self._activity
 
-    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
-        """Speak ``text`` (a string or an async iterable of strings) through the TTS.
+    def say(self, text: str | AsyncIterable[str], *,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None,
+            allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
+            ) -> SpeechHandle:
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS, or play
+        ``audio`` (its frames, e.g. a recording of the text) instead: the text is then only
+        what the transcription and the chat context get.
 
         Returns at once with the speech's handle: the speech runs in the agent's activity,
         not in the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops
@@ -614,7 +751,7 @@ class AgentSession(Generic[Userdata_T]):
         cancels it.
         """
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
-                                               add_to_chat_ctx=add_to_chat_ctx)
+                                               add_to_chat_ctx=add_to_chat_ctx, audio=audio)
 
     def generate_reply(self, *, user_input: str | None = None,
                        instructions: str | Instructions | None = None,

@@ -11,11 +11,14 @@ from livekit.agents import llm as lk_llm
 from ..chat import (
     AgentConfigUpdate,
     AgentHandoff,
+    AudioContent,
+    ChatContent,
     ChatContext,
     ChatItem,
     ChatMessage,
     FunctionCall,
     FunctionCallOutput,
+    ImageContent,
 )
 from ..models import ChatChunk, CompletionUsage, FunctionToolCall, ToolChoice
 from ..tools import FunctionTool
@@ -29,13 +32,28 @@ def to_lk_chat_ctx(chat_ctx: ChatContext) -> lk_llm.ChatContext:
     return lk_llm.ChatContext([_to_lk_item(item) for item in chat_ctx.items])
 
 
+def _to_lk_content(content: ChatContent) -> lk_llm.ChatContent:
+    if isinstance(content, ImageContent):
+        return lk_llm.ImageContent(id=content.id, image=content.image,
+                                   inference_width=content.inference_width,
+                                   inference_height=content.inference_height,
+                                   inference_detail=content.inference_detail,
+                                   mime_type=content.mime_type)
+    if isinstance(content, AudioContent):
+        return lk_llm.AudioContent(frame=list(content.frame), transcript=content.transcript)
+    return content
+
+
 def _to_lk_item(item: ChatItem) -> lk_llm.ChatItem:
     if isinstance(item, ChatMessage):
-        return lk_llm.ChatMessage(id=item.id, role=item.role, content=list(item.content),
-                                  interrupted=item.interrupted, created_at=item.created_at)
+        return lk_llm.ChatMessage(id=item.id, role=item.role,
+                                  content=[_to_lk_content(c) for c in item.content],
+                                  interrupted=item.interrupted, created_at=item.created_at,
+                                  extra=dict(item.extra))
     if isinstance(item, FunctionCall):
         return lk_llm.FunctionCall(id=item.id, call_id=item.call_id, name=item.name,
-                                   arguments=item.arguments, created_at=item.created_at)
+                                   arguments=item.arguments, created_at=item.created_at,
+                                   extra=dict(item.extra), group_id=item.group_id)
     if isinstance(item, FunctionCallOutput):
         return lk_llm.FunctionCallOutput(id=item.id, call_id=item.call_id, name=item.name,
                                          output=item.output, is_error=item.is_error,
@@ -117,5 +135,7 @@ def from_lk_chunk(chunk: lk_llm.ChatChunk) -> ChatChunk:
                     for tc in (delta.tool_calls if delta is not None else [])],
         usage=None if usage is None else CompletionUsage(
             completion_tokens=usage.completion_tokens, prompt_tokens=usage.prompt_tokens,
-            total_tokens=usage.total_tokens),
+            total_tokens=usage.total_tokens, prompt_cached_tokens=usage.prompt_cached_tokens,
+            cache_creation_tokens=usage.cache_creation_tokens,
+            reasoning_tokens=usage.reasoning_tokens),
     )
