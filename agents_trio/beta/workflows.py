@@ -1,8 +1,9 @@
-"""``agents_trio.beta.workflows``: LiveKit's ``livekit.agents.beta.workflows`` names. The
-prebuilt tasks (``GetEmailTask``, …) are not implemented yet (docs/livekit-names.md)."""
+"""``agents_trio.beta.workflows``: LiveKit's ``livekit.agents.beta.workflows`` names."""
 
 from __future__ import annotations
 
+from ..prebuilt import GetEmailResult, GetEmailTask
 from ..workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 
-__all__ = ["TaskCompletedEvent", "TaskGroup", "TaskGroupResult"]
+__all__ = ["GetEmailResult", "GetEmailTask", "TaskCompletedEvent", "TaskGroup",
+           "TaskGroupResult"]
