@@ -84,7 +84,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state"),
-    ("activity", "agent_task", "workflows"),
+    ("activity", "agent_task", "workflows", "prebuilt._capture", "prebuilt.email",
+     "prebuilt.address", "prebuilt.phone", "prebuilt.dob", "prebuilt.name",
+     "prebuilt.credit_card"),
     ("session", "recognition_router"),
 )
 

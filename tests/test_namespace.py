@@ -92,14 +92,6 @@ MISSING = frozenset({
     ".room_io:AudioInputOptions", ".room_io:AudioOutputOptions", ".room_io:TextInputOptions",
     ".room_io:TextOutputOptions", ".room_io:VideoInputOptions",
     # beta
-    ".beta:EndCallTool",
-    ".beta.workflows:GetEmailTask", ".beta.workflows:GetEmailResult",
-    ".beta.workflows:GetAddressTask", ".beta.workflows:GetAddressResult",
-    ".beta.workflows:GetDOBTask", ".beta.workflows:GetDOBResult",
-    ".beta.workflows:GetNameTask", ".beta.workflows:GetNameResult",
-    ".beta.workflows:GetPhoneNumberTask", ".beta.workflows:GetPhoneNumberResult",
-    ".beta.workflows:GetCreditCardTask", ".beta.workflows:GetCreditCardResult",
-    ".beta.workflows:GetDtmfTask", ".beta.workflows:GetDtmfResult",
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # cli, inference (LiveKit's gateway objects), stt, tts, tokenize, utils
     ".cli:run_app", ".inference:LLM", ".inference:STT", ".inference:TTS", ".inference:VAD",

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from ..prebuilt import GetEmailResult, GetEmailTask
+from ..prebuilt import (GetAddressResult, GetAddressTask, GetCreditCardResult,
+                        GetCreditCardTask, GetDOBResult, GetDOBTask, GetDtmfResult, GetDtmfTask,
+                        GetEmailResult, GetEmailTask, GetNameResult, GetNameTask,
+                        GetPhoneNumberResult, GetPhoneNumberTask)
 from ..workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 
-__all__ = ["GetEmailResult", "GetEmailTask", "TaskCompletedEvent", "TaskGroup",
-           "TaskGroupResult"]
+__all__ = [
+    "GetAddressResult", "GetAddressTask", "GetCreditCardResult", "GetCreditCardTask",
+    "GetDOBResult", "GetDOBTask", "GetDtmfResult", "GetDtmfTask", "GetEmailResult",
+    "GetEmailTask", "GetNameResult", "GetNameTask", "GetPhoneNumberResult",
+    "GetPhoneNumberTask", "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
+]
