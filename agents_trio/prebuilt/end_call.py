@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..events import CloseEvent, SpeechCreatedEvent
 from ..job import get_job_context
@@ -56,6 +56,10 @@ class ToolCompletedEvent:
     output: Any = None
 
 
+_Called = ToolCalledEvent
+_Completed = ToolCompletedEvent
+
+
 class EndCallTool(FunctionTool):
     """The ``end_call`` tool; give it in an agent's ``tools`` (it is a ``FunctionTool``).
 
@@ -72,14 +76,14 @@ class EndCallTool(FunctionTool):
             :class:`ToolCompletedEvent` whose ``output`` it may change.
     """
 
-    ToolCalledEvent = ToolCalledEvent
-    ToolCompletedEvent = ToolCompletedEvent
+    ToolCalledEvent: ClassVar[type[ToolCalledEvent]] = ToolCalledEvent
+    ToolCompletedEvent: ClassVar[type[ToolCompletedEvent]] = ToolCompletedEvent
 
     def __init__(self, *, extra_description: str = "", delete_room: bool = True,
                  end_instructions: str | None = "say goodbye to the user",
                  ignore_on_enter: bool = False,
-                 on_tool_called: Callable[[ToolCalledEvent], Awaitable[None]] | None = None,
-                 on_tool_completed: Callable[[ToolCompletedEvent], Awaitable[None]] | None = None
+                 on_tool_called: Callable[[_Called], Awaitable[None]] | None = None,
+                 on_tool_completed: Callable[[_Completed], Awaitable[None]] | None = None
                  ) -> None:
         async def end_call(ctx: RunContext[Any]) -> Any:  # noqa: ANN401 - the model's output
             return await self._end_call(ctx)
