@@ -9,6 +9,7 @@ docs/livekit-names.md.
 from __future__ import annotations
 
 from ._errors import StopResponse, ToolError
+from .fallback.llm import AvailabilityChangedEvent, FallbackAdapter
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
                    ChatRole, FunctionCall, FunctionCallOutput)
 from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
@@ -18,7 +19,7 @@ from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpe
 from .tools import FunctionTool, ToolFlag, function_tool
 
 __all__ = [
-    "AgentConfigUpdate", "AgentHandoff", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
+    "AgentConfigUpdate", "AgentHandoff", "AvailabilityChangedEvent", "FallbackAdapter", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",

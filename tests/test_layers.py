@@ -79,7 +79,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chat", "events", "models", "realtime", "options", "text_transforms", "run_events",
      "turn_options", "_errors", "_ids", "_iterators", "nurseries"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
-     "tools", "testing.expect"),
+     "tools", "testing.expect", "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",

@@ -83,7 +83,7 @@ MISSING = frozenset({
     ".text_transforms:replace",
     # llm
     ".llm:ImageContent", ".llm:AudioContent", ".llm:RawFunctionTool", ".llm:Toolset",
-    ".llm:ChoiceDelta", ".llm:FallbackAdapter",
+    ".llm:ChoiceDelta",
     # metrics
     ".metrics:RealtimeModelMetrics", ".metrics:UsageCollector", ".metrics:UsageSummary",
     ".metrics:ModelUsageCollector", ".metrics:AgentSessionUsage", ".metrics:LLMModelUsage",
