@@ -139,3 +139,19 @@ def test_construction_errors_and_use_before_open() -> None:
         FallbackAdapter([ScriptedLLM("a", "ok")], attempt_timeout=0)
     with pytest.raises(RuntimeError, match="open the FallbackAdapter"):
         FallbackAdapter([ScriptedLLM("a", "ok")]).chat(chat_ctx=ChatContext())
+
+
+async def test_a_session_answers_through_the_fallback(autojump_clock: object) -> None:
+    from agents_trio import Agent, AgentSession
+    from agents_trio.testing import FakeActions, FakeLLM
+
+    actions = FakeActions()
+    actions.add_llm("hello from the backup", input="hi")
+    primary = ScriptedLLM("primary", "fail")
+    async with FallbackAdapter([primary, FakeLLM(actions.llm_responses)]) as adapter, \
+            AgentSession(llm=adapter) as session:
+        await session.start(Agent(instructions="Be kind."))
+        with trio.fail_after(30):
+            result = await session.run(user_input="hi")
+        result.expect.next_event().is_message(role="assistant")
+        assert primary.requests >= 1 and not adapter.available(primary)
