@@ -95,9 +95,9 @@ MISSING = frozenset({
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # cli, inference (LiveKit's gateway objects), stt, tts, tokenize, utils
     ".cli:run_app", ".inference:LLM", ".inference:STT", ".inference:TTS", ".inference:VAD",
-    ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
+    ".inference:TurnDetector", ".stt:STTCapabilities",
     ".stt:StreamAdapter", ".tts:SynthesizedAudio", ".tts:TTSCapabilities",
-    ".tts:FallbackAdapter", ".tts:StreamAdapter", ".tokenize.basic:SentenceTokenizer",
+    ".tts:StreamAdapter", ".tokenize.basic:SentenceTokenizer",
     ".utils.audio:audio_frames_from_file",
 })
 
@@ -153,6 +153,8 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
     ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
+    ".stt:FallbackAdapter": ["recognize()"],
+    ".tts:FallbackAdapter": ["synthesize()"],
     ".llm:ChatChunk": ["has_response()", "delta"],
     ".llm:FunctionToolCall": ["extra"],
     ".metrics:LLMMetrics": ["label", "prompt_cached_tokens", "cache_creation_tokens",
