@@ -411,7 +411,8 @@ class Generation:
             complete = segment.audio_complete and segment.text_ended_at is not None
             starts = word_starts(segment.text, audio_duration=segment.audio_duration,
                                  complete=complete, timestamps=segment.timestamps)
-            heard = heard_text(starts, position, audio_duration=segment.audio_duration)
+            # up to the end of the last word begun: its trailing space comes with the next
+            heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
             if len(heard) > len(segment.forwarded) and heard.startswith(segment.forwarded):
                 segment.release_transcript(heard[len(segment.forwarded):], final=False,
                                            forward=self.activity.forward_transcription_nowait)

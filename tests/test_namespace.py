@@ -77,8 +77,7 @@ MISSING = frozenset({
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":AgentServer", ":JobProcess", ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
     ":RoomInputOptions", ".room_io:RoomInputOptions", ":RoomOutputOptions",
-    ".room_io:RoomOutputOptions", ":BackgroundAudioPlayer", ":AudioConfig",
-    ":BuiltinAudioClip", ":PlayHandle", ":mock_tools", ":cli", ":inference",
+    ".room_io:RoomOutputOptions", ":mock_tools", ":cli", ":inference",
     # text_transforms
     ".text_transforms:replace",
     # llm
