@@ -100,3 +100,40 @@ def test_the_instructions_follow_the_options() -> None:
     assert spelled.instructions.rstrip().endswith("Be brief.")
     assert GetEmailTask(instructions="custom").instructions == "custom"
     assert "confirm_email_address" not in GetEmailTask(require_confirmation=False).instructions
+
+
+async def test_a_spoken_conversation_asks_for_a_confirmation_by_default(
+        autojump_clock: object) -> None:
+    from agents_trio.testing import FakeTTS
+    a = start_actions()
+    a.add_llm("", tool_calls=call("update_email_address", "u1", email="ada@example.com"),
+              input=ASK)
+    parent = Parent(lambda: GetEmailTask(tts=FakeTTS()))  # the task speaks: voice rules
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(parent)
+        with trio.fail_after(30):
+            await session.run(user_input="go")
+        assert parent.results == []  # waiting for the confirmation
+        task = session.current_agent
+        assert "confirm_email_address" in {t.name for t in task.tools}
+        assert "speech transcription" in task.instructions  # the voice instructions
+
+
+def test_require_explicit_ask_hides_the_update_tool_while_greeting() -> None:
+    from agents_trio import ToolFlag
+    flags = {t.name: t.flags for t in GetEmailTask(require_explicit_ask=True).tools}
+    assert flags["update_email_address"] & ToolFlag.IGNORE_ON_ENTER
+    assert flags["decline_email_capture"] & ToolFlag.IGNORE_ON_ENTER
+    plain = {t.name: t.flags for t in GetEmailTask().tools}
+    assert not plain["update_email_address"] & ToolFlag.IGNORE_ON_ENTER
+
+
+async def test_a_typed_conversation_uses_the_text_instructions(autojump_clock: object) -> None:
+    a = start_actions()
+    a.add_llm("Your email?", input=ASK)
+    parent = Parent(lambda: GetEmailTask())
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(parent)
+        with trio.fail_after(30):
+            await session.run(user_input="go")
+        assert "The user types the address" in session.current_agent.instructions
