@@ -80,7 +80,14 @@ class AudioConfig(NamedTuple):
 
 
 class AudioSink(Protocol):
-    async def capture_frame(self, frame: rtc.AudioFrame) -> None: ...
+    """Where the mixed frames go when the player does not publish in a room."""
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        """Take one 20 ms frame (it may wait, which delays the next tick).
+
+        Cancellation: the player cancels it only when it stops; the frame may be dropped.
+        """
+        ...
 
 
 class PlayHandle:
