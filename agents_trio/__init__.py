@@ -16,14 +16,16 @@ from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusEr
 from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
 from .background_audio import AudioConfig, BackgroundAudioPlayer, BuiltinAudioClip, PlayHandle
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage, ChatRole,
-                   FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, ChatContent, ChatContext, ChatItem,
+                   ChatMessage, ChatRole, FunctionCall, FunctionCallOutput)
 from .conversation import Conversation
+from .usage import SessionUsageUpdatedEvent
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent, CloseOverrun,
                      CloseReason, ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                      PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent, STTMetrics,
-                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent, VADMetrics)
+                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
+                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent, VADMetrics)
 from .io.audio import AudioOutputStalled
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge
 from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, RoomDisconnectedError,
@@ -31,6 +33,8 @@ from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, Roo
                       TextInputStatistics)
 from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
 from .job import get_job_context, JobContext, run_job
+from .job_process import JobProcess
+from .server import AgentServer
 from .models import (ChatChunk, FlushSentinel, FunctionToolCall, LLM, ModelSettings, SpeechData,
                      SpeechEvent, SpeechEventType, STT, TTS, TurnDetector, VAD, VADEvent,
                      VADEventType)
@@ -54,22 +58,23 @@ from .tools import function_tool, FunctionTool, ToolFlag
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from . import beta, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
+from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
 
 __all__ = [
     "AudioConfig", "BackgroundAudioPlayer", "BuiltinAudioClip", "PlayHandle",
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
-    "AgentHandoffEvent", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
+    "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
     "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
-    "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "CloseEvent",
+    "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli",
+    "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
     "ConversationItemAddedEvent", "DEFAULT_API_CONNECT_OPTIONS", "EndpointingOptions", "EOUMetrics",
     "ErrorEvent", "EventAssert", "FlushSentinel", "function_tool", "FunctionCall",
     "FunctionCallEvent", "FunctionCallOutput", "FunctionCallOutputEvent", "FunctionTool",
     "FunctionToolCall", "FunctionToolsExecutedEvent", "GenerationCreatedEvent", "get_job_context",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
-    "InterruptionOptions", "JobContext", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
+    "InterruptionOptions", "JobContext", "JobProcess", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
     "MetricsCollectedEvent", "mint_token", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
     "open_bridge", "open_remote_session", "open_room", "open_room_audio_output", "open_room_io",
     "open_session_host", "PlaybackFinishedEvent", "PlaybackStartedEvent",
@@ -80,12 +85,12 @@ __all__ = [
     "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
-    "SessionReconnectedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
+    "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
     "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
     "WireError",
 ]
 
@@ -96,8 +101,12 @@ if _typing.TYPE_CHECKING:  # loaded on first use: importing agents_trio does not
 
 def __getattr__(name: str) -> object:
     """``RunAssert`` and ``EventAssert`` (LiveKit has them at the top level) come from
-    ``agents_trio.testing.expect``, imported when first asked for."""
+    ``agents_trio.testing.expect``, and ``inference`` (LiveKit's gateway models, which need
+    livekit-agents) is imported, when first asked for."""
     if name in ("RunAssert", "EventAssert"):
         from .testing import expect
         return getattr(expect, name)
+    if name == "inference":
+        import importlib
+        return importlib.import_module(".inference", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,9 +6,13 @@ async generator, the usual case, must be closed in the task that iterated it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import inspect
+import logging
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
+
+logger = logging.getLogger("agents_trio")
 
 T = TypeVar("T")
 
@@ -26,3 +30,27 @@ async def aclosing(iterator: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+async def node_output(result: object, *, text: bool = False) -> AsyncIterator[Any]:
+    """The items a pipeline node override produced, whatever form it returned them in.
+
+    As with LiveKit, a node may return an async iterable, or a coroutine resolving to one;
+    with ``text`` (the LLM node) a string too, which is one whole reply. Anything else (None
+    included) produces nothing. The iterable is closed when this generator is.
+
+    Cancellation: cancels the coroutine or the iteration; the iterable is closed.
+    """
+    if inspect.isawaitable(result):
+        result = await result
+    if text and isinstance(result, str):
+        yield result
+        return
+    if not isinstance(result, AsyncIterable):
+        if result is not None:
+            logger.warning("a node returned %r, which is not an async iterable; ignored",
+                           type(result).__name__)
+        return
+    async with aclosing(aiter(result)) as items:
+        async for item in items:
+            yield item

@@ -19,17 +19,18 @@ from livekit import rtc
 
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
-from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics)
+from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
+                     UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import ToolChoice
+from .models import LLM, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
-from .realtime import is_realtime_model
+from .realtime import RealtimeModel, is_realtime_model
 from .realtime_generation import RealtimeGeneration
 from .realtime_link import RealtimeLink
 from .options import resolve_turn_handling
@@ -37,7 +38,13 @@ from .recognition import EndOfTurnInfo
 from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
-from .tools import FunctionTool, ToolFlag, cancelled_outcome, execute_function_call
+from .instructions import InputDetails, Instructions, InputModality, render_instructions
+from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
+from .turn_limit import TurnLimitHook
+from .turn_metrics import assistant_message_metrics, llm_step_metrics
+from .usage import model_label, model_metadata
 
 logger = logging.getLogger("agents_trio")
 
@@ -85,6 +92,8 @@ class Activity:
             else session.min_consecutive_speech_delay)
         self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
         self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
+        self.stt = session.stt if isinstance(agent.stt, NotGiven) else agent.stt
+        self._turn_limit = TurnLimitHook(self, session.conversation)
         self._state = ActivityState.CREATED
         self._hooks = _HookPhase.NOT_ENTERED
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
@@ -96,6 +105,7 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
+        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -148,6 +158,7 @@ class Activity:
                         self._nursery = owner.nursery
                         self.interruption.bind(owner.nursery)
                         self._record_config()
+                        await setup_toolsets([*self.session.tools, *self.agent.tools])
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -160,6 +171,7 @@ class Activity:
                     if owner is not None:
                         with owner.cleanup_scope():
                             await self._run_on_exit()
+                            await aclose_toolsets(self.agent.tools)
                     self._state = ActivityState.CLOSED
                     self._queue.close()
         finally:
@@ -209,14 +221,20 @@ class Activity:
     @property
     def settled(self) -> bool:
         """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
-        no speech is queued or generating, and no tool of this agent runs (a tool that awaits
-        an AgentTask has handed the floor to the task's activity, which is then current)."""
+        no speech is queued or unfinished (a speech is finished once its tool rounds and tool
+        replies are: between a step that called tools and their dispatch nothing runs, but
+        the turn is not over), and no tool of this agent runs (a tool that awaits
+        an AgentTask has handed the floor to the task's activity, which is then current).
+
+        An activity a handoff was requested from (its turns are blocked), or that drains or
+        closed, is never settled: the conversation waits for the user again once the next
+        agent is current and settled."""
         # with a realtime model the server owns the turn: a new input ends the response in
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
-        return (self.enter_settled.is_set() and not self.tools_running
+        return (self.accepts_turns and self.turns.open and self.enter_settled.is_set()
+                and not self.tools_running
                 and (self.realtime is not None
-                     or not any(h.scheduled and not h.generation_done
-                                for h in self._speeches)))
+                     or not any(h.scheduled and not h.done() for h in self._speeches)))
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()
@@ -290,31 +308,36 @@ class Activity:
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
-            self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                               tools_added=[t.name for t in self.agent.tools]))
+            self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
+                                               tools_added=function_tool_names(self.agent.tools)))
+
+    def instructions_text(self, modality: InputModality = "audio") -> str:
+        """The agent's instructions rendered for a turn of ``modality``; the agent's context
+        holds the spoken (audio) rendering, as LiveKit's does."""
+        return render_instructions(self.agent.instructions, modality)
 
     def _record_config(self) -> None:
         ctx = self.agent.live_chat_ctx
-        instructions = ChatMessage(role="system", content=[self.agent.instructions],
+        instructions = ChatMessage(role="system", content=[self.instructions_text()],
                                    id=INSTRUCTIONS_ID, created_at=0.0)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is None:
             ctx.items.insert(0, instructions)
         else:
             ctx.items[idx] = instructions
-        self.commit_item(AgentConfigUpdate(instructions=self.agent.instructions,
-                                           tools_added=[t.name for t in self.agent.tools]))
+        self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
+                                           tools_added=function_tool_names(self.agent.tools)))
 
     def on_instructions_updated(self) -> None:
-        self._record_config_change(AgentConfigUpdate(instructions=self.agent.instructions))
+        self._record_config_change(AgentConfigUpdate(instructions=self.instructions_text()))
         idx = self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
             self.agent.live_chat_ctx.items[idx] = ChatMessage(
-                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0)
 
     def on_tools_updated(self, old_names: set[str]) -> None:
-        new_names = {t.name for t in self.agent.tools}
+        new_names = set(function_tool_names(self.agent.tools))
         if new_names != old_names:
             self._record_config_change(AgentConfigUpdate(
                 tools_added=sorted(new_names - old_names) or None,
@@ -323,7 +346,7 @@ class Activity:
     def on_chat_ctx_replaced(self) -> None:
         if self.agent.live_chat_ctx.index_by_id(INSTRUCTIONS_ID) is None:
             self.agent.live_chat_ctx.items.insert(0, ChatMessage(
-                role="system", content=[self.agent.instructions], id=INSTRUCTIONS_ID,
+                role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0))
 
     def _record_config_change(self, update: AgentConfigUpdate) -> None:
@@ -354,29 +377,35 @@ class Activity:
         raise RuntimeError(f"the activity of {self.agent.id!r} is {self._state.value}; "
                            "cannot schedule a new speech")
 
-    def tools(self) -> list[FunctionTool]:
-        """The session's tools, then the agent's."""
-        return [*self.session.tools, *self.agent.tools]
+    def tools(self) -> list[Any]:
+        """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
+        the function tools, then the provider tools)."""
+        return flatten_tools([*self.session.tools, *self.agent.tools])
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
+            add_to_chat_ctx: bool = True,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None) -> SpeechHandle:
         self._check_can_schedule()
-        realtime_say = self.realtime is not None and self.realtime.capabilities.supports_say
-        if self.session.output.audio is not None and self.tts is None and not realtime_say:
-            raise RuntimeError("say() needs a TTS (or a realtime model that supports say) when "
-                               "audio output is enabled")
+        realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
+                        and audio is None)
+        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+                and audio is None):
+            raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
+                               "audio=) when audio output is enabled")
         handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions), source="say")
         request = ReplyRequest(chat_ctx=ChatContext(), tools=[], say_text=text,
-                               add_to_chat_ctx=add_to_chat_ctx)
+                               say_audio=audio, add_to_chat_ctx=add_to_chat_ctx)
         self.start_speech(handle, request)
         self.schedule(handle)
         return handle
 
     def generate_reply(self, *, user_message: ChatMessage | None = None,
-                       chat_ctx: ChatContext | None = None, instructions: str | None = None,
+                       chat_ctx: ChatContext | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       schedule: bool = True) -> SpeechHandle:
+                       schedule: bool = True,
+                       input_modality: InputModality = "text") -> SpeechHandle:
         self._check_can_schedule()
         if self.llm is None:
             raise RuntimeError("generate_reply() needs an LLM")
@@ -386,7 +415,8 @@ class Activity:
         ctx = (chat_ctx if chat_ctx is not None else self.agent.live_chat_ctx).copy()
         if user_message is not None:
             ctx.insert(user_message)
-        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions))
+        handle = SpeechHandle(allow_interruptions=self._allow(allow_interruptions),
+                              input_details=InputDetails(modality=input_modality))
         if user_message is not None:
             self._pending_user_messages[handle] = user_message
         # replies asked for inside this agent's on_enter (and their tool replies, which keep
@@ -394,10 +424,15 @@ class Activity:
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
         tools = [t for t in self.tools()
-                 if not (in_on_enter and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if not (in_on_enter and isinstance(t, FunctionTool)
+                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
-                               instructions=instructions, in_on_enter=in_on_enter,
-                               sync_chat_ctx=self.realtime is not None)
+                               instructions=(None if instructions is None else
+                                             render_instructions(instructions, input_modality)),
+                               modality=input_modality, in_on_enter=in_on_enter,
+                               sync_chat_ctx=self.realtime is not None,
+                               user_metrics=None if user_message is None
+                               else user_message.metrics)
         self.start_speech(handle, request)
         if schedule:
             self.schedule(handle)
@@ -471,7 +506,8 @@ class Activity:
         """
         step = StepState(handle.step_message_id)
         realtime = self.realtime is not None and (
-            request.say_text is None or self.realtime.capabilities.supports_say)
+            request.say_text is None or (self.realtime.capabilities.supports_say
+                                         and request.say_audio is None))
         generation_type = RealtimeGeneration if realtime else Generation
         try:
             async with trio.open_nursery() as tool_nursery:
@@ -502,6 +538,9 @@ class Activity:
             msg = ChatMessage(role="assistant", content=[text],
                               interrupted=handle.interrupted or cut_short,
                               id=step.message_id,
+                              metrics=assistant_message_metrics(
+                                  step, request, llm=self.llm, tts=self.tts,
+                                  now=trio.current_time()),
                               created_at=(trio.current_time() if step.authorized_at is None
                                           else step.authorized_at))
             self.commit_item(msg, handle)
@@ -529,10 +568,14 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, tools)
+        by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        # judged now, in the order the LLM made the calls (on_duplicate)
+        admission = self.tool_calls.admit(by_name.get(call.name), call,
+                                          interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: list[FunctionTool]) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission) -> None:
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -540,12 +583,13 @@ class Activity:
         token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
         try:
-            step.outcomes[call.call_id] = await execute_function_call(
-                call, {t.name: t for t in tools},
+            step.outcomes[call.call_id] = await execute_admitted(
+                call, tools, admission,
                 make_context=lambda c: RunContext(session=self.session,
                                                   speech_handle=handle, function_call=c),
                 is_agent=_is_agent)
         finally:
+            admission.release()
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
                     call, closing=self.session.closing)
@@ -566,7 +610,6 @@ class Activity:
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []
         agents: list[Agent] = []
-        reply_required = False
         for call, outcome in zip(step.calls, outcomes):
             if outcome is None:
                 outputs.append(None)
@@ -579,11 +622,11 @@ class Activity:
                                                 created_at=output.created_at)
                 else:
                     agents.append(outcome.agent)
-            reply_required = reply_required or outcome.reply_required
+            if interrupted:  # an interrupted turn answers no tool output
+                output.reply_required = False
             outputs.append(output)
         ev = FunctionToolsExecutedEvent(function_calls=list(step.calls),
                                         function_call_outputs=outputs,
-                                        has_tool_reply=reply_required and not interrupted,
                                         has_agent_handoff=len(agents) == 1)
         self.session.conversation.emit("function_tools_executed", ev)
         for call, call_output in zip(step.calls, outputs):
@@ -629,20 +672,23 @@ class Activity:
         ctx.merge(ChatContext(produced), exclude_function_calls=False)
         idx = ctx.index_by_id(INSTRUCTIONS_ID)
         if idx is not None:
-            ctx.items[idx] = ChatMessage(role="system", content=[self.agent.instructions],
+            ctx.items[idx] = ChatMessage(role="system",
+                                         content=[self.instructions_text(request.modality)],
                                          id=INSTRUCTIONS_ID, created_at=0.0)
         return ctx
 
     # -- metrics helpers used by Generation ---------------------------------------------------
-    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float) -> LLMMetrics:
-        return LLMMetrics(speech_id=handle.id, ttft=ttft, duration=duration,
-                          cancelled=handle.interrupted)
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float,
+                    usage: CompletionUsage | None = None, request_id: str = "") -> LLMMetrics:
+        return llm_step_metrics(self.llm, handle, ttft=ttft, duration=duration, usage=usage,
+                                request_id=request_id)
 
     def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
                     audio_duration: float, characters: int) -> TTSMetrics:
         return TTSMetrics(speech_id=handle.id, ttfb=ttfb, duration=duration,
                           audio_duration=audio_duration, characters_count=characters,
-                          cancelled=handle.interrupted)
+                          cancelled=handle.interrupted, label=model_label(self.tts),
+                          metadata=model_metadata(self.tts))
 
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None:
@@ -664,6 +710,29 @@ class Activity:
         """Decide a completed user turn (called by the session's recognition)."""
         return self.turns.on_end_of_turn(info)
 
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None:
+        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
+        not swapped in or out (its session belongs to the activity)."""
+        if not isinstance(llm, NotGiven):
+            if is_realtime_model(llm) or is_realtime_model(self.llm):
+                raise RuntimeError("a realtime model cannot be swapped in or out of a running "
+                                   "agent; use session.update_agent() with a new agent")
+            self.llm = llm
+        if not isinstance(tts, NotGiven):
+            self.tts = tts
+
+    async def wait_turns_handled(self) -> None:
+        """Wait until the user turns this agent accepted are handled.
+
+        Cancellation: a checkpoint only.
+        """
+        await self.turns.wait_handled()
+
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """The user talked past ``user_turn_limit``: the agent's hook runs once idle."""
+        self._turn_limit.report(ev, self._nursery)
+
     # -- routed from recognition ---------------------------------------------------------
     def on_final_transcript(self, transcript: str) -> None:
         self.interruption.on_final_transcript()
@@ -678,7 +747,7 @@ class Activity:
         return self.session.running_tools.owned_by(self)
 
     def tool_names(self) -> list[str]:
-        return [t.name for t in self.tools()]
+        return [t.name for t in self.tools() if isinstance(t, FunctionTool)]
 
     def interrupt_background_speeches(self) -> None:
         """Interrupt the speeches waiting for their tools (a new user turn is answered)."""

@@ -12,13 +12,16 @@ import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
-from .events import CloseReason
+from .events import CloseReason, UserTurnExceededEvent
+from .instructions import InputModality, Instructions
 from .realtime import RealtimeModel
+from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, find_function_tools
+from .toolsets import flatten_tools, function_tool_names
 
 class NotGiven:
     """An agent model that was not given: the session's is used (None disables it)."""
@@ -71,10 +74,12 @@ class SessionView(Protocol):
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle: ...
 
-    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+    def generate_reply(self, *, user_input: str | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       chat_ctx: ChatContext | None = None) -> SpeechHandle: ...
+                       chat_ctx: ChatContext | None = None,
+                       input_modality: InputModality = "text") -> SpeechHandle: ...
 
     def interrupt(self, *, force: bool = False) -> Awaitable[None]: ...
 
@@ -105,6 +110,9 @@ class AgentActivity(Protocol):
 
     def on_chat_ctx_replaced(self) -> None: ...
 
+    def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
+                          tts: TTS | None | NotGiven) -> None: ...
+
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
     def start_soon(self, async_fn: Callable[[], Awaitable[object]]) -> None:
@@ -132,6 +140,12 @@ async def _stt_events(stt: STT, audio: AsyncIterable[rtc.AudioFrame]
         nursery.cancel_scope.cancel()
 
 
+#: what ``Agent.on_user_turn_exceeded`` tells the LLM by default
+CUT_IN_INSTRUCTIONS = ("The user has talked for a long time without leaving room for a reply. "
+                       "Cut in politely with a brief reply or remark; keep it short, as the "
+                       "user cannot interrupt it.")
+
+
 class Agent:
     """An agent: what the LLM is told, which tools it has, and how it reacts.
 
@@ -141,40 +155,53 @@ class Agent:
         chat_ctx: The conversation the agent starts with.
         tools: Extra tools; ``@function_tool`` methods of the class are always included.
         stt, llm, tts: Per-agent models; omitted means the session's, None disables. The
-            agent's ``stt`` is used by its default ``stt_node``.
+            agent's ``stt`` is used by its default ``stt_node``. Taken as ``AgentSession``
+            takes them: Trio models, LiveKit plugin objects (adapted here) or LiveKit
+            inference model strings (see ``agents_trio.model_resolution``).
         vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
 
     Raises:
-        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
-            type or out of range, an unknown ``turn_detection``) or a negative delay.
+        ValueError, TypeError: a model that is none of those (the error names the
+            parameter), a bad ``turn_handling`` (an unknown key, a value of the wrong type or
+            out of range, an unknown ``turn_detection``) or a negative delay.
         ValueError: ``vad`` was given.
     """
 
-    def __init__(self, *, instructions: str, id: str | None = None,
-                 chat_ctx: ChatContext | None = None, tools: list[FunctionTool] | None = None,
-                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
-                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
-                 tts: TTS | None | NotGiven = NOT_GIVEN,
+    def __init__(self, *, instructions: str | Instructions, id: str | None = None,
+                 chat_ctx: ChatContext | None = None, tools: list[Any] | None = None,
+                 stt: STT | str | None | NotGiven = NOT_GIVEN,
+                 vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:
-        check_turn_handling(turn_handling)
-        check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
-                           allow_none=True)
         if not isinstance(vad, NotGiven):
             # LiveKit runs the agent's own VAD; here one recognition serves the whole session
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
+        models = resolve_models("Agent", stt=stt, vad=None, llm=llm, tts=tts,
+                                turn_handling=turn_handling, unset=NOT_GIVEN)
+        turn_handling = models.turn_handling
+        check_turn_handling(turn_handling)
+        check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
+                           allow_none=True)
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id
+        _check_instructions(instructions)
         self._instructions = instructions
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
-        self._tools: list[FunctionTool] = list(tools or []) + find_function_tools(self)
-        self._stt, self._vad, self._llm, self._tts = stt, vad, llm, tts
+        # function tools, provider tools and toolsets, as given (flattened for the LLM)
+        self._tools: list[Any] = list(tools or []) + find_function_tools(self)
+        flatten_tools(self._tools)  # bad tools and duplicate names fail here
+        self._stt: STT | None | NotGiven = models.stt
+        self._llm: LLM | RealtimeModel | None | NotGiven = models.llm
+        self._tts: TTS | None | NotGiven = models.tts
+        self._vad: VAD | None | NotGiven = vad
         self._turn_handling = dict(turn_handling or {})
         if allow_interruptions is not None:
             interruption = dict(self._turn_handling.get("interruption", {}))
@@ -193,11 +220,12 @@ class Agent:
         return type(self).__name__
 
     @property
-    def instructions(self) -> str:
+    def instructions(self) -> str | Instructions:
+        """As given: a string, or :class:`Instructions` rendered per turn modality."""
         return self._instructions
 
     @property
-    def tools(self) -> list[FunctionTool]:
+    def tools(self) -> list[Any]:
         return list(self._tools)
 
     @property
@@ -232,21 +260,23 @@ class Agent:
         return self._turn_handling
 
     # -- updates ------------------------------------------------------------------------------
-    async def update_instructions(self, instructions: str) -> None:
+    async def update_instructions(self, instructions: str | Instructions) -> None:
         """Replace the instructions (recorded as an ``AgentConfigUpdate`` when running).
 
         Cancellation: not a checkpoint; the update happens at once.
         """
+        _check_instructions(instructions)
         self._instructions = instructions
         if self._activity is not None:
             self._activity.on_instructions_updated()
 
-    async def update_tools(self, tools: list[FunctionTool]) -> None:
+    async def update_tools(self, tools: list[Any]) -> None:
         """Replace the tools (recorded as an ``AgentConfigUpdate`` when the set changed).
 
         Cancellation: not a checkpoint; the update happens at once.
         """
-        old = {t.name for t in self._tools}
+        flatten_tools(tools)
+        old = set(function_tool_names(self._tools))
         self._tools = list(tools)
         if self._activity is not None:
             self._activity.on_tools_updated(old)
@@ -256,7 +286,7 @@ class Agent:
 
         Cancellation: not a checkpoint; the update happens at once.
         """
-        names = {t.name for t in self._tools}
+        names = set(function_tool_names(self._tools))
         items = [i for i in chat_ctx.items
                  if i.type not in ("function_call", "function_call_output")
                  or getattr(i, "name", None) in names]
@@ -287,6 +317,39 @@ class Agent:
         Cancellation: the turn waits for it; closing the session cancels it, and the turn is
         then not answered.
         """
+
+    def update_options(self, *, stt: STT | None | NotGiven = NOT_GIVEN,
+                       vad: VAD | None | NotGiven = NOT_GIVEN,
+                       llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
+                       tts: TTS | None | NotGiven = NOT_GIVEN) -> None:
+        """Swap the agent's STT, LLM or TTS (None disables one, as at construction); only
+        the ones given change. A running agent's next reply uses the new LLM and TTS (the
+        STT is the default ``stt_node``'s). Raises ValueError for a ``vad`` (per-agent VADs
+        are not supported here) and RuntimeError for swapping a realtime model in or out of
+        a running agent (hand off to a new agent instead)."""
+        if not isinstance(vad, NotGiven):
+            raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
+                             "VAD serves every agent (give it to AgentSession)")
+        if self._activity is not None:
+            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+        if not isinstance(stt, NotGiven):
+            self._stt = stt
+        if not isinstance(llm, NotGiven):
+            self._llm = llm
+        if not isinstance(tts, NotGiven):
+            self._tts = tts
+
+    async def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        """Called when the user talked past ``turn_handling["user_turn_limit"]`` without
+        the agent answering. By default, cuts in: a short, uninterruptible reply to the open
+        turn's transcript, without tools (the earlier turns are in the context already).
+
+        Cancellation: the agent's activity ending cancels it; a newer report never does.
+        """
+        await self.session.generate_reply(
+            user_input=ev.transcript,
+            instructions=CUT_IN_INSTRUCTIONS,
+            allow_interruptions=False, tool_choice="none")
 
     # -- nodes --------------------------------------------------------------------------------
     async def llm_node(self, chat_ctx: ChatContext, tools: list[FunctionTool],
@@ -348,6 +411,50 @@ class Agent:
         async for chunk in text:
             yield chunk
 
+    async def realtime_audio_output_node(self, audio: AsyncIterable[rtc.AudioFrame],
+                                         model_settings: ModelSettings
+                                         ) -> AsyncIterator[rtc.AudioFrame]:
+        """Transform a realtime model's audio before it is played (passthrough by default).
+
+        Cancellation: interrupting the speech cancels the iteration; the node is closed in
+        the task that iterated it.
+        """
+        self._require_activity()
+        async for frame in audio:
+            yield frame
+
+    class default:  # lower case: LiveKit's name
+        """The default nodes as functions of the agent (LiveKit's ``Agent.default``): an
+        override can wrap them, e.g. ``Agent.default.llm_node(self, chat_ctx, tools,
+        model_settings)``, whatever a base class between overrides."""
+
+        @staticmethod
+        def stt_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                     model_settings: ModelSettings) -> AsyncIterator[SpeechEvent]:
+            return Agent.stt_node(agent, audio, model_settings)
+
+        @staticmethod
+        def llm_node(agent: Agent, chat_ctx: ChatContext, tools: list[FunctionTool],
+                     model_settings: ModelSettings
+                     ) -> AsyncIterator[ChatChunk | str | FlushSentinel]:
+            return Agent.llm_node(agent, chat_ctx, tools, model_settings)
+
+        @staticmethod
+        def tts_node(agent: Agent, text: AsyncIterable[str], model_settings: ModelSettings
+                     ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.tts_node(agent, text, model_settings)
+
+        @staticmethod
+        def transcription_node(agent: Agent, text: AsyncIterable[str],
+                               model_settings: ModelSettings) -> AsyncIterator[str]:
+            return Agent.transcription_node(agent, text, model_settings)
+
+        @staticmethod
+        def realtime_audio_output_node(agent: Agent, audio: AsyncIterable[rtc.AudioFrame],
+                                       model_settings: ModelSettings
+                                       ) -> AsyncIterator[rtc.AudioFrame]:
+            return Agent.realtime_audio_output_node(agent, audio, model_settings)
+
     @contextmanager
     def running_in(self, activity: AgentActivity) -> Iterator[None]:
         """The agent runs in ``activity`` for the duration of the block (used by the
@@ -380,3 +487,9 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self._id!r})"
+
+
+def _check_instructions(instructions: object) -> None:
+    if not isinstance(instructions, (str, Instructions)):
+        raise TypeError("instructions must be a string or agents_trio.llm.Instructions, got "
+                        f"{type(instructions).__name__}")

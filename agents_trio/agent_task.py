@@ -54,9 +54,10 @@ class AgentTask(Agent, Generic[T]):
     def __init__(self, *, instructions: str, preserve_function_call_history: bool = False,
                  id: str | None = None, chat_ctx: ChatContext | None = None,
                  tools: list[FunctionTool] | None = None,
-                 stt: STT | None | NotGiven = NOT_GIVEN, vad: VAD | None | NotGiven = NOT_GIVEN,
-                 llm: LLM | RealtimeModel | None | NotGiven = NOT_GIVEN,
-                 tts: TTS | None | NotGiven = NOT_GIVEN,
+                 stt: STT | str | None | NotGiven = NOT_GIVEN,
+                 vad: VAD | None | NotGiven = NOT_GIVEN,
+                 llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
+                 tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None) -> None:

@@ -21,6 +21,7 @@ from typing import Protocol
 import trio
 
 from ._errors import APIError
+from ._iterators import aclosing, node_output
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserState, UserStateChangedEvent)
@@ -119,6 +120,7 @@ class Conversation:
             self._on_agent_speaking()
         self.emit("agent_state_changed", AgentStateChangedEvent(old_state=old, new_state=state))
         self._on_state_changed()
+        self.progressed()  # waiters on the agent's state look again
 
     def refresh(self) -> None:
         """A fact the state listeners read changed (a tool started or ended)."""
@@ -280,8 +282,10 @@ class Conversation:
                                parts: trio.MemoryReceiveChannel[str],
                                delivered: trio.Event) -> None:
         try:
-            async for chunk in transform(_received(parts), ModelSettings()):
-                await sink.capture_text(chunk)
+            async with aclosing(node_output(
+                    transform(_received(parts), ModelSettings()))) as chunks:
+                async for chunk in chunks:
+                    await sink.capture_text(chunk)
             sink.flush()
         except Exception as e:  # a failing node or output loses this segment only
             logger.exception("forwarding the agent's transcription failed")

@@ -61,6 +61,28 @@ class UserInputTranscribedEvent(_Event):
     type: Literal["user_input_transcribed"] = "user_input_transcribed"
 
 
+class UserTranscriptionTimeoutEvent(_Event):
+    """Speech the VAD heard got no transcript within ``transcription_timeout`` of its end
+    (the STT failed, or did not hear it): ``speech_duration`` is the turn's untranscribed
+    speech, ``vad_speech_started_at`` when it began."""
+
+    speech_duration: float
+    vad_speech_started_at: float
+    type: Literal["user_transcription_timeout"] = "user_transcription_timeout"
+
+
+class UserTurnExceededEvent(_Event):
+    """The user spoke past ``turn_handling["user_turn_limit"]`` without the agent answering
+    (handed to ``Agent.on_user_turn_exceeded``): ``transcript`` is the open turn's,
+    ``accumulated_*`` count since the agent last spoke, ``duration`` since the user began."""
+
+    transcript: str
+    accumulated_transcript: str
+    accumulated_word_count: int
+    duration: float
+    type: Literal["user_turn_exceeded"] = "user_turn_exceeded"
+
+
 class ConversationItemAddedEvent(_Event):
     item: Union[ChatMessage, AgentHandoff]
     type: Literal["conversation_item_added"] = "conversation_item_added"
@@ -71,23 +93,38 @@ class FunctionToolsExecutedEvent(_Event):
 
     function_calls: list[FunctionCall]
     function_call_outputs: list[FunctionCallOutput | None]
-    has_tool_reply: bool = False
     has_agent_handoff: bool = False
     type: Literal["function_tools_executed"] = "function_tools_executed"
 
     def zipped(self) -> list[tuple[FunctionCall, FunctionCallOutput | None]]:
         return list(zip(self.function_calls, self.function_call_outputs))
 
+    @property
+    def has_tool_reply(self) -> bool:
+        """The LLM answers the outputs: one of them requires a reply."""
+        return any(o.reply_required for o in self.function_call_outputs if o is not None)
+
     def cancel_tool_reply(self) -> None:
-        self.has_tool_reply = False
+        """No reply to this step: every output stops requiring one."""
+        for output in self.function_call_outputs:
+            if output is not None:
+                output.reply_required = False
 
     def cancel_agent_handoff(self) -> None:
         self.has_agent_handoff = False
 
 
+class Metadata(msgspec.Struct, kw_only=True):
+    """Which model produced a metrics record (LiveKit's ``metrics.base.Metadata``)."""
+
+    model_name: str | None = None
+    model_provider: str | None = None
+
+
 class _Metrics(msgspec.Struct, kw_only=True):
     timestamp: float = msgspec.field(default_factory=now)
     speech_id: str | None = None
+    metadata: Metadata | None = None
 
 
 class EOUMetrics(_Metrics):
@@ -98,31 +135,59 @@ class EOUMetrics(_Metrics):
 
 
 class LLMMetrics(_Metrics):
+    label: str = ""
     request_id: str = ""
     ttft: float = 0.0
     duration: float = 0.0
     completion_tokens: int = 0
     prompt_tokens: int = 0
+    prompt_cached_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0  # part of completion_tokens, not in addition to them
+    total_tokens: int = 0
+    tokens_per_second: float = 0.0
     cancelled: bool = False
     type: Literal["llm_metrics"] = "llm_metrics"
 
 
 class TTSMetrics(_Metrics):
+    label: str = ""
+    request_id: str = ""
+    segment_id: str | None = None
     ttfb: float = 0.0
     duration: float = 0.0
     audio_duration: float = 0.0
     characters_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    streamed: bool = False
+    acquire_time: float = 0.0
+    connection_reused: bool = False
     cancelled: bool = False
     type: Literal["tts_metrics"] = "tts_metrics"
 
 
 class STTMetrics(_Metrics):
+    label: str = ""
+    request_id: str = ""
     duration: float = 0.0
     audio_duration: float = 0.0
+    streamed: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int | None = None  # None: input_tokens + output_tokens, as LiveKit
+    input_audio_tokens: int = 0
+    acquire_time: float = 0.0
+    connection_reused: bool = False
     type: Literal["stt_metrics"] = "stt_metrics"
+
+    def __post_init__(self) -> None:
+        if self.total_tokens is None:
+            self.total_tokens = self.input_tokens + self.output_tokens
 
 
 class VADMetrics(_Metrics):
+    label: str = ""
     idle_time: float = 0.0
     inference_count: int = 0
     inference_duration_total: float = 0.0

@@ -7,6 +7,7 @@ outside that scope: interrupting a speech never cancels its running tools.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
@@ -17,17 +18,21 @@ import trio
 from livekit import rtc
 
 from .text_transforms import TextTransform, apply, played_prefix
-from ._iterators import aclosing
+from ._iterators import aclosing, node_output
 from ._ids import short_id
-from .chat import ChatContext, ChatItem, ChatMessage, FunctionCall
+from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
+from .instructions import InputModality, Instructions, render_instructions
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
-from .events import LLMMetrics, TTSMetrics
+from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
-from .models import ChatChunk, FlushSentinel, FunctionToolCall, ModelSettings, ToolChoice
+from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall, ModelSettings,
+                     ToolChoice)
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
+
+logger = logging.getLogger("agents_trio")
 
 
 class Segment:
@@ -73,6 +78,8 @@ class StepState:
         self.played_text = ""
         self.authorized_at: float | None = None
         self.started_speaking_at: float | None = None
+        self.llm_ttft: float | None = None  # the llm_node's first text, from its start
+        self.tts_ttfb: float | None = None  # the tts_node's first audio of the first segment
         self.message_id = message_id
         self.pending_metrics: list[Any] = []
         self.error: BaseException | None = None
@@ -89,11 +96,17 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     tools: list[FunctionTool]
     tool_choice: ToolChoice | None = None
     instructions: str | None = None
+    modality: InputModality = "audio"  # of the input the reply answers
     in_on_enter: bool = False
     say_text: str | AsyncIterable[str] | None = None
+    #: a ``say``'s own audio, played instead of synthesizing its text
+    say_audio: AsyncIterable[rtc.AudioFrame] | None = None
     add_to_chat_ctx: bool = True
     generation: Any = None  # a realtime response the server started
     sync_chat_ctx: bool = False  # realtime: push the agent's context before generating
+    #: the metrics of the user message this reply answers (its e2e latency is counted from
+    #: the user's end of speech)
+    user_metrics: dict[str, Any] | None = None
 
 
 def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
@@ -101,7 +114,8 @@ def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
         return chunk, []
     if isinstance(chunk, ChatChunk):
         return chunk.content, list(chunk.tool_calls)
-    raise TypeError(f"llm_node yielded an unsupported value: {chunk!r}")
+    logger.warning("llm_node yielded an unexpected %s; skipped", type(chunk).__name__)
+    return None, []
 
 
 _BURST = 64
@@ -146,6 +160,20 @@ async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
             yield chunk
 
 
+def with_instructions_for(chat_ctx: ChatContext, instructions: Instructions,
+                          modality: InputModality) -> ChatContext:
+    """A copy of ``chat_ctx`` whose instructions message is ``instructions`` rendered for
+    ``modality`` (``chat_ctx`` itself when it has no instructions message)."""
+    idx = chat_ctx.index_by_id(INSTRUCTIONS_ID)
+    if idx is None:
+        return chat_ctx
+    ctx = chat_ctx.copy()
+    ctx.items[idx] = ChatMessage(role="system",
+                                 content=[render_instructions(instructions, modality)],
+                                 id=INSTRUCTIONS_ID, created_at=ctx.items[idx].created_at)
+    return ctx
+
+
 class GenerationHost(ActivityBasics, Protocol):
     """What a generation step needs from the activity it runs for."""
 
@@ -161,8 +189,8 @@ class GenerationHost(ActivityBasics, Protocol):
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None: ...
 
-    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float
-                    ) -> LLMMetrics: ...
+    def llm_metrics(self, handle: SpeechHandle, *, ttft: float, duration: float,
+                    usage: CompletionUsage | None, request_id: str) -> LLMMetrics: ...
 
     def tts_metrics(self, handle: SpeechHandle, *, ttfb: float, duration: float,
                     audio_duration: float, characters: int) -> TTSMetrics: ...
@@ -196,7 +224,8 @@ class Generation:
         activity, handle = self.activity, self.handle
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
-        audio = activity.audio_output_enabled
+        audio = activity.audio_output_enabled or (
+            self.request.say_audio is not None and activity.session.output.audio is not None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
@@ -221,11 +250,17 @@ class Generation:
                    calls_send: trio.MemorySendChannel[FunctionToolCall]) -> None:
         activity = self.activity
         chat_ctx = self.request.chat_ctx
+        if isinstance(activity.agent.instructions, Instructions):
+            # the context holds the spoken rendering; a typed turn gets the text one
+            chat_ctx = with_instructions_for(chat_ctx, activity.agent.instructions,
+                                             self.request.modality)
         if self.request.instructions:
             chat_ctx = chat_ctx.copy()
             chat_ctx.add_message(role="system", content=self.request.instructions)
         started = trio.current_time()
         ttft: float | None = None
+        usage: CompletionUsage | None = None
+        request_id = ""
         segment = Segment()
         async with segs_send, calls_send:
             segs_send.send_nowait(segment)
@@ -239,6 +274,9 @@ class Generation:
                             segs_send.send_nowait(segment)
                             continue
                         text, calls = _chunk_parts(chunk)
+                        if isinstance(chunk, ChatChunk):
+                            request_id = chunk.id or request_id
+                            usage = chunk.usage or usage
                         if text:
                             if ttft is None:
                                 ttft = trio.current_time() - started
@@ -252,14 +290,17 @@ class Generation:
             finally:
                 self._end_segment(segment)
         if self.request.say_text is None:
+            self.step.llm_ttft = ttft
             self.step.pending_metrics.append(activity.llm_metrics(
-                self.handle, ttft=ttft or 0.0, duration=trio.current_time() - started))
+                self.handle, ttft=ttft or 0.0, duration=trio.current_time() - started,
+                usage=usage, request_id=request_id))
             self._flush_metrics()
 
     def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
-        """The LLM node, or the fixed text of a ``say``."""
+        """The LLM node's output (see ``node_output``), or the fixed text of a ``say``."""
         if self.request.say_text is None:
-            return self.activity.agent.llm_node(chat_ctx, self.request.tools, self.settings)
+            return node_output(self.activity.agent.llm_node(
+                chat_ctx, self.request.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
     @staticmethod
@@ -280,22 +321,28 @@ class Generation:
                    played_send: trio.MemorySendChannel[Segment]) -> None:
         activity = self.activity
         transforms = activity.session.tts_text_transforms
+        given_audio = self.request.say_audio  # played for the first segment, not synthesized
         async with played_send:
             async for segment in segs_recv:
                 frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
                 played_send.send_nowait(segment)
-                text = self._transformed(segment.text_recv, transforms)
+                synthesized = given_audio is None
+                source = (activity.agent.tts_node(
+                              self._transformed(segment.text_recv, transforms), self.settings)
+                          if given_audio is None else aiter(given_audio))
+                given_audio = None
                 started = trio.current_time()
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            _note_timestamps(segment,
-                                             activity.agent.tts_node(text, self.settings)),
+                            _note_timestamps(segment, node_output(source)),
                             output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
-                            if ttfb is None:
+                            if ttfb is None and synthesized:
                                 anchor = segment.text_ended_at or started
                                 ttfb = max(trio.current_time() - anchor, 0.0)
+                                if self.step.tts_ttfb is None:
+                                    self.step.tts_ttfb = ttfb
                             segment.audio_duration += frame.duration
                             frames_send.send_nowait(frame)
                 except Exception as e:
@@ -303,7 +350,7 @@ class Generation:
                     activity.report_model_error(self.handle, e, source=activity.tts)
                     return
                 segment.audio_complete = True
-                if segment.text:
+                if segment.text and synthesized:
                     self.step.pending_metrics.append(activity.tts_metrics(
                         self.handle, ttfb=ttfb or 0.0, duration=trio.current_time() - started,
                         audio_duration=segment.audio_duration,
@@ -323,6 +370,20 @@ class Generation:
                           pace_send: trio.MemorySendChannel[Segment]) -> None:
         output = self.activity.session.output.audio
         assert output is not None  # played only with an audio output
+        output.on("playback_started", self._on_playback_started)
+        try:
+            await self._play_segments(output, played_recv, pace_send)
+        finally:
+            output.off("playback_started", self._on_playback_started)
+
+    def _on_playback_started(self, ev: PlaybackStartedEvent) -> None:
+        # the output started playing this step's audio: the agent started speaking then
+        if self.step.started_speaking_at is None:
+            self.step.started_speaking_at = ev.created_at
+
+    async def _play_segments(self, output: AudioOutput,
+                             played_recv: trio.MemoryReceiveChannel[Segment],
+                             pace_send: trio.MemorySendChannel[Segment]) -> None:
         timeout = self.activity.session.audio_write_timeout
         async with pace_send:
             async for segment in played_recv:

@@ -1,10 +1,13 @@
 """Running an agent in a LiveKit room: the job context an entrypoint receives, and the runner.
 
-An entrypoint is a Trio async function taking a :class:`JobContext`::
+An entrypoint is a Trio async function taking a :class:`JobContext`, written as in LiveKit::
 
     async def entrypoint(ctx: JobContext) -> None:
-        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()), ...)
-        await ctx.run_session(session, Assistant())
+        session = AgentSession(stt=deepgram.STT(), llm=openai.LLM(), ...)  # adapted there
+        await session.start(Assistant(), room=ctx.room)   # the job owns the session
+
+or, the session's lifetime spelled out, ``await ctx.run_session(session, Assistant())``
+(returns when the session closed).
 
 :func:`run_job` opens the asyncio bridge, connects to the room, calls the entrypoint and
 disconnects when it returns. ``python -m agents_trio connect`` runs it from the command line;
@@ -36,18 +39,21 @@ import trio
 from livekit import rtc
 
 from .io.bridge import AsyncioBridge, open_bridge
+from .io.plugin_http import PluginHttpSession
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
-from .events import CloseReason
+from .events import CloseEvent, CloseReason
+from .job_process import JobProcess, ShutdownCallback, ShutdownCallbacks
 from .nurseries import open_unwrapping_nursery
+from .session import SessionState, owning_sessions
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .session import AgentSession
 
-__all__ = ["JobContext", "get_current_job_context", "get_job_context", "load_entrypoint",
-           "open_plugin_http_context", "run_job"]
+__all__ = ["JobContext", "JobProcess", "get_current_job_context", "get_job_context",
+           "load_entrypoint", "open_plugin_http_context", "run_job"]
 
 logger = logging.getLogger("agents_trio.job")
 
@@ -57,27 +63,102 @@ RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
 
 
 class JobContext:
-    """What an entrypoint gets: the bridge, the connected room, and a way to run a session.
+    """What an entrypoint gets: the bridge, the connected room, its process, and the sessions
+    it starts.
+
+    A session started the LiveKit way, ``await session.start(agent, room=ctx.room)`` without
+    ``async with``, is owned by the job: it runs in the job's nursery, linked to the room,
+    until it closes or the job shuts down. The entrypoint may return meanwhile; the job ends
+    once the entrypoint returned and every session it owns closed. Then the room disconnects
+    and the shutdown callbacks run.
 
     Attributes:
         bridge: The asyncio bridge the room and the plugins run on.
         room: The connected ``rtc.Room``.
+        proc: The process (``proc.userdata`` holds what the server's prewarm loaded).
         job_id: The dispatched job's id (``None`` when run by ``connect``).
+        on_session_end: Awaited with this context once the entrypoint returned and its
+            sessions closed, before the shutdown callbacks (LiveKit's ``on_session_end``).
     """
 
     def __init__(self, bridge: AsyncioBridge, room: rtc.Room, *, job_id: str | None = None,
-                 shutdown_grace: float = 10.0) -> None:
+                 shutdown_grace: float = 10.0, proc: JobProcess | None = None) -> None:
         self.bridge = bridge
         self.room = room
+        self.proc = proc if proc is not None else JobProcess()
         self.job_id = job_id
         self.shutdown_grace = shutdown_grace
         self.shutdown_reason: CloseReason | None = None
+        self.on_session_end: Callable[[JobContext], Awaitable[object]] | None = None
         self._sessions: list[AgentSession] = []
+        self._last_close_reason: str | None = None
+        self._shutdown_text: str | None = None
+        self._shutdown_callbacks = ShutdownCallbacks()
+        # the sessions started without `async with` (open while the entrypoint runs)
+        self._owned: trio.Nursery | None = None
         # the entrypoint's scope: shielded from the job's caller, whose cancellation becomes
         # a shutdown; its own deadline (set by shutdown) still ends it
         self._scope = trio.CancelScope(shield=True)
         self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
+
+    def add_shutdown_callback(self, callback: ShutdownCallback) -> None:
+        """Call ``callback`` when the job ends: after the entrypoint returned and its sessions
+        closed, once the room disconnected. A callback taking one argument gets the reason
+        (``job_shutdown`` or the reason given to :meth:`shutdown`; when nothing shut the job
+        down, the close reason of its last session, or ``"entrypoint returned"``). Sync or
+        async; all run at once, within ``shutdown_grace``; a failing one is logged.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
+        """
+        self._shutdown_callbacks.add(callback)
+
+    async def connect(self, *, encryption: object = None, auto_subscribe: str = "subscribe_all",
+                      rtc_config: object = None, single_peer_connection: bool | None = None,
+                      e2ee: object = None) -> None:
+        """LiveKit's ``ctx.connect()``: here the room is connected before the entrypoint runs,
+        so this returns at once (any number of times, before or after ``session.start``).
+
+        Raises:
+            ValueError: Options the connection already made cannot honour
+                (``encryption``/``e2ee``, or ``auto_subscribe`` other than
+                ``"subscribe_all"``).
+            RoomDisconnectedError: The room is gone.
+
+        Cancellation: a checkpoint only; nothing to undo.
+        """
+        if encryption is not None or e2ee is not None:
+            raise ValueError("end-to-end encryption is not supported: the job's room is "
+                             "connected without it")
+        if str(getattr(auto_subscribe, "value", auto_subscribe)) != "subscribe_all":
+            raise ValueError(f"auto_subscribe={auto_subscribe!r} is not supported: the job's "
+                             f"room subscribes to every track")
+        await trio.lowlevel.checkpoint()
+        if self._room_gone.is_set():
+            raise RoomDisconnectedError("the room disconnected")
+
+    async def start_session(self, session: AgentSession, agent: Agent, *,
+                            room: rtc.Room | None = None,
+                            room_options: RoomOptions | None = None) -> None:
+        """Run ``session`` with ``agent`` in the job, linked to ``room`` if given; return once
+        it started (what ``session.start(agent, room=...)`` does in a job).
+
+        A session not yet entered is entered and owned by the job: it runs until it closes or
+        the job shuts down, and the job waits for it. A session inside ``async with`` stays
+        owned by its block; the job only keeps the room linked until it closes. When the job
+        is already shutting down the session is not started.
+
+        Raises:
+            RuntimeError: The entrypoint is not running (the job has ended or not begun).
+
+        A room gone while linking does not raise: it shuts the job down.
+
+        Cancellation: cancelling it before the session started closes the session.
+        """
+        if self._owned is None:
+            raise RuntimeError("this job's entrypoint is not running: it cannot own a session")
+        await self._owned.start(self._run_linked, session, agent, room, room_options)
 
     async def run_session(self, session: AgentSession, agent: Agent, *,
                           room_options: RoomOptions | None = None) -> str | None:
@@ -93,40 +174,79 @@ class JobContext:
             Cancelling the caller closes the session (its ``on_exit`` hooks run) and unlinks
             the room.
         """
+        return await self._run_linked(session, agent, self.room, room_options)
+
+    async def _run_linked(self, session: AgentSession, agent: Agent, room: rtc.Room | None,
+                          room_options: RoomOptions | None, *,
+                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                          ) -> str | None:
+        """Link ``room``, enter ``session`` unless its block did, start ``agent``, report the
+        start, and return the close reason once the session closed."""
         if self.shutdown_reason is not None:
+            task_status.started()
             return self.shutdown_reason
+        closed = _CloseWatch(session)
         self._sessions.append(session)
         try:
             async with AsyncExitStack() as stack:
                 try:
-                    room_io = await stack.enter_async_context(open_room_io(
-                        self.room, session, options=room_options, bridge=self.bridge))
+                    await stack.enter_async_context(
+                        self._open_session_io(session, room, room_options))
                 except RoomDisconnectedError:
                     self._on_room_disconnected("seen when linking the session")
+                    task_status.started()
                     return self.shutdown_reason
-                await stack.enter_async_context(session)
-                self._room_ios.append(room_io)
+                if session.state is SessionState.CREATED:
+                    await stack.enter_async_context(session)
                 if self.shutdown_reason is not None:
+                    task_status.started()
                     return self.shutdown_reason
                 await session.start(agent)
-                await stack.enter_async_context(self._reachable_on_room(session))
-                return await room_io.wait_session_closed()
+                await stack.enter_async_context(self._serve_session(session, room))
+                task_status.started()
+                reason = await closed.wait()
+                self._last_close_reason = reason
+                return reason
         finally:
+            closed.detach()
             self._sessions.remove(session)
 
+    def _open_session_io(self, session: AgentSession, room: rtc.Room | None,
+                         room_options: RoomOptions | None) -> AbstractAsyncContextManager[object]:
+        """The session's I/O for the block: the room's (a job in a room)."""
+        if room is None:
+            return _nothing()
+        return self._linked_room_io(session, room, room_options)
+
     @asynccontextmanager
-    async def _reachable_on_room(self, session: AgentSession) -> AsyncIterator[None]:
+    async def _linked_room_io(self, session: AgentSession, room: rtc.Room,
+                              room_options: RoomOptions | None) -> AsyncIterator[RoomIO]:
+        async with open_room_io(room, session, options=room_options,
+                                bridge=self.bridge) as room_io:
+            self._room_ios.append(room_io)
+            yield room_io
+
+    def _serve_session(self, session: AgentSession, room: rtc.Room | None
+                       ) -> AbstractAsyncContextManager[object]:
+        """While the started session runs: served on the room (see ``_reachable_on_room``)."""
+        if room is None:
+            return _nothing()
+        return self._reachable_on_room(session, room)
+
+    @asynccontextmanager
+    async def _reachable_on_room(self, session: AgentSession, room: rtc.Room
+                                 ) -> AsyncIterator[None]:
         """As LiveKit's ``AgentSession`` in a room: while the block runs, ``session`` is served
         on the room's ``lk.agent.session`` byte streams, so LiveKit's simulation tooling and
         remote clients (``RemoteSession.from_room``) reach it. A room without byte streams
         (a test double) is left as it is."""
-        if not callable(getattr(self.room, "register_byte_stream_handler", None)):
+        if not callable(getattr(room, "register_byte_stream_handler", None)):
             yield
             return
         from .remote.lk.room import host_session_on_room
 
         async with trio.open_nursery() as nursery:
-            await nursery.start(host_session_on_room, session, self.room, self.bridge)
+            await nursery.start(host_session_on_room, session, room, self.bridge)
             try:
                 yield
             finally:
@@ -156,14 +276,21 @@ class JobContext:
             self.room.off("participant_connected", push)
             joined.close()
 
-    def shutdown(self, reason: CloseReason = CloseReason.JOB_SHUTDOWN) -> None:
+    def shutdown(self, reason: CloseReason | str = CloseReason.JOB_SHUTDOWN) -> None:
         """End the job: running sessions close with ``reason`` and, after
-        ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent."""
+        ``shutdown_grace`` seconds, the entrypoint is cancelled. Sync; idempotent.
+
+        ``reason`` is a :class:`CloseReason` or, as in LiveKit, any text: the sessions then
+        close with ``job_shutdown`` and the shutdown callbacks get the text.
+        """
         if self.shutdown_reason is not None:
             return
-        self.shutdown_reason = reason
+        close_reason = (CloseReason(reason) if reason in {r.value for r in CloseReason}
+                        else CloseReason.JOB_SHUTDOWN)
+        self.shutdown_reason = close_reason
+        self._shutdown_text = str(reason)
         for session in list(self._sessions):
-            session.shutdown(drain=False, reason=reason)
+            session.shutdown(drain=False, reason=close_reason)
         self._scope.deadline = min(self._scope.deadline,
                                    trio.current_time() + self.shutdown_grace)
 
@@ -173,7 +300,8 @@ class JobContext:
         """Run ``entrypoint(self)`` as this job: what :func:`run_job` does once connected.
 
         The room's connection is watched from before the entrypoint runs: its end shuts the
-        job down (reason ``job_shutdown``).
+        job down (reason ``job_shutdown``). The call returns once the entrypoint returned and
+        the sessions it started without ``async with`` closed, and ``on_session_end`` ran.
 
         Args:
             entrypoint: A Trio async function taking this context.
@@ -206,15 +334,53 @@ class JobContext:
 
     async def _run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]]
                               ) -> R | None:
+        """The entrypoint, then the sessions it left running, then ``on_session_end``."""
         token = _current_job.set(self)
         try:
-            with self._scope:
-                return await entrypoint(self)
+            with self._scope, owning_sessions(self):
+                async with open_unwrapping_nursery() as owned:
+                    self._owned = owned
+                    try:
+                        result = await entrypoint(self)
+                    except Exception:
+                        # as LiveKit's job crashing: its sessions close with job_shutdown
+                        self.shutdown(CloseReason.JOB_SHUTDOWN)
+                        raise
+                # the entrypoint returned and every session it owned closed
+                self._owned = None
+                await self._session_ended()
+                return result
         finally:
+            self._owned = None
             _current_job.reset(token)
-        logger.warning("the entrypoint did not return within %.0f s of the shutdown; "
-                       "cancelled", self.shutdown_grace)
+        logger.warning("the entrypoint and its sessions did not finish within %.0f s of the "
+                       "shutdown; cancelled", self.shutdown_grace)
         return None
+
+    async def _session_ended(self) -> None:
+        if self.on_session_end is None:
+            return
+        try:
+            await self.on_session_end(self)
+        except Exception:
+            logger.exception("on_session_end failed")
+
+    @property
+    def end_reason(self) -> str:
+        """Why the job ended (what the shutdown callbacks get): the shutdown's reason, else
+        the close reason of the last session it ran, else ``"entrypoint returned"``."""
+        if self._shutdown_text is not None:
+            return self._shutdown_text
+        return self._last_close_reason or "entrypoint returned"
+
+    async def run_shutdown_callbacks(self) -> None:
+        """Run the callbacks of :meth:`add_shutdown_callback` with :attr:`end_reason` (once;
+        the runners call it after the room disconnected).
+
+        Cancellation: shielded: the callbacks get ``shutdown_grace`` seconds even when the
+        caller is cancelled.
+        """
+        await self._shutdown_callbacks.run(self.end_reason, grace=self.shutdown_grace)
 
     async def _watch_connection(self, *,
                                 task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -270,6 +436,32 @@ def get_job_context(*, required: bool = True) -> JobContext | None:
 get_current_job_context = get_job_context
 
 
+class _CloseWatch:
+    """The ``close`` event of one session, awaited by the job that runs it."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self._session = session
+        self._closed = trio.Event()
+        self.reason: str | None = None
+        session.on("close", self._on_close)
+
+    def _on_close(self, ev: CloseEvent) -> None:
+        self.reason = str(ev.reason)
+        self._closed.set()
+
+    async def wait(self) -> str | None:
+        await self._closed.wait()
+        return self.reason
+
+    def detach(self) -> None:
+        self._session.off("close", self._on_close)
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
+
+
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
@@ -299,7 +491,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                   room_name: str | None = None, identity: str | None = None,
                   job_id: str | None = None, connect_timeout: float = 10.0,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
-                  on_ready: Callable[[JobContext], object] | None = None) -> R | None:
+                  on_ready: Callable[[JobContext], object] | None = None,
+                  proc: JobProcess | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -313,6 +506,11 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
         open_room_fn: How to connect (tests pass a fake room).
         on_ready: Called with the context before the entrypoint runs (the worker uses it to
             deliver LiveKit's shutdown requests).
+        proc: The process the job runs in (what the server's prewarm filled); a new one by
+            default.
+
+    The job ends when the entrypoint returned and the sessions it started without ``async
+    with`` closed; then the room disconnects and the shutdown callbacks run.
 
     Returns:
         What the entrypoint returned (None if it was cancelled after the grace).
@@ -333,12 +531,19 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
             raise RoomConnectError("a room name is needed to mint a token (--room)")
         token = mint_token(api_key or "", api_secret or "", room=room_name,
                            identity=identity or f"agent-{uuid.uuid4().hex[:8]}")
-    async with open_bridge() as bridge, open_plugin_http_context(bridge), open_room_fn(
-            url, token, bridge=bridge, connect_timeout=connect_timeout) as room:
-        ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
-        logger.info("connected to room %s as %s", getattr(room, "name", "?"),
-                    room.local_participant.identity)
-        return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)
+    async with open_bridge() as bridge, open_plugin_http_context(bridge):
+        ctx: JobContext | None = None
+        try:
+            async with open_room_fn(url, token, bridge=bridge,
+                                    connect_timeout=connect_timeout) as room:
+                ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace,
+                                 proc=proc)
+                logger.info("connected to room %s as %s", getattr(room, "name", "?"),
+                            room.local_participant.identity)
+                return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)
+        finally:
+            if ctx is not None:  # as LiveKit: once the room disconnected
+                await ctx.run_shutdown_callbacks()
 
 
 @asynccontextmanager
@@ -353,29 +558,12 @@ async def open_plugin_http_context(bridge: AsyncioBridge) -> AsyncIterator[None]
     Cancellation: leaving the block, cancelled or not, closes the HTTP session (shielded,
     at most 5 s).
     """
-    try:
-        from livekit.agents.utils import http_context
-    except ImportError:
-        yield
-        return
-    # LiveKit's public http_context.open() binds the session in the asyncio context, where the
-    # Trio side would not see it; binding it here needs the module's private names.
-    if http_context._ContextVar.get(None) is not None:  # noqa: SLF001 - see above
-        yield
-        return
-    session_factory = http_context._new_session_ctx()  # noqa: SLF001 - see above
+    http = PluginHttpSession()
+    http.bind_here()
     try:
         yield
     finally:
-        http_context._ContextVar.set(None)  # noqa: SLF001 - see above
-        with trio.move_on_after(5, shield=True):
-            if not bridge.closed:
-                await bridge.run(_close_http_session, session_factory)
-
-
-async def _close_http_session(session_factory: Callable[[], Any]) -> None:
-    """asyncio-flavoured: close the plugins' HTTP session."""
-    await session_factory().close()
+        await http.aclose(bridge)
 
 
 def load_entrypoint(spec: str) -> Entrypoint:

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 from ._errors import StopResponse, ToolError
 from .fallback.llm import AvailabilityChangedEvent, FallbackAdapter
-from .chat import (AgentConfigUpdate, AgentHandoff, ChatContext, ChatItem, ChatMessage,
-                   ChatRole, FunctionCall, FunctionCallOutput)
+from .chat import (AgentConfigUpdate, AgentHandoff, AudioContent, ChatContent, ChatContext,
+                   ChatItem, ChatMessage, ChatRole, FunctionCall, FunctionCallOutput,
+                   ImageContent)
+from .instructions import Instructions
 from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
-from .tools import FunctionTool, ToolFlag, function_tool
+from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
+from .toolsets import ProviderTool, Toolset
 
 __all__ = [
-    "AgentConfigUpdate", "AgentHandoff", "AvailabilityChangedEvent", "FallbackAdapter", "ChatChunk", "ChatContext", "ChatItem", "ChatMessage",
+    "AgentConfigUpdate", "AgentHandoff", "AudioContent", "AvailabilityChangedEvent",
+    "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "FallbackAdapter",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
-    "FunctionToolCall", "GenerationCreatedEvent", "InputSpeechStartedEvent",
-    "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "LLM", "LLMStream",
-    "MessageGeneration", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
-    "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag", "function_tool",
+    "FunctionToolCall", "GenerationCreatedEvent", "ImageContent", "InputSpeechStartedEvent",
+    "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",
+    "MessageGeneration", "ProviderTool", "RealtimeCapabilities", "RealtimeError", "RealtimeModel",
+    "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
+    "ToolResult", "Toolset", "function_tool",
 ]

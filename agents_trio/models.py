@@ -38,6 +38,9 @@ class CompletionUsage(msgspec.Struct, kw_only=True):
     completion_tokens: int = 0
     prompt_tokens: int = 0
     total_tokens: int = 0
+    prompt_cached_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0  # part of completion_tokens
 
 
 class ChatChunk(msgspec.Struct, kw_only=True):

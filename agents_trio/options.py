@@ -43,6 +43,13 @@ class PreemptiveOptions(msgspec.Struct, kw_only=True, frozen=True):
     max_retries: Annotated[int, msgspec.Meta(ge=0)] = 3
 
 
+class UserTurnLimit(msgspec.Struct, kw_only=True, frozen=True):
+    """When a user turn is too long (None: no limit of that kind)."""
+
+    max_words: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_duration: Annotated[float, msgspec.Meta(gt=0)] | None = None
+
+
 class TurnHandling(msgspec.Struct, kw_only=True, frozen=True):
     """Resolved turn handling of one activity.
 
@@ -54,14 +61,15 @@ class TurnHandling(msgspec.Struct, kw_only=True, frozen=True):
     endpointing: EndpointingOptions = EndpointingOptions()
     interruption: InterruptionOptions = InterruptionOptions()
     preemptive_generation: PreemptiveOptions = PreemptiveOptions()
+    user_turn_limit: UserTurnLimit = UserTurnLimit()
 
 
 _SECTIONS: dict[str, type[msgspec.Struct]] = {
     "endpointing": EndpointingOptions, "interruption": InterruptionOptions,
-    "preemptive_generation": PreemptiveOptions}
+    "preemptive_generation": PreemptiveOptions, "user_turn_limit": UserTurnLimit}
 
 # LiveKit options that agents_trio does not implement: named as such in the error
-_UNSUPPORTED = {"user_turn_limit", "endpointing.mode", "endpointing.alpha", "interruption.mode",
+_UNSUPPORTED = {"endpointing.mode", "endpointing.alpha", "interruption.mode",
                 "interruption.backchannel_boundary"}
 
 
@@ -162,6 +170,7 @@ def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
         endpointing=EndpointingOptions(**sections["endpointing"]),
         interruption=InterruptionOptions(**sections["interruption"]),
         preemptive_generation=PreemptiveOptions(**sections["preemptive_generation"]),
+        user_turn_limit=UserTurnLimit(**sections["user_turn_limit"]),
     )
 
 
@@ -196,3 +205,34 @@ class APIConnectOptions:
 
 
 DEFAULT_API_CONNECT_OPTIONS = APIConnectOptions()
+
+
+def merged_turn_handling(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``layer`` applied key by key (a section's keys merge into base's)."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in base.items()}
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key].update(value)
+        else:
+            out[key] = dict(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def session_options_update(*, endpointing_opts: Mapping[str, Any] | None,
+                           min_endpointing_delay: float | None,
+                           max_endpointing_delay: float | None, turn_detection: object,
+                           set_turn_detection: bool) -> dict[str, Any]:
+    """The ``turn_handling`` layer a ``session.update_options(...)`` call stands for,
+    checked (ValueError/TypeError as at construction)."""
+    endpointing = dict(endpointing_opts or {})
+    if min_endpointing_delay is not None:
+        endpointing["min_delay"] = min_endpointing_delay
+    if max_endpointing_delay is not None:
+        endpointing["max_delay"] = max_endpointing_delay
+    layer: dict[str, Any] = {}
+    if endpointing:
+        layer["endpointing"] = endpointing
+    if set_turn_detection:
+        layer["turn_detection"] = turn_detection
+    check_turn_handling(layer)
+    return layer

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import msgspec
 
+from .instructions import InputModality
 from .chat import ChatContext, ChatMessage
 from .hosts import ActivityBasics, TurnTaking
 from .interruption import words
@@ -37,7 +38,8 @@ class PreemptiveHost(ActivityBasics, TurnTaking, Protocol):
                        chat_ctx: ChatContext | None = None, instructions: str | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       schedule: bool = True) -> SpeechHandle: ...
+                       schedule: bool = True,
+                       input_modality: InputModality = "text") -> SpeechHandle: ...
 
 
 class _Attempt(msgspec.Struct, kw_only=True):
@@ -78,6 +80,8 @@ class PreemptiveGeneration:
         current = activity.current_speech
         if (not opts.enabled or not activity.accepts_turns or activity.llm is None
                 or recognition is None or (current is not None and not current.interrupted)
+                # manual turns: nothing is drafted before the user's turn is committed
+                or recognition.turn_detection == "manual"
                 or activity.tools_running
                 or recognition.user_speech_duration > opts.max_speech_duration
                 or self._attempts >= opts.max_retries):
@@ -88,7 +92,7 @@ class PreemptiveGeneration:
         message = ChatMessage(role="user", content=[transcript])
         snapshot = activity.agent.live_chat_ctx.copy()
         handle = activity.generate_reply(user_message=message, chat_ctx=snapshot,
-                                         schedule=False)
+                                         schedule=False, input_modality="audio")
         self._replace(_Attempt(handle=handle, user_message=message, transcript=transcript,
                                snapshot=snapshot, tool_names=activity.tool_names()))
 
@@ -101,7 +105,8 @@ class PreemptiveGeneration:
         if not turn.taken:
             self.discard()
 
-    def _take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+    def _take(self, transcript: str, turn_ctx: ChatContext, message: ChatMessage
+              ) -> SpeechHandle | None:
         attempt = self._replace(None)
         if attempt is None:
             return None
@@ -114,6 +119,8 @@ class PreemptiveGeneration:
             attempt.handle.interrupt(force=True)
             return None
         attempt.user_message.content = [transcript]
+        attempt.user_message.transcript_confidence = message.transcript_confidence
+        attempt.user_message.metrics.update(message.metrics)  # the reply's request holds it
         return attempt.handle
 
     def discard(self) -> None:
@@ -127,12 +134,14 @@ class PreemptiveGeneration:
 class PreemptiveTurn:
     """A user turn's claim on the preemptive reply (see ``PreemptiveGeneration.turn``)."""
 
-    def __init__(self, take: Callable[[str, ChatContext], SpeechHandle | None]) -> None:
+    def __init__(self, take: Callable[[str, ChatContext, ChatMessage], SpeechHandle | None]
+                 ) -> None:
         self._take = take
         self.taken = False
 
-    def take(self, transcript: str, turn_ctx: ChatContext) -> SpeechHandle | None:
+    def take(self, transcript: str, turn_ctx: ChatContext, message: ChatMessage
+             ) -> SpeechHandle | None:
         """The preemptive reply, if it is still valid for this turn (else it is discarded
-        and None returned)."""
+        and None returned); its user message takes ``message``'s confidence and metrics."""
         self.taken = True
-        return self._take(transcript, turn_ctx)
+        return self._take(transcript, turn_ctx, message)

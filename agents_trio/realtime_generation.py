@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 from livekit import rtc
 
+from ._iterators import aclosing
 from .generation import Generation, GenerationHost, Segment
+from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
 
 if TYPE_CHECKING:
@@ -144,10 +146,10 @@ class RealtimeGeneration(Generation):
                 played_send.send_nowait(segment)
                 nursery.start_soon(self._collect, message, segment, frames_send, response)
 
-    @staticmethod
-    async def _collect(message: MessageGeneration, segment: Segment,
+    async def _collect(self, message: MessageGeneration, segment: Segment,
                        frames_send: trio.MemorySendChannel[rtc.AudioFrame],
                        response: RealtimeResponse) -> None:
+        node = self.activity.agent.realtime_audio_output_node
         async def text() -> None:
             try:
                 async for delta in message.text_stream:
@@ -158,8 +160,10 @@ class RealtimeGeneration(Generation):
                 segment.text_complete.set()
 
         async def audio() -> None:
-            async with frames_send:
-                async for frame in message.audio_stream:
+            # the model's audio goes through the agent's realtime_audio_output_node
+            async with frames_send, aclosing(node(message.audio_stream,
+                                                  ModelSettings())) as frames:
+                async for frame in frames:
                     response.progress()
                     segment.audio_duration += frame.duration
                     frames_send.send_nowait(frame)

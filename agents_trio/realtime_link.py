@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 from livekit import rtc
 
+from .instructions import render_instructions
 from .chat import ChatContext, ChatItem, ChatMessage
 from .events import ErrorEvent, UserInputTranscribedEvent
 from .generation import ReplyRequest
@@ -149,7 +150,7 @@ class RealtimeLink:
 
     async def _sync(self, rt: RealtimeSession) -> None:
         agent = self._activity.agent
-        await rt.update_instructions(agent.instructions)
+        await rt.update_instructions(render_instructions(agent.instructions, "audio"))
         await rt.update_tools(self._activity.tools())
         await rt.update_chat_ctx(agent.live_chat_ctx.copy(exclude_instructions=True))
 

@@ -26,6 +26,7 @@ from livekit import rtc
 
 from ._iterators import aclosing
 from .chat import ChatContext
+from .events import UserTurnExceededEvent
 from .io.audio import silence_frame
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
@@ -41,6 +42,7 @@ SttNode = Callable[[AsyncIterable[Any]], AsyncIterator[SpeechEvent]]
 # At close the STT is flushed with this much silence, in frames of 0.2 s (as LiveKit does).
 CLOSE_FLUSH_DURATION = 2.0
 _FLUSH_FRAME = 0.2
+_RECENT_FINAL = 0.5  # a final transcript this recent needs no wait on a manual commit
 
 
 class _NodeStream:
@@ -68,6 +70,7 @@ class EndOfTurnInfo(msgspec.Struct, kw_only=True):
     stopped_speaking_at: float | None = None
     transcription_delay: float = 0.0
     end_of_turn_delay: float = 0.0
+    skip_reply: bool = False  # a committed turn recorded without a reply
 
 
 class RecognitionHooks(Protocol):
@@ -80,6 +83,8 @@ class RecognitionHooks(Protocol):
     def on_interim_transcript(self, ev: SpeechEvent) -> None: ...
     def on_final_transcript(self, ev: SpeechEvent) -> None: ...
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool: ...
+    def on_transcription_timeout(self, speech_duration: float, started_at: float) -> None: ...
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None: ...
     def on_recognition_error(self, error: BaseException, source: object) -> None: ...
     def on_recognition_given_up(self, error: BaseException, source: object) -> None: ...
 
@@ -108,6 +113,7 @@ class AudioRecognition:
 
     def __init__(self, hooks: RecognitionHooks, *, vad: VAD | None, stt: STT | None,
                  stt_node: SttNode | None = None,
+                 transcription_timeout: float | None = None,
                  restart_policy: RestartPolicy | None = None) -> None:
         self._hooks = hooks
         self._vad = vad
@@ -132,6 +138,17 @@ class AudioRecognition:
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
+        self._input_done = False
+        # transcription timeout: the open turn's untranscribed speech, and its timer
+        self._transcription_timeout = transcription_timeout
+        self._untranscribed = 0.0
+        self._untranscribed_since: float | None = None
+        self._transcribed = False
+        self._timeout_slot: LatestSlot | None = None
+        # user turn limit: what the user said since the agent last spoke
+        self._limit_started_at: float | None = None
+        self._limit_words = 0
+        self._limit_transcript = ""
         self._sample_rate = 16000
 
     # -- state ---------------------------------------------------------------------------------
@@ -162,6 +179,11 @@ class AudioRecognition:
         return " ".join([*self._finals, self._interim]).strip()
 
     @property
+    def input_detached(self) -> bool:
+        """The user's audio no longer reaches the streams (its input ended)."""
+        return self._input_done
+
+    @property
     def user_speaking(self) -> bool:
         return self._user_speaking
 
@@ -176,12 +198,61 @@ class AudioRecognition:
             return 0.0
         return trio.current_time() - self._speech_started_at
 
-    def clear_user_turn(self) -> None:
+    async def wait_user_idle(self) -> None:
+        """Wait until the user is not speaking and no end of turn is being decided.
+
+        Cancellation: a checkpoint only.
+        """
+        while True:
+            if self._eot_slot is not None and self._eot_slot.occupied:
+                await self._eot_slot.wait_idle()
+            elif self._user_speaking:
+                await self._changed.park()
+            else:
+                return
+
+    def clear_user_turn(self, *, restart_stt: bool = False) -> None:
+        """Forget the open user turn (its transcripts and pending decision); with
+        ``restart_stt``, also what the STT heard of it (a fresh STT stream is opened)."""
         self._finals.clear()
         self._interim = ""
         self._confidences.clear()
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        self._reset_transcription_timeout()
+        self.on_agent_speech_started()  # the turn limit counts afresh too
+        if restart_stt:
+            self._speech_started_at = self._last_speaking_time = self._last_final_time = None
+            if self._stt_stream is not None:
+                self._stt_stream.reopen()
+
+    async def commit_user_turn(self, *, transcript_timeout: float, stt_flush_duration: float,
+                               skip_reply: bool, audio_detached: bool) -> str:
+        """End the user turn now (manual turn detection) and return its transcript.
+
+        Without a final transcript in the last half second, waits up to
+        ``transcript_timeout`` for one (the STT is first flushed with
+        ``stt_flush_duration`` of silence when the audio input is detached); an interim
+        transcript left then counts as final. The turn is then decided as usual (the
+        endpointing delay after the user's last speech), with ``skip_reply`` passed on.
+        Without an STT, or while closing, returns "" and decides nothing.
+
+        Cancellation: cancelling the wait decides nothing; the transcripts stay in the turn.
+        """
+        if self._stt is None or self._phase is RecognitionPhase.CLOSING:
+            return ""
+        last_final = self._last_final_time
+        if last_final is None or trio.current_time() - last_final > _RECENT_FINAL:
+            finals = len(self._finals)
+            if audio_detached:
+                self._flush_with_silence(stt_flush_duration)
+            with trio.move_on_after(transcript_timeout):
+                while len(self._finals) == finals:
+                    await self._changed.park()
+        self._promote_interim()
+        transcript = self.transcript
+        self._run_eot_detection(skip_reply=skip_reply, manual=True)
+        return transcript
 
     # -- running -------------------------------------------------------------------------------
     async def run(self, audio: AsyncIterable[Any], *,
@@ -192,6 +263,7 @@ class AudioRecognition:
         """
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
+            self._timeout_slot = LatestSlot(nursery)
             if self._vad is not None:
                 self._vad_stream = self._supervised(
                     self._vad.stream, source=self._vad, name="VAD",
@@ -208,6 +280,7 @@ class AudioRecognition:
             task_status.started()
             with self._input_scope:
                 await self._pump(audio)
+            self._input_done = True
             if not self._input_scope.cancel_called:
                 for stream in (self._vad_stream, self._stt_stream):
                     if stream is not None:
@@ -271,7 +344,7 @@ class AudioRecognition:
         try:
             if self._final_expected(timeout):
                 self._input_scope.cancel()
-                self._flush_with_silence()
+                self._flush_with_silence(CLOSE_FLUSH_DURATION)
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):
                     while self._awaiting_final() and len(self._finals) == finals:
@@ -295,9 +368,9 @@ class AudioRecognition:
         started, final_at = self._speech_started_at, self._last_final_time
         return started is not None and (final_at is None or final_at < started)
 
-    def _flush_with_silence(self) -> None:
+    def _flush_with_silence(self, duration: float) -> None:
         frame = silence_frame(_FLUSH_FRAME, sample_rate=self._sample_rate)
-        for _ in range(math.ceil(CLOSE_FLUSH_DURATION / _FLUSH_FRAME - 1e-9)):
+        for _ in range(math.ceil(duration / _FLUSH_FRAME - 1e-9)):
             for stream in (self._vad_stream, self._stt_stream):
                 if stream is not None:
                     stream.push_frame(frame)
@@ -332,10 +405,15 @@ class AudioRecognition:
             self._hooks.on_vad_inference(ev)
         elif ev.type is VADEventType.END_OF_SPEECH:
             self._end_user_speech(ev, now - ev.silence_duration - ev.inference_duration)
+            self._arm_transcription_timeout(ev)
             if self.turn_detection == "vad":
                 self._run_eot_detection()
 
     def _start_user_speech(self, ev: VADEvent | None, started_at: float) -> None:
+        if self._timeout_slot is not None:
+            self._timeout_slot.cancel()
+        if self._untranscribed_since is None:
+            self._untranscribed_since = started_at
         self._user_speaking = True
         self._speech_started_at = started_at
         if self._eot_slot is not None:
@@ -356,9 +434,13 @@ class AudioRecognition:
             if not text.strip():
                 return
             self._finals.append(text.strip())
+            self._transcribed = True
+            if self._timeout_slot is not None:
+                self._timeout_slot.cancel()
             self._confidences.append(ev.alternatives[0].confidence)
             self._language = ev.alternatives[0].language or self._language
             self._interim = ""
+            self._check_user_turn_limit(text.strip())
             self._last_final_time = trio.current_time()
             self._changed.unpark_all()
             self._hooks.on_final_transcript(ev)
@@ -377,16 +459,18 @@ class AudioRecognition:
             if self.turn_detection == "stt":
                 self._run_eot_detection()
 
-    def _run_eot_detection(self) -> None:
+    def _run_eot_detection(self, *, skip_reply: bool = False, manual: bool = False) -> None:
         if self._phase is RecognitionPhase.CLOSING:
             return  # the session commits the trailing turn itself, unanswered
-        # Reference 3.3: no decision without a transcript when there is an STT.
-        if self._stt is not None and not self._finals:
+        # Reference 3.3: no decision without a transcript when there is an STT (a turn
+        # committed by hand in manual mode is decided even empty, as LiveKit does)
+        if self._stt is not None and not self._finals and not (
+                manual and self.turn_detection == "manual"):
             return
         if self._eot_slot is not None:
-            self._eot_slot.replace(self._bounce)
+            self._eot_slot.replace(self._bounce, skip_reply)
 
-    async def _bounce(self) -> None:
+    async def _bounce(self, skip_reply: bool = False) -> None:
         opts = self._hooks.turn_options()
         now = trio.current_time()
         last = self._last_speaking_time if self._last_speaking_time is not None else now
@@ -406,11 +490,65 @@ class AudioRecognition:
             stopped_speaking_at=last,
             transcription_delay=max((self._last_final_time or last) - last, 0.0),
             end_of_turn_delay=now - last,
+            skip_reply=skip_reply,
         )
         if self._hooks.on_end_of_turn(info):
             self._finals.clear()
             self._interim = ""
             self._confidences.clear()
+            self._reset_transcription_timeout()
+
+    # -- user turn limit -----------------------------------------------------------------
+    def on_agent_speech_started(self) -> None:
+        """The agent speaks: the user's words are counted afresh for the turn limit."""
+        self._limit_started_at = None
+        self._limit_words = 0
+        self._limit_transcript = ""
+
+    def _check_user_turn_limit(self, text: str) -> None:
+        """A final transcript: tell the hooks when the user has now said too much, or talked
+        too long, since the agent last spoke."""
+        limit = self._hooks.turn_options().user_turn_limit
+        if limit.max_words is None and limit.max_duration is None:
+            return
+        now = trio.current_time()
+        if self._limit_started_at is None:
+            self._limit_started_at = (self._speech_started_at
+                                      if self._speech_started_at is not None else now)
+        self._limit_words += len(text.split())
+        self._limit_transcript = f"{self._limit_transcript} {text}".strip()
+        duration = now - self._limit_started_at
+        if ((limit.max_words is not None and self._limit_words >= limit.max_words)
+                or (limit.max_duration is not None and duration >= limit.max_duration)):
+            self._hooks.on_user_turn_exceeded(UserTurnExceededEvent(
+                transcript=self.current_transcript, accumulated_transcript=self._limit_transcript,
+                accumulated_word_count=self._limit_words, duration=duration))
+
+    # -- transcription timeout -----------------------------------------------------------
+    def _arm_transcription_timeout(self, ev: VADEvent) -> None:
+        """Speech ended without a transcript in this turn yet: report it if none arrives
+        within ``transcription_timeout`` of the speech's end (VAD and STT both needed)."""
+        if (self._transcription_timeout is None or self._stt is None or self._transcribed
+                or self._timeout_slot is None):
+            return
+        self._untranscribed += ev.speech_duration
+        wait = max(0.0, self._transcription_timeout - ev.silence_duration
+                   - ev.inference_duration)
+        self._timeout_slot.replace(self._transcription_timed_out, wait)
+
+    async def _transcription_timed_out(self, wait: float) -> None:
+        await trio.sleep(wait)
+        if self._transcribed or self._untranscribed_since is None:
+            return
+        self._hooks.on_transcription_timeout(self._untranscribed, self._untranscribed_since)
+
+    def _reset_transcription_timeout(self) -> None:
+        """A new user turn: nothing untranscribed yet."""
+        if self._timeout_slot is not None:
+            self._timeout_slot.cancel()
+        self._untranscribed = 0.0
+        self._untranscribed_since = None
+        self._transcribed = False
 
     async def _end_of_turn_unlikely(self, detector: TurnDetector) -> bool:
         """Ask the turn detector (reference 3.3 step 1): below its threshold, the turn waits

@@ -16,7 +16,8 @@ import trio
 from .activity import Activity
 from .chat import ChatContext
 from .conversation import Conversation
-from .events import ErrorEvent, UserInputTranscribedEvent
+from .events import (ErrorEvent, UserInputTranscribedEvent, UserTranscriptionTimeoutEvent,
+                     UserTurnExceededEvent)
 from .hosts import SessionOutputs
 from .models import SpeechEvent, VADEvent
 from .options import TurnHandling, resolve_turn_handling
@@ -124,6 +125,14 @@ class RecognitionRouter:
         self._conversation.set_user_state("listening", stopped_at)
         if self._activity is not None:
             self._activity.interruption.on_end_of_speech()
+
+    def on_transcription_timeout(self, speech_duration: float, started_at: float) -> None:
+        self._conversation.emit("user_transcription_timeout", UserTranscriptionTimeoutEvent(
+            speech_duration=speech_duration, vad_speech_started_at=started_at))
+
+    def on_user_turn_exceeded(self, ev: UserTurnExceededEvent) -> None:
+        if self._activity is not None:
+            self._activity.on_user_turn_exceeded(ev)
 
     def on_interim_transcript(self, ev: SpeechEvent) -> None:
         text = ev.alternatives[0].text if ev.alternatives else ""

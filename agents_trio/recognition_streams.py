@@ -96,6 +96,7 @@ class SupervisedStream:
         self._backoff_scope: trio.CancelScope | None = None
         self._push_error: BaseException | None = None
         self._input_ended = False
+        self._reopen = False
 
     @property
     def state(self) -> StreamState:
@@ -122,6 +123,14 @@ class SupervisedStream:
                 self._fail_from_outside(e)
         elif self._backoff_scope is not None:
             self._backoff_scope.cancel()   # no restart for an ended input
+
+    def reopen(self) -> None:
+        """Close the open stream (dropping what it buffered) and open a fresh one; not a
+        failure. Nothing happens while no stream is open."""
+        if self._incarnation is not None and self._stream is not None:
+            self._reopen = True
+            self._stream = None
+            self._incarnation.cancel()
 
     def _fail_from_outside(self, error: BaseException) -> None:
         """A push or end of input raised: end the incarnation with that error."""
@@ -152,6 +161,9 @@ class SupervisedStream:
         while not self._input_ended:
             error, delivered = await self._incarnation_run(ready)
             ready()
+            if self._reopen:
+                self._reopen = False
+                continue
             if error is None:
                 return
             failures = 1 if delivered else failures + 1

@@ -11,30 +11,35 @@ the last event.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import logging
 import math
-from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import trio
 from typing_extensions import TypeVar
 from livekit import rtc
 
+from .instructions import InputModality, Instructions
 from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
-                     MetricsCollectedEvent, PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
+                     PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
+from .io.bridge_on_demand import BridgeOnDemand
+from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
-from .options import check_non_negative, check_turn_handling
+from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
+                      resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
 from .recognition import AudioRecognition, SttNode
 from .recognition_router import RecognitionRouter, SessionErrorRules
@@ -44,7 +49,12 @@ from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
-from .tools import FunctionTool
+from .usage import AgentSessionUsage, SessionUsage
+from .manual_turns import ManualTurns, PendingTranscript
+from .toolsets import aclose_toolsets
+
+if TYPE_CHECKING:
+    from .io.room import RoomOptions
 
 logger = logging.getLogger("agents_trio")
 
@@ -91,7 +101,10 @@ class AgentSession(Generic[Userdata_T]):
     """A voice session: one user, one current agent, the models, and the events.
 
     Args:
-        stt, vad, llm, tts: Trio-native models (see ``agents_trio.models``).
+        stt, vad, llm, tts: Trio-native models (see ``agents_trio.models``), LiveKit plugin
+            models (``openai.LLM()``, ``deepgram.STT()``, ``silero.VAD.load()``, a realtime
+            model: adapted here), or LiveKit inference model strings for ``llm``, ``stt`` and
+            ``tts`` (``"openai/gpt-4.1-mini"``; see ``agents_trio.model_resolution``).
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
@@ -117,14 +130,15 @@ class AgentSession(Generic[Userdata_T]):
             stalls too, the session closes with reason ``error``.
 
     Raises:
-        ValueError, TypeError: a bad ``turn_handling`` (an unknown key, a value of the wrong
+        ValueError, TypeError: a model that is none of the above (the error names the
+            parameter), a bad ``turn_handling`` (an unknown key, a value of the wrong
             type or out of range, an unknown ``turn_detection``) or a negative option.
     """
 
-    def __init__(self, *, stt: STT | None = None, vad: VAD | None = None,
-                 llm: LLM | RealtimeModel | None = None, tts: TTS | None = None,
+    def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
+                 llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[FunctionTool] = (), max_tool_steps: int = 3,
+                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -133,20 +147,28 @@ class AgentSession(Generic[Userdata_T]):
                  aec_warmup_duration: float | None = 3.0,
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
+                 transcription_timeout: float | None = None,
                  audio_write_timeout: float | None = 5.0) -> None:
+        models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
+                                turn_handling=turn_handling)
+        turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
                 ("min_consecutive_speech_delay", min_consecutive_speech_delay, False),
                 ("user_away_timeout", user_away_timeout, True),
+                ("transcription_timeout", transcription_timeout, True),
                 ("aec_warmup_duration", aec_warmup_duration, True),
                 ("close_grace", close_grace, False),
                 ("session_close_transcript_timeout", session_close_transcript_timeout, False)):
             check_non_negative(name, value, allow_none=allow_none)
         check_non_negative("audio_write_timeout", audio_write_timeout, allow_none=True,
                            positive=True)
-        self.stt, self.vad, self.llm, self.tts = stt or None, vad or None, llm or None, tts or None
+        self.stt: STT | None = models.stt or None
+        self.vad: VAD | None = models.vad or None
+        self.llm: LLM | RealtimeModel | None = models.llm or None
+        self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
         self.max_tool_steps = max_tool_steps
@@ -156,6 +178,7 @@ class AgentSession(Generic[Userdata_T]):
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
         self.user_away_timeout = user_away_timeout
+        self.transcription_timeout = transcription_timeout
         self.aec_warmup_duration = aec_warmup_duration
         self.session_close_transcript_timeout = session_close_transcript_timeout
         self.audio_write_timeout = audio_write_timeout
@@ -166,7 +189,11 @@ class AgentSession(Generic[Userdata_T]):
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
-            on_agent_speaking=self._start_aec_warmup, on_state_changed=self._refresh_away)
+            on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
+        self._metrics = SessionUsage(self.conversation.emit)
+        self._manual_turns = ManualTurns(
+            nursery=lambda: self._nursery, recognition=lambda: self._recognition,
+            activity=lambda: self._activity, generate_reply=self.generate_reply)
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
@@ -198,6 +225,9 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("an AgentSession can be entered once")
         self._nursery_manager = trio.open_nursery()
         self._nursery = await self._nursery_manager.__aenter__()
+        # adapted LiveKit plugins find no bridge outside a job: the session opens one then
+        self._bridge_on_demand = BridgeOnDemand(self._nursery)
+        self._bridge_token = self._bridge_on_demand.install()
         self._state = SessionState.ENTERED
         return self
 
@@ -213,6 +243,8 @@ class AgentSession(Generic[Userdata_T]):
         try:
             await self.aclose()
         finally:
+            self._bridge_on_demand.close()
+            self._bridge_on_demand.uninstall(self._bridge_token)
             suppress = await self._nursery_manager.__aexit__(exc_type, exc, tb)
         return suppress
 
@@ -265,6 +297,11 @@ class AgentSession(Generic[Userdata_T]):
         return self._recognition
 
     @property
+    def state(self) -> SessionState:
+        """Where the session is in its life (created, entered, running, closing, closed)."""
+        return self._state
+
+    @property
     def closing(self) -> bool:
         """The session is closing or closed: nothing new may start."""
         return self._state in (SessionState.CLOSING, SessionState.CLOSED)
@@ -280,6 +317,21 @@ class AgentSession(Generic[Userdata_T]):
                                              else events.on(name))
         return registered
 
+    def once(self, name: str, callback: Callable[[Any], object] | None = None
+             ) -> Callable[..., object]:
+        """Like ``on``, but the callback is called for the next event only; usable as a
+        decorator."""
+        _check_event_name(name)
+        events = self.conversation.events
+
+        def register(cb: Callable[[Any], object]) -> Callable[[Any], object]:
+            def fire(event: object) -> None:
+                events.off(name, fire)
+                cb(event)
+            events.on(name, fire)
+            return cb
+        return register(callback) if callback is not None else register
+
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
         self.conversation.events.off(name, callback)
 
@@ -287,8 +339,101 @@ class AgentSession(Generic[Userdata_T]):
         """``async for ev in session.events():`` yields every event until the session closes."""
         return _EventIterator(self.conversation.events.subscribe())
 
+    def commit_user_turn(self, *, transcript_timeout: float = 2.0,
+                         stt_flush_duration: float = 2.0,
+                         skip_reply: bool = False) -> PendingTranscript:
+        """End the user's turn now (manual turn detection) and reply to it, unless
+        ``skip_reply`` (the words are then only recorded). Without a recent final transcript
+        it waits up to ``transcript_timeout`` for one (flushing the STT with
+        ``stt_flush_duration`` of silence when the audio input has ended). Returns the
+        turn's transcript, to ``await`` or ignore. With a realtime model its input audio is
+        committed and it is asked to reply. RuntimeError when the session isn't running.
+        """
+        return self._manual_turns.commit(transcript_timeout=transcript_timeout,
+                                         stt_flush_duration=stt_flush_duration,
+                                         skip_reply=skip_reply)
+
+    def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
+                       turn_detection: object = _NOT_GIVEN,
+                       min_endpointing_delay: float | None = None,
+                       max_endpointing_delay: float | None = None) -> None:
+        """Change the endpointing delays and the turn detection, for the running agent too
+        (its endpointing becomes the session's, as in LiveKit). ``turn_detection=None``
+        goes back to the automatic choice. ``min_endpointing_delay`` and
+        ``max_endpointing_delay`` are LiveKit's deprecated spellings of
+        ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        layer = session_options_update(
+            endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
+            max_endpointing_delay=max_endpointing_delay,
+            turn_detection=None if turn_detection is _NOT_GIVEN else turn_detection,
+            set_turn_detection=turn_detection is not _NOT_GIVEN)
+        self.turn_handling_overrides = merged_turn_handling(self.turn_handling_overrides,
+                                                            layer)
+        if self._activity is not None:
+            self._activity.options = resolve_turn_handling(
+                self.turn_handling_overrides, self._activity.agent.turn_handling,
+                {key: self.turn_handling_overrides[key] for key in layer})
+
+    def reset_away_timer(self) -> None:
+        """External user activity (a DTMF key, a click): an ``away`` user is ``listening``
+        again, and while both sides listen the ``user_away_timeout`` countdown starts over.
+        Does nothing before the start, while closing, or without an away timeout."""
+        if (self._state is not SessionState.RUNNING or self.closing
+                or self.user_away_timeout is None):
+            return
+        if self.user_state == "away":
+            self.conversation.set_user_state("listening", trio.current_time())
+        else:
+            self._refresh_away()
+
+    async def wait_for_idle(self) -> Activity:
+        """Wait until nothing is in flight: the user is not speaking and no end of turn is
+        being decided or handled, and the agent has nothing queued, generating, playing or
+        running (its ``on_enter`` included). Follows a handoff to the new agent; returns its
+        activity.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session is closing.
+            RuntimeError: no agent has been started.
+        """
+        while True:
+            if self.closing:
+                raise SessionClosedError("session is closing")
+            activity = self._activity
+            if activity is None:
+                raise RuntimeError("AgentSession has no running agent")
+            recognition = self._recognition
+            if recognition is not None:
+                await recognition.wait_user_idle()
+            await activity.wait_turns_handled()
+            await self.conversation.wait_until(
+                lambda: self.closing or self._activity is not activity or activity.settled)
+            # idle only if nothing started again while waiting for the other side
+            if (self._activity is activity and not self.closing and activity.settled
+                    and not activity.turns.handling
+                    and (recognition is None or not (recognition.user_speaking
+                                                     or recognition.end_of_turn_pending))):
+                return activity
+
+    def clear_user_turn(self) -> None:
+        """Drop what the user said in the open turn (transcripts and the STT's buffer; a
+        realtime model's input buffer). RuntimeError when the session isn't running."""
+        self._manual_turns.clear()
+
     def emit_metrics(self, metrics: AgentMetrics) -> None:
-        self.conversation.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
+        self._metrics.report(metrics)
+
+    @property
+    def usage(self) -> AgentSessionUsage:
+        """The models' usage so far, one entry per provider and model (LiveKit's)."""
+        return self._metrics.usage
+
+    def _on_agent_speaking(self) -> None:
+        self._start_aec_warmup()
+        if self._recognition is not None:
+            self._recognition.on_agent_speech_started()  # the turn limit counts afresh
 
     def _start_aec_warmup(self) -> None:
         """The agent speaks: the first time, voice interruptions wait for the echo
@@ -319,18 +464,59 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.set_user_state("away", trio.current_time())
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def start(self, agent: Agent) -> None:
+    async def start(self, agent: Agent, *, capture_run: bool = False,
+                    room: rtc.Room | None = None,
+                    room_options: RoomOptions | None = None) -> RunResult[Any] | None:
         """Start the session with ``agent``; returns once its activity runs.
 
-        ``on_enter`` is launched, not awaited. Idempotent while started.
+        ``on_enter`` is launched, not awaited. Idempotent while started. With
+        ``capture_run``, returns the run of the start (``await`` it: it ends when what
+        ``on_enter`` said and did has settled), else None.
+
+        Inside ``async with session:`` the block owns the session. Outside one (LiveKit's
+        way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
+        session runs in the job's nursery until it closes or the job shuts down, and the job
+        waits for it. ``room`` links the job's room as the session's I/O (in console mode, the
+        console's I/O stands in for it); ``room_options`` says how.
+
+        Raises:
+            RuntimeError: Neither inside ``async with session:`` nor in a job, or ``room``
+                given outside a job.
 
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
-            return
+            return None
+        if room is not None or self._state is SessionState.CREATED:
+            owner = _session_owner.get(None)
+            if owner is None and room is not None:
+                raise RuntimeError(
+                    "session.start(room=...) links the room of a job: call it in an entrypoint "
+                    "(`cli.run_app(server)`, `python -m agents_trio connect`); elsewhere, "
+                    "`async with open_room_io(room, session), session:` then "
+                    "`await session.start(agent)`")
+            if owner is None:
+                raise RuntimeError(
+                    "session.start() outside `async with session:` needs a job to own the "
+                    "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
+                    "agents_trio connect`), or write `async with AgentSession(...) as session: "
+                    "await session.start(agent)`")
+            if capture_run:
+                raise NotImplementedError(
+                    "session.start(capture_run=True) needs `async with session:`; a session "
+                    "the job owns cannot capture its start yet")
+            await owner.start_session(self, agent, room=room, room_options=room_options)
+            return None
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
+        run: RunResult[Any] | None = None
+        if capture_run:
+            if self.conversation.active_run is not None:
+                raise RuntimeError("nested runs are not supported")
+            run = RunResult()
+            self.conversation.begin_run(run)
         await self._nursery.start(self._main, agent)
+        return run
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
         # the transcription forwarder outlives the work scope: what the user heard before a
@@ -355,6 +541,7 @@ class AgentSession(Generic[Userdata_T]):
                                               close_for_error=self._close_for_error),
                             vad=self.vad, stt=self.stt,
                             stt_node=_overridden_stt_node(agent),
+                            transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
                         if is_realtime_model(self.llm):
@@ -372,6 +559,8 @@ class AgentSession(Generic[Userdata_T]):
             with trio.move_on_after(self.close_grace, shield=True):
                 await forwarded.wait()
             forwarding.cancel()
+            with trio.move_on_after(self.close_grace, shield=True):
+                await aclose_toolsets(self.tools)  # the session's own; agents close theirs
             self._finish_close()
 
     def _finish_close(self) -> None:
@@ -548,9 +737,13 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("the session is not running")
         return self._activity
 
-    def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
-            add_to_chat_ctx: bool = True) -> SpeechHandle:
-        """Speak ``text`` (a string or an async iterable of strings) through the TTS.
+    def say(self, text: str | AsyncIterable[str], *,
+            audio: AsyncIterable[rtc.AudioFrame] | None = None,
+            allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
+            ) -> SpeechHandle:
+        """Speak ``text`` (a string or an async iterable of strings) through the TTS, or play
+        ``audio`` (its frames, e.g. a recording of the text) instead: the text is then only
+        what the transcription and the chat context get.
 
         Returns at once with the speech's handle: the speech runs in the agent's activity,
         not in the caller. Cancellation: nothing to cancel here; ``handle.interrupt()`` stops
@@ -558,12 +751,14 @@ class AgentSession(Generic[Userdata_T]):
         cancels it.
         """
         return self._activity_for_speech().say(text, allow_interruptions=allow_interruptions,
-                                               add_to_chat_ctx=add_to_chat_ctx)
+                                               add_to_chat_ctx=add_to_chat_ctx, audio=audio)
 
-    def generate_reply(self, *, user_input: str | None = None, instructions: str | None = None,
+    def generate_reply(self, *, user_input: str | None = None,
+                       instructions: str | Instructions | None = None,
                        tool_choice: ToolChoice | None = None,
                        allow_interruptions: bool | None = None,
-                       chat_ctx: ChatContext | None = None) -> SpeechHandle:
+                       chat_ctx: ChatContext | None = None,
+                       input_modality: InputModality = "text") -> SpeechHandle:
         """Generate a reply with the LLM; ``user_input`` becomes a user message.
 
         Returns at once with the reply's handle: the reply runs in the agent's activity, not in
@@ -579,7 +774,8 @@ class AgentSession(Generic[Userdata_T]):
         message = ChatMessage(role="user", content=[user_input]) if user_input else None
         return self._activity_for_speech().generate_reply(
             user_message=message, instructions=instructions, tool_choice=tool_choice,
-            allow_interruptions=allow_interruptions, chat_ctx=chat_ctx)
+            allow_interruptions=allow_interruptions, chat_ctx=chat_ctx,
+            input_modality=input_modality)
 
     def interrupt(self, *, force: bool = False) -> _Interruption:
         """Interrupt the current speech and the queue; ``await`` the result to wait for them.
@@ -592,7 +788,8 @@ class AgentSession(Generic[Userdata_T]):
             raise RuntimeError("the session is not running")
         return _Interruption(self._activity.interrupt(force=force))
 
-    async def run(self, *, user_input: str) -> RunResult[Any]:
+    async def run(self, *, user_input: str,
+                  input_modality: InputModality = "text") -> RunResult[Any]:
         """Send ``user_input`` as text and wait until the turn it starts has settled.
 
         The input is sent once the conversation waits for the user: the innermost agent
@@ -627,7 +824,7 @@ class AgentSession(Generic[Userdata_T]):
         if self.conversation.active_run is not None:
             raise RuntimeError("nested runs are not supported")
         self.conversation.begin_run(run)
-        self.generate_reply(user_input=user_input)
+        self.generate_reply(user_input=user_input, input_modality=input_modality)
         await run
         return run
 
@@ -637,7 +834,7 @@ class AgentSession(Generic[Userdata_T]):
         generating or running — whatever depth of AgentTasks is open. The input then goes to
         the agent that asked for it (Agent → TaskGroup → task → nested task)."""
         await self.conversation.wait_until(
-            lambda: self._activity is None or self._activity.settled)
+            lambda: self.closing or self._activity is None or self._activity.settled)
 
     def _close_for_error(self, error: BaseException) -> None:
         self._close_error = error
@@ -684,6 +881,32 @@ def _check_user_input(user_input: str | None) -> None:
     if user_input is not None and not user_input.strip():
         raise ValueError("user_input is empty: give the user's text, or leave user_input out "
                          "for a reply without user input")
+
+
+class SessionOwner(Protocol):
+    """What owns the sessions started without ``async with`` (a job: ``JobContext``)."""
+
+    async def start_session(self, session: AgentSession[Any], agent: Agent, *,
+                            room: rtc.Room | None, room_options: RoomOptions | None) -> None:
+        """Run ``session`` (entered or not) with ``agent`` until it closes; return once it
+        started.
+
+        Cancellation: cancelling it before the session started closes the session."""
+
+
+_session_owner: contextvars.ContextVar[SessionOwner] = contextvars.ContextVar(
+    "agents_trio_session_owner")
+
+
+@contextmanager
+def owning_sessions(owner: SessionOwner) -> Iterator[None]:
+    """Within the block (and the tasks it starts), ``session.start()`` outside ``async
+    with`` hands the session to ``owner``."""
+    token = _session_owner.set(owner)
+    try:
+        yield
+    finally:
+        _session_owner.reset(token)
 
 
 class _SwitchRequest:

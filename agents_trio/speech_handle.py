@@ -17,6 +17,10 @@ import trio
 from ._ids import short_id
 from .chat import ChatItem, new_item_id
 from .events import SpeechSource
+from .instructions import InputDetails
+
+#: LiveKit's default: a speech answers spoken input unless told otherwise
+DEFAULT_INPUT_DETAILS = InputDetails(modality="audio")
 
 SPEECH_PRIORITY_LOW = 0
 SPEECH_PRIORITY_NORMAL = 5
@@ -42,8 +46,10 @@ class SpeechHandle:
 
     def __init__(self, *, allow_interruptions: bool = True,
                  priority: int = SPEECH_PRIORITY_NORMAL,
-                 source: SpeechSource = "generate_reply") -> None:
+                 source: SpeechSource = "generate_reply",
+                 input_details: InputDetails = DEFAULT_INPUT_DETAILS) -> None:
         self.id = short_id("speech")
+        self.input_details = input_details
         self.priority = priority
         self.source = source
         self._allow_interruptions = allow_interruptions

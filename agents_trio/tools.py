@@ -2,7 +2,8 @@
 
 A function tool is an async (or plain) function whose signature and Google-style docstring
 describe what the LLM may call. ``@function_tool`` turns it into a :class:`FunctionTool`,
-which carries the tool's name, description and JSON schema (built with msgspec) and can be
+which carries the tool's name, description and JSON schemas (built as LiveKit Agents builds
+them: a pydantic model of the parameters, see :mod:`agents_trio.tool_schema`) and can be
 awaited like the function. Decorated methods of a class (an ``Agent`` subclass) are bound per
 instance, like ordinary methods.
 
@@ -19,27 +20,36 @@ import dataclasses
 import enum
 import inspect
 import logging
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import msgspec
+import pydantic
 
 from ._errors import StopResponse, ToolError
 from ._ids import now
 from .chat import FunctionCall, FunctionCallOutput
 from .nurseries import single_leaf
+from .tool_schema import (arguments_model, docstring_summary, fill_defaults, model_name,
+                          strict_json_schema)
 
 __all__ = [
     "FunctionTool",
+    "FunctionToolInfo",
+    "RawFunctionTool",
+    "RawFunctionToolInfo",
     "ToolFlag",
     "ToolOutcome",
+    "ToolResult",
+    "build_legacy_openai_schema",
+    "build_strict_openai_schema",
     "execute_function_call",
     "find_function_tools",
     "function_tool",
     "parse_arguments",
+    "validated_arguments",
 ]
 
 logger = logging.getLogger("agents_trio")
@@ -49,14 +59,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR_OUTPUT = "An internal error occurred"
 INVALID_OUTPUT = "the tool returned an invalid output"
 MULTIPLE_AGENTS_OUTPUT = "the tool returned more than one agent"
-
-_SECTION_RE = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|"
-    r"Returns|Return|Yields|Yield|Raises|Raise|Examples?|Notes?|Attributes|Warnings?|"
-    r"See Also|Todo|References)\s*:\s*$"
-)
-_ARGS_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params"})
-_ARG_LINE_RE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 class ToolFlag(enum.IntFlag):
@@ -74,62 +76,7 @@ class ToolFlag(enum.IntFlag):
 
 
 # --------------------------------------------------------------------------------------------
-# Docstrings
-
-
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and per-argument descriptions.
-
-    Args:
-        doc: The raw docstring, or None.
-
-    Returns:
-        The text before the first section header (stripped, lines joined by spaces) and a
-        mapping of argument name to description taken from the ``Args:`` section.
-    """
-    if not doc:
-        return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    summary: list[str] = []
-    args: dict[str, str] = {}
-    section: str | None = None
-    body: list[str] = []
-    for line in lines:
-        match = _SECTION_RE.match(line)
-        if match:
-            _collect_args(section, body, args)
-            section, body = match.group(1), []
-        elif section is None:
-            summary.append(line.strip())
-        else:
-            body.append(line)
-    _collect_args(section, body, args)
-    return " ".join(part for part in summary if part), args
-
-
-def _collect_args(section: str | None, body: list[str], out: dict[str, str]) -> None:
-    """Parse the lines of one docstring section into ``out`` if it is an ``Args:`` section."""
-    if section not in _ARGS_SECTIONS:
-        return
-    indents = [len(line) - len(line.lstrip()) for line in body if line.strip()]
-    if not indents:
-        return
-    base = min(indents)
-    current: str | None = None
-    for line in body:
-        if not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        match = _ARG_LINE_RE.match(line.strip()) if indent == base else None
-        if match:
-            current = match.group(1)
-            out[current] = match.group(2).strip()
-        elif current is not None:
-            out[current] = f"{out[current]} {line.strip()}".strip()
-
-
-# --------------------------------------------------------------------------------------------
-# Signatures and schemas
+# Signatures
 
 
 class ToolContext:
@@ -145,14 +92,6 @@ def _is_run_context(annotation: object) -> bool:
         annotation = typing.get_args(annotation)[0]
     target = typing.get_origin(annotation) or annotation
     return isinstance(target, type) and issubclass(target, ToolContext)
-
-
-def _has_description(annotation: object) -> bool:
-    """True when an ``Annotated`` type already carries a ``msgspec.Meta`` description."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return False
-    metadata = typing.get_args(annotation)[1:]
-    return any(isinstance(m, msgspec.Meta) and m.description for m in metadata)
 
 
 def _resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -178,73 +117,59 @@ def _resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-def _struct_name(tool_name: str) -> str:
-    """``get_weather`` -> ``GetWeatherArgs``."""
-    parts = re.split(r"[^0-9A-Za-z]+", tool_name)
-    return "".join(p[:1].upper() + p[1:] for p in parts if p) + "Args"
+#: the parameter ``on_duplicate="confirm"`` adds: the LLM sets it to run a duplicate anyway
+CONFIRM_DUPLICATE_PARAM = "lk_agents_confirm_duplicate"
+CONFIRM_DUPLICATE_DESCRIPTION = (
+    "Set this to True to confirm you want to run a duplicate. "
+    "Only do this when user confirms the duplication is needed.")
+_CONFIRM_ANNOTATION = typing.Annotated[
+    typing.Optional[bool],  # noqa: UP045 - the schema LiveKit shows is built from this form
+    pydantic.Field(default=False, description=CONFIRM_DUPLICATE_DESCRIPTION)]
+
+DuplicateMode = Literal["allow", "reject", "replace", "confirm"]
+DuplicateScope = Literal["name", "name_and_args"]
+_DUPLICATE_MODES = typing.get_args(DuplicateMode)
+_DUPLICATE_SCOPES = typing.get_args(DuplicateScope)
 
 
-def _default_field(default: object) -> object:
-    """A msgspec default for a parameter default (factories for non-empty mutables)."""
-    if isinstance(default, (list, dict, set, bytearray)) and default:
-        return msgspec.field(default_factory=lambda: copy.deepcopy(default))
-    return default
-
-
-class _Signature(msgspec.Struct, frozen=True):
+class _Signature:
     """What the tool machinery needs to know about a tool function's parameters."""
 
-    struct: Any  # the msgspec Struct type of the LLM-visible arguments
-    arg_names: tuple[str, ...]
-    context_params: tuple[str, ...]
+    def __init__(self, fn: Callable[..., Any], *, is_method: bool,
+                 arg_docs: Mapping[str, str | None], confirm: bool) -> None:
+        hints = _resolve_hints(fn)
+        params = list(inspect.signature(fn).parameters.values())
+        if is_method and params:
+            params = params[1:]
+        visible: list[inspect.Parameter] = []
+        context: list[str] = []
+        for param in params:
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            if param.kind is param.POSITIONAL_ONLY:
+                raise TypeError(f"{fn.__qualname__}: positional-only parameter "
+                                f"{param.name!r} is not supported by function tools")
+            if _is_run_context(hints.get(param.name)):
+                context.append(param.name)
+            else:
+                visible.append(param)
+        if confirm:
+            visible.append(inspect.Parameter(CONFIRM_DUPLICATE_PARAM,
+                                             inspect.Parameter.KEYWORD_ONLY, default=False))
+            hints[CONFIRM_DUPLICATE_PARAM] = _CONFIRM_ANNOTATION
+        self.visible = tuple(visible)
+        self.hints = {p.name: hints.get(p.name, Any) for p in visible}
+        self.context_params = tuple(context)
+        try:
+            self.model = arguments_model(model_name(fn), visible, hints, arg_docs)
+            self.legacy = self.model.model_json_schema()
+        except pydantic.PydanticUserError as exc:  # e.g. a type without a JSON schema
+            raise TypeError(f"{fn.__qualname__}: cannot build the tool's argument schema: "
+                            f"{exc}") from exc
 
-
-def _analyse(fn: Callable[..., Any], tool_name: str, arg_docs: Mapping[str, str],
-             is_method: bool) -> _Signature:
-    """Build the argument Struct type of ``fn`` and find its ``RunContext`` parameters."""
-    hints = _resolve_hints(fn)
-    params = list(inspect.signature(fn).parameters.values())
-    if is_method and params:
-        params = params[1:]
-    fields: list[tuple[Any, ...]] = []
-    context: list[str] = []
-    for param in params:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if param.kind is param.POSITIONAL_ONLY:
-            raise TypeError(f"{fn.__qualname__}: positional-only parameter {param.name!r} is "
-                            "not supported by function tools")
-        annotation = hints.get(param.name, Any)
-        if _is_run_context(annotation):
-            context.append(param.name)
-            continue
-        fields.append(_field_spec(param, annotation, arg_docs.get(param.name)))
-    struct = msgspec.defstruct(_struct_name(tool_name), fields, kw_only=True)
-    return _Signature(struct=struct, arg_names=tuple(f[0] for f in fields),
-                      context_params=tuple(context))
-
-
-def _field_spec(param: inspect.Parameter, annotation: object, doc: str | None) -> tuple[Any, ...]:
-    """The ``defstruct`` field for one parameter: name, type (with description), default."""
-    if doc and not _has_description(annotation):
-        annotation = typing.Annotated[annotation, msgspec.Meta(description=doc)]
-    if param.default is inspect.Parameter.empty:
-        return (param.name, annotation)
-    return (param.name, annotation, _default_field(param.default))
-
-
-def _object_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    """The JSON schema of ``struct`` with its own definition inlined at the top level."""
-    schema = msgspec.json.schema(struct)
-    defs: dict[str, Any] = schema.pop("$defs", {})
-    ref = schema.pop("$ref", None)
-    if ref is not None:
-        schema = {**defs.pop(ref.rsplit("/", 1)[-1]), **schema}
-    if defs:
-        schema["$defs"] = defs
-    schema.setdefault("properties", {})
-    schema.setdefault("required", [])
-    return schema
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.visible)
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,8 +182,30 @@ def _defined_in_class(fn: Callable[..., Any]) -> bool:
     return len(parts) >= 2 and parts[-2] != "<locals>"
 
 
+@dataclasses.dataclass
+class FunctionToolInfo:
+    """What LiveKit's ``FunctionTool.info`` holds: name, description, flags, duplicates."""
+
+    name: str
+    description: str | None
+    flags: ToolFlag
+    on_duplicate: DuplicateMode = "allow"
+    duplicate_scope: DuplicateScope = "name"
+
+
+@dataclasses.dataclass
+class RawFunctionToolInfo:
+    """``RawFunctionTool.info``: the name, the schema given as is, flags, duplicates."""
+
+    name: str
+    raw_schema: dict[str, Any]
+    flags: ToolFlag
+    on_duplicate: DuplicateMode = "allow"
+    duplicate_scope: DuplicateScope = "name"
+
+
 class FunctionTool:
-    """A function the LLM can call, with its name, description and JSON schema.
+    """A function the LLM can call, with its name, description and JSON schemas.
 
     Build it with :func:`function_tool`. A tool defined in a class body is a descriptor:
     accessing it on an instance returns a bound copy whose call passes that instance as
@@ -266,19 +213,32 @@ class FunctionTool:
 
     Attributes:
         fn: The decorated function.
-        name: The name shown to the LLM.
+        name: The name shown to the LLM (also ``id``).
         description: The description shown to the LLM.
         flags: The tool's :class:`ToolFlag`.
+        on_duplicate: What a call does while another call of this tool runs (``"allow"``,
+            ``"reject"``, ``"replace"`` or ``"confirm"``).
+        duplicate_scope: What counts as another call: the same name (``"name"``), or the
+            same name and validated arguments (``"name_and_args"``).
         raw_schema: The raw schema given to the decorator, if any.
-        parameters_schema: The JSON schema object of the LLM-visible arguments.
+        parameters_schema: The JSON schema object of the LLM-visible arguments (legacy form).
         context_params: Names of the parameters receiving the ``RunContext``.
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
                  description: str | None = None, raw_schema: dict[str, Any] | None = None,
-                 flags: ToolFlag = ToolFlag.NONE) -> None:
+                 flags: ToolFlag = ToolFlag.NONE, on_duplicate: DuplicateMode = "allow",
+                 duplicate_scope: DuplicateScope = "name") -> None:
+        if on_duplicate not in _DUPLICATE_MODES:
+            raise ValueError(f"on_duplicate must be one of {_DUPLICATE_MODES}, "
+                             f"got {on_duplicate!r}")
+        if duplicate_scope not in _DUPLICATE_SCOPES:
+            raise ValueError(f"duplicate_scope must be one of {_DUPLICATE_SCOPES}, "
+                             f"got {duplicate_scope!r}")
         self.fn = fn
         self.flags = ToolFlag(flags)
+        self.on_duplicate: DuplicateMode = on_duplicate
+        self.duplicate_scope: DuplicateScope = duplicate_scope
         self.raw_schema = raw_schema
         self.is_method = _defined_in_class(fn)
         #: the object a method tool is bound to (None: unbound, or a plain function)
@@ -290,32 +250,59 @@ class FunctionTool:
             self._init_from_signature(name, description)
 
     def _init_from_signature(self, name: str | None, description: str | None) -> None:
-        summary, arg_docs = _parse_docstring(self.fn.__doc__)
+        summary, arg_docs = docstring_summary(self.fn)
         self.name = name or self.fn.__name__
-        self.description = description if description is not None else summary
-        signature = self._signature = _analyse(self.fn, self.name, arg_docs, self.is_method)
-        self.parameters_schema = _object_schema(signature.struct)
+        self.description = description or summary or ""
+        signature = self._signature = _Signature(
+            self.fn, is_method=self.is_method, arg_docs=arg_docs,
+            confirm=self.on_duplicate == "confirm")
+        self.parameters_schema: dict[str, Any] = signature.legacy
         self.context_params = signature.context_params
 
     def _init_raw(self, raw_schema: dict[str, Any], name: str | None,
                   description: str | None) -> None:
         if not (name or raw_schema.get("name")):
             raise ValueError("raw_schema must contain a 'name'")
+        if "parameters" not in raw_schema:
+            raise ValueError("raw_schema must contain 'parameters' (an empty object schema "
+                             "for a tool without arguments)")
+        raw_schema = copy.deepcopy(raw_schema)
+        if self.on_duplicate == "confirm":
+            raw_schema["parameters"] = _with_confirm_param(raw_schema["parameters"])
+        self.raw_schema = raw_schema
         self.name = name or raw_schema["name"]
         self.description = (description if description is not None
-                            else raw_schema.get("description", ""))
-        self.parameters_schema = copy.deepcopy(
-            raw_schema.get("parameters") or {"type": "object", "properties": {}, "required": []})
+                            else raw_schema.get("description") or "")
+        self.parameters_schema = copy.deepcopy(raw_schema["parameters"])
         hints = _resolve_hints(self.fn)
         self.context_params = tuple(n for n, t in hints.items() if _is_run_context(t))
         self._signature = None
 
     @property
+    def id(self) -> str:
+        """The tool's unique name (LiveKit's ``Tool.id``)."""
+        return self.name
+
+    @property
+    def info(self) -> FunctionToolInfo | RawFunctionToolInfo:
+        """LiveKit's ``FunctionTool.info`` view of this tool."""
+        if self.raw_schema is not None:
+            return RawFunctionToolInfo(name=self.name, raw_schema=copy.deepcopy(self.raw_schema),
+                                       flags=self.flags, on_duplicate=self.on_duplicate,
+                                       duplicate_scope=self.duplicate_scope)
+        return FunctionToolInfo(name=self.name, description=self.description or None,
+                                flags=self.flags, on_duplicate=self.on_duplicate,
+                                duplicate_scope=self.duplicate_scope)
+
+    @property
     def schema(self) -> dict[str, Any]:
-        """The OpenAI-style (non-strict) tool schema."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description,
-                             "parameters": copy.deepcopy(self.parameters_schema)}}
+        """The OpenAI-style (non-strict) tool schema: :func:`build_legacy_openai_schema`."""
+        return build_legacy_openai_schema(self)
+
+    @property
+    def strict_schema(self) -> dict[str, Any]:
+        """The OpenAI strict-mode tool schema: :func:`build_strict_openai_schema`."""
+        return build_strict_openai_schema(self)
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -323,9 +310,17 @@ class FunctionTool:
         return self._signature.arg_names if self._signature is not None else ()
 
     @property
-    def args_struct(self) -> type[msgspec.Struct] | None:
-        """The msgspec Struct type validating the arguments (None for raw-schema tools)."""
-        return self._signature.struct if self._signature is not None else None
+    def args_model(self) -> type[pydantic.BaseModel] | None:
+        """The pydantic model validating the arguments (None for raw-schema tools)."""
+        return self._signature.model if self._signature is not None else None
+
+    @property
+    def signature_parameters(self) -> tuple[inspect.Parameter, ...]:
+        """The LLM-visible parameters with their resolved annotations (empty for raw tools)."""
+        if self._signature is None:
+            return ()
+        hints = self._signature.hints
+        return tuple(p.replace(annotation=hints[p.name]) for p in self._signature.visible)
 
     def __get__(self, instance: object, owner: type | None = None) -> FunctionTool:
         if instance is None or not self.is_method:
@@ -335,7 +330,11 @@ class FunctionTool:
         return bound
 
     async def __call__(self, *args: object, **kwargs: object) -> object:
-        """Call the function (awaiting it when it is async); bound tools pass ``self``."""
+        """Call the function (awaiting it when it is async); bound tools pass ``self``.
+
+        Cancellation: cancels the function's own awaits.
+        """
+        kwargs.pop(CONFIRM_DUPLICATE_PARAM, None)
         if self.instance is not None:
             args = (self.instance, *args)
         result = self.fn(*args, **kwargs)
@@ -353,35 +352,93 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         bound = f" bound to {self.instance!r}" if self.instance is not None else ""
-        return f"<FunctionTool {self.name!r}{bound}>"
+        return f"<{type(self).__name__} {self.name!r}{bound}>"
+
+
+class RawFunctionTool(FunctionTool):
+    """A tool whose schema was given as is (``@function_tool(raw_schema=...)``); its function
+    receives the decoded arguments as ``raw_arguments``."""
+
+
+def _with_confirm_param(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A raw parameters schema with the (required, nullable) confirm-duplicate flag added."""
+    params = dict(parameters)
+    params["properties"] = {**params.get("properties", {}), CONFIRM_DUPLICATE_PARAM: {
+        "type": ["boolean", "null"], "description": CONFIRM_DUPLICATE_DESCRIPTION}}
+    required = list(params.get("required", []))
+    if CONFIRM_DUPLICATE_PARAM not in required:
+        required.append(CONFIRM_DUPLICATE_PARAM)
+    params["required"] = required
+    return params
+
+
+def build_legacy_openai_schema(tool: FunctionTool, *, internally_tagged: bool = False
+                               ) -> dict[str, Any]:
+    """The non-strict OpenAI schema of ``tool``: the arguments model's own JSON schema.
+
+    Args:
+        tool: The tool.
+        internally_tagged: The Responses API's flat form (``name``, ``description``,
+            ``parameters`` and ``type`` side by side) instead of ``{"type", "function"}``.
+    """
+    if tool.raw_schema is not None:
+        function = copy.deepcopy(tool.raw_schema)
+        return ({**function, "type": "function"} if internally_tagged
+                else {"type": "function", "function": function})
+    function = {"name": tool.name, "description": tool.description or "",
+                "parameters": copy.deepcopy(tool.parameters_schema)}
+    if internally_tagged:
+        return {**function, "type": "function"}
+    return {"type": "function", "function": function}
+
+
+def build_strict_openai_schema(tool: FunctionTool) -> dict[str, Any]:
+    """The strict-mode OpenAI schema of ``tool`` (a raw-schema tool's schema is sent as is)."""
+    if tool.raw_schema is not None:
+        return {"type": "function", "function": copy.deepcopy(tool.raw_schema)}
+    parameters = strict_json_schema(copy.deepcopy(tool.parameters_schema))
+    return {"type": "function", "function": {"name": tool.name, "strict": True,
+                                             "description": tool.description or "",
+                                             "parameters": parameters}}
 
 
 @overload
-def function_tool(fn: F, /, *, name: str | None = None, description: str | None = None,
-                  raw_schema: dict[str, Any] | None = None,
-                  flags: ToolFlag = ToolFlag.NONE) -> FunctionTool: ...
+def function_tool(f: F, *, name: str | None = None, description: str | None = None,
+                  raw_schema: dict[str, Any] | None = None, flags: ToolFlag = ToolFlag.NONE,
+                  on_duplicate: DuplicateMode = "allow",
+                  duplicate_scope: DuplicateScope = "name") -> FunctionTool: ...
 
 
 @overload
-def function_tool(*, name: str | None = None, description: str | None = None,
-                  raw_schema: dict[str, Any] | None = None,
-                  flags: ToolFlag = ToolFlag.NONE) -> Callable[[F], FunctionTool]: ...
-
-
-def function_tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+def function_tool(f: None = None, *, name: str | None = None,
                   description: str | None = None, raw_schema: dict[str, Any] | None = None,
-                  flags: ToolFlag = ToolFlag.NONE) -> Any:
+                  flags: ToolFlag = ToolFlag.NONE, on_duplicate: DuplicateMode = "allow",
+                  duplicate_scope: DuplicateScope = "name") -> Callable[[F], FunctionTool]: ...
+
+
+def function_tool(f: Callable[..., Any] | None = None, *, name: str | None = None,
+                  description: str | None = None, raw_schema: dict[str, Any] | None = None,
+                  flags: ToolFlag = ToolFlag.NONE, on_duplicate: DuplicateMode = "allow",
+                  duplicate_scope: DuplicateScope = "name") -> Any:
     """Turn a function (or a method) into a :class:`FunctionTool`.
 
     Usable bare (``@function_tool``) or with arguments (``@function_tool(name="x")``).
 
     Args:
-        fn: The function, when used bare.
+        f: The function, when used bare.
         name: The tool name; defaults to the function's ``__name__``.
-        description: The description; defaults to the docstring summary.
+        description: The description; defaults to the docstring's description.
         raw_schema: A ready-made schema ``{"name", "description", "parameters"}``; the
-            function then receives the decoded arguments as ``raw_arguments``.
+            function then receives the decoded arguments as ``raw_arguments`` (the tool is
+            a :class:`RawFunctionTool`).
         flags: :class:`ToolFlag` values.
+        on_duplicate: What a call does while another call of this tool (see
+            ``duplicate_scope``) is still running: ``"allow"`` runs it; ``"reject"`` answers
+            the LLM that the same tool is already running; ``"replace"`` cancels the running
+            call(s) (which must be ``CANCELLABLE``) and runs it; ``"confirm"`` adds a
+            ``lk_agents_confirm_duplicate`` parameter and rejects the call unless it is set.
+        duplicate_scope: ``"name"`` (any running call of the tool) or ``"name_and_args"``
+            (only one with the same validated arguments).
 
     Returns:
         The tool, or a decorator producing it.
@@ -390,10 +447,11 @@ def function_tool(fn: Callable[..., Any] | None = None, /, *, name: str | None =
     def decorate(func: Callable[..., Any]) -> FunctionTool:
         if isinstance(func, FunctionTool):
             func = func.fn
-        return FunctionTool(func, name=name, description=description, raw_schema=raw_schema,
-                            flags=flags)
+        cls = RawFunctionTool if raw_schema is not None else FunctionTool
+        return cls(func, name=name, description=description, raw_schema=raw_schema,
+                   flags=flags, on_duplicate=on_duplicate, duplicate_scope=duplicate_scope)
 
-    return decorate if fn is None else decorate(fn)
+    return decorate if f is None else decorate(f)
 
 
 def find_function_tools(obj: object) -> list[FunctionTool]:
@@ -423,47 +481,84 @@ def find_function_tools(obj: object) -> list[FunctionTool]:
 
 
 def _decode_object(tool: FunctionTool, arguments_json: str) -> dict[str, Any]:
-    """Decode the JSON arguments; they must be an object (empty text counts as ``{}``)."""
+    """Decode the JSON arguments; they must be an object (empty text and ``null`` count as
+    ``{}``; arguments encoded twice, as a JSON string, are decoded again)."""
     try:
         data = msgspec.json.decode(arguments_json.strip() or "{}")
+        while isinstance(data, str):
+            data = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise ToolError(f"Error parsing arguments for `{tool.name}`: {exc}") from None
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise ToolError(f"Error parsing arguments for `{tool.name}`: "
-                        f"Expected `object`, got `{type(data).__name__}`")
+                        f"expected dict from function arguments, got {type(data).__name__}")
     return data
+
+
+def validated_arguments(tool: FunctionTool, data: dict[str, Any]) -> dict[str, Any]:
+    """The validated arguments of a call: every LLM-visible parameter, converted to its
+    declared type (a pydantic model parameter gets a model instance), omitted ones and
+    ``null`` placeholders of the strict schema holding their defaults. Raw tools: ``data``.
+
+    Raises:
+        pydantic.ValidationError: The arguments do not fit the parameters.
+    """
+    model = tool.args_model
+    if model is None:
+        return data
+    data = fill_defaults(data, tool.parameters_schema)
+    validated = model.model_validate(data)
+    return {name: getattr(validated, name) for name in type(validated).model_fields}
 
 
 def parse_arguments(tool: FunctionTool, arguments_json: str) -> dict[str, Any]:
     """Decode and validate the JSON arguments of a call to ``tool``.
 
-    Validation is lax like pydantic's default (``"5"`` is accepted for an ``int``).
+    Validation is pydantic's (lax: ``"5"`` is accepted for an ``int``), against the model the
+    schemas were built from.
 
     Args:
         tool: The tool being called.
         arguments_json: The call's arguments, a JSON object.
 
     Returns:
-        The keyword arguments given by the LLM, converted to the declared types (parameters
-        the LLM left out are absent, so the function's own defaults apply). For raw-schema
-        tools: ``{"raw_arguments": <decoded object>}``.
+        The keyword arguments for the LLM-visible parameters (see
+        :func:`validated_arguments`). For raw-schema tools: ``{"raw_arguments": <object>}``.
 
     Raises:
         ToolError: ``Error parsing arguments for `<name>`: <detail>``; the detail names the
             offending field.
     """
     data = _decode_object(tool, arguments_json)
-    if tool.args_struct is None:
+    if tool.args_model is None:
         return {"raw_arguments": data}
     try:
-        args = msgspec.convert(data, tool.args_struct, strict=False)
-    except msgspec.ValidationError as exc:
+        return validated_arguments(tool, data)
+    except (pydantic.ValidationError, ValueError, TypeError) as exc:
         raise ToolError(f"Error parsing arguments for `{tool.name}`: {exc}") from None
-    return {name: getattr(args, name) for name in tool.arg_names if name in data}
 
 
 # --------------------------------------------------------------------------------------------
 # Execution
+
+
+@dataclasses.dataclass
+class ToolResult:
+    """A tool's return value with whether it asks for a reply.
+
+    Return ``ToolResult(output, reply_required=False)`` to record ``output`` for the LLM
+    without generating a reply to it (another tool of the step may still ask for one); for a
+    handoff, return ``(agent, ToolResult(...))``.
+
+    Attributes:
+        output: The value shown to the LLM (as for a plain return value).
+        reply_required: Whether the LLM should answer it (default True).
+    """
+
+    output: Any
+    reply_required: bool = dataclasses.field(default=True, kw_only=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -471,31 +566,38 @@ class ToolOutcome:
     """What executing one function call produced.
 
     Attributes:
-        output: The output item for the chat context (always present).
-        reply_required: Whether the LLM should reply to the output.
+        output: The output item for the chat context (always present); its
+            ``reply_required`` says whether the LLM should reply to it.
         agent: The agent to hand off to, if the tool returned one.
         exception: The unexpected exception the tool raised (not set for ``ToolError`` /
             ``StopResponse``, which are expected ways to end a tool).
     """
 
     output: FunctionCallOutput
-    reply_required: bool = False
     agent: Any | None = None
     exception: BaseException | None = None
+
+    @property
+    def reply_required(self) -> bool:
+        return self.output.reply_required
 
 
 def _never_agent(_: object) -> bool:
     return False
 
 
-def _output(call: FunctionCall, text: str, *, is_error: bool = False) -> FunctionCallOutput:
+def _output(call: FunctionCall, text: str, *, is_error: bool = False,
+            reply_required: bool = True) -> FunctionCallOutput:
     return FunctionCallOutput(call_id=call.call_id, name=call.name, output=text,
-                              is_error=is_error, created_at=now())
+                              is_error=is_error, created_at=now(),
+                              reply_required=reply_required)
 
 
-def _error(call: FunctionCall, text: str) -> ToolOutcome:
-    # Errors are shown to the LLM, which answers them (LiveKit's default reply_required=True).
-    return ToolOutcome(output=_output(call, text, is_error=True), reply_required=True)
+def tool_error_outcome(call: FunctionCall, text: str, *, reply_required: bool = True
+                       ) -> ToolOutcome:
+    """An error output for ``call`` (shown to the LLM, which answers it by default)."""
+    return ToolOutcome(output=_output(call, text, is_error=True,
+                                      reply_required=reply_required))
 
 
 CANCELLED_BY_CLOSE_OUTPUT = "the tool call was cancelled because the session closed"
@@ -507,28 +609,21 @@ def cancelled_outcome(call: FunctionCall, *, closing: bool) -> ToolOutcome:
     """The outcome of a call whose agent was stopped under it (the session closed, or
     another agent took over): an error output, so the history answers every call; no reply."""
     text = CANCELLED_BY_CLOSE_OUTPUT if closing else CANCELLED_BY_HANDOFF_OUTPUT
-    return ToolOutcome(output=_output(call, text, is_error=True), reply_required=False)
+    return tool_error_outcome(call, text, reply_required=False)
+
+
+_SCALARS = (str, int, float, bool, complex, type(None))
 
 
 def _is_valid_output(value: object) -> bool:
-    """True for str/int/float/bool/None and lists/tuples/sets/dicts of those."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+    """True for str/int/float/bool/complex/None and lists/tuples/sets/dicts of those."""
+    if isinstance(value, _SCALARS):
         return True
     if isinstance(value, (list, tuple, set, frozenset)):
         return all(_is_valid_output(v) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, (str, int, float)) and not isinstance(k, bool)
-                   and _is_valid_output(v) for k, v in value.items())
+        return all(isinstance(k, _SCALARS) and _is_valid_output(v) for k, v in value.items())
     return False
-
-
-def _output_text(value: object) -> str:
-    """The output text of a valid return value (JSON for containers, "" for None)."""
-    if value is None:
-        return ""
-    if isinstance(value, (str, int, float, bool)):
-        return str(value)
-    return msgspec.json.encode(value).decode()
 
 
 def _split_agent(value: object, is_agent: Callable[[object], bool]
@@ -537,46 +632,53 @@ def _split_agent(value: object, is_agent: Callable[[object], bool]
 
     Returns:
         The agents found (the value itself, or items of a list/tuple/set) and what remains:
-        None, the single remaining item, or a list of the remaining items.
+        a collection without agents becomes a list; with one agent, None when nothing else
+        is left, the single remaining item, or a list of the remaining items.
     """
     if is_agent(value):
         return [value], None
     if not isinstance(value, (list, tuple, set, frozenset)):
         return [], value
     agents = [v for v in value if is_agent(v)]
-    if not agents:
-        return [], value
     rest = [v for v in value if not is_agent(v)]
+    if not agents:
+        return [], rest
     return agents, (None if not rest else rest[0] if len(rest) == 1 else rest)
 
 
-def _outcome_from_value(call: FunctionCall, value: object,
-                        is_agent: Callable[[Any], bool]) -> ToolOutcome:
-    """Map a tool's return value to its outcome (see module docs / reference 5.2)."""
+def outcome_from_value(call: FunctionCall, value: object,
+                       is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
+    """Map a tool's return value to its outcome, as LiveKit does: the output text is
+    ``str()`` of the value ("" for None); a value with nothing to say (None, a bare handoff)
+    asks for no reply unless it is a :class:`ToolResult` saying otherwise."""
     agents, rest = _split_agent(value, is_agent)
     if len(agents) > 1:
-        return _error(call, MULTIPLE_AGENTS_OUTPUT)
+        logger.error("tool %r returned more than one agent; its output is ignored", call.name)
+        return tool_error_outcome(call, MULTIPLE_AGENTS_OUTPUT)
+    reply_required = rest is not None
+    if isinstance(rest, ToolResult):
+        reply_required, rest = rest.reply_required, rest.output
+    agent = agents[0] if agents else None
     if not _is_valid_output(rest):
-        return _error(call, INVALID_OUTPUT)
-    try:
-        text = _output_text(rest)
-    except (TypeError, msgspec.EncodeError):
-        return _error(call, INVALID_OUTPUT)
-    return ToolOutcome(output=_output(call, text), reply_required=rest is not None,
-                       agent=agents[0] if agents else None)
+        logger.error("tool %r returned an invalid output", call.name,
+                     extra={"call_id": call.call_id})
+        return ToolOutcome(output=_output(call, INVALID_OUTPUT, is_error=True,
+                                          reply_required=reply_required), agent=agent)
+    text = "" if rest is None else str(rest)
+    return ToolOutcome(output=_output(call, text, reply_required=reply_required), agent=agent)
 
 
 def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
     """Map an exception raised by a tool to its outcome."""
     leaf = single_leaf(exc)
     if isinstance(leaf, ToolError):
-        return _error(call, leaf.message)
-    if isinstance(leaf, StopResponse):
-        return ToolOutcome(output=_output(call, ""), reply_required=False)
+        return tool_error_outcome(call, leaf.message)
+    if isinstance(leaf, StopResponse):  # silence, but the call is still answered
+        return ToolOutcome(output=_output(call, "", reply_required=False))
     logger.exception("exception occurred while executing tool %r", call.name,
                      extra={"function": call.name, "call_id": call.call_id})
     return ToolOutcome(output=_output(call, INTERNAL_ERROR_OUTPUT, is_error=True),
-                       reply_required=True, exception=exc)
+                       exception=exc)
 
 
 async def execute_function_call(
@@ -598,15 +700,18 @@ async def execute_function_call(
 
     Raises:
         trio.Cancelled: And any other non-``Exception`` BaseException, never swallowed.
+
+    Cancellation: cancels the tool; nothing is returned (the caller records the call as
+    cancelled).
     """
     tool = tools.get(call.name)
     if tool is None:
-        return _error(call, f"Unknown function: {call.name} - available tools: "
+        return tool_error_outcome(call, f"Unknown function: {call.name} - available tools: "
                             f"{', '.join(tools)}")
     try:
         kwargs = parse_arguments(tool, call.arguments)
     except ToolError as exc:
-        return _error(call, exc.message)
+        return tool_error_outcome(call, exc.message)
     if tool.context_params:
         context = make_context(call) if make_context is not None else None
         kwargs.update(dict.fromkeys(tool.context_params, context))
@@ -614,4 +719,4 @@ async def execute_function_call(
         value = await tool(**kwargs)
     except Exception as exc:
         return _outcome_from_exception(call, exc)
-    return _outcome_from_value(call, value, is_agent)
+    return outcome_from_value(call, value, is_agent)

@@ -14,12 +14,13 @@ from typing import Protocol
 import trio
 
 from ._errors import StopResponse
-from .chat import ChatMessage
+from .chat import ChatItem, ChatMessage
 from .events import EOUMetrics
 from .interruption import words
 from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
 from .speech_handle import SpeechHandle
+from .turn_metrics import user_message_metrics
 
 
 
@@ -31,6 +32,11 @@ class TurnHost(PreemptiveHost, Protocol):
 
     @property
     def server_turn_detection(self) -> bool: ...
+
+    @property
+    def stt(self) -> object: ...
+
+    def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
 
     def interrupt_background_speeches(self) -> None: ...
 
@@ -45,10 +51,17 @@ class UserTurns:
     def __init__(self, activity: TurnHost) -> None:
         self._activity = activity
         self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+        self._unhandled = 0   # turns accepted and not handled yet
+        self._handled = trio.lowlevel.ParkingLot()
 
     def block(self) -> None:
         """No more turns (a handoff was requested or the agent drains)."""
         self._send.close()
+
+    @property
+    def open(self) -> bool:
+        """Turns are taken: no handoff was requested and the agent does not drain."""
+        return self._recv.statistics().open_send_channels > 0
 
     @property
     def newer_turn_waiting(self) -> bool:
@@ -70,6 +83,7 @@ class UserTurns:
             return False
         try:
             self._send.send_nowait(info)
+            self._unhandled += 1
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
             activity.preemptive.discard()
@@ -87,6 +101,22 @@ class UserTurns:
             except Exception:
                 # a failing turn must not take the session down with it
                 logger.exception("handling the user turn failed")
+            finally:
+                self._unhandled -= 1
+                self._handled.unpark_all()
+
+    @property
+    def handling(self) -> bool:
+        """An accepted turn is not handled yet."""
+        return self._unhandled > 0
+
+    async def wait_handled(self) -> None:
+        """Wait until every accepted turn has been handled (its reply scheduled, or not).
+
+        Cancellation: a checkpoint only.
+        """
+        while self._unhandled > 0:
+            await self._handled.park()
 
     async def _completed(self, info: EndOfTurnInfo) -> None:
         activity = self._activity
@@ -100,7 +130,13 @@ class UserTurns:
         without a reply (the preemptive one is then discarded)."""
         activity = self._activity
         message = ChatMessage(role="user", content=[info.new_transcript],
-                              transcript_confidence=info.transcript_confidence)
+                              transcript_confidence=info.transcript_confidence,
+                              metrics=user_message_metrics(info, activity.stt))
+        if info.skip_reply:
+            # committed by hand without a reply: the words are recorded, nothing answers
+            if info.new_transcript:
+                activity.commit_item(message)
+            return
         current = activity.current_speech
         if current is not None and not current.done():
             if not current.allow_interruptions:
@@ -119,14 +155,15 @@ class UserTurns:
             logger.exception("error in on_user_turn_completed")
             return
         hook_delay = trio.current_time() - hook_started
+        message.metrics["on_user_turn_completed_delay"] = hook_delay
         if not activity.accepts_turns:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
             return
-        handle = preemptive.take(info.new_transcript, turn_ctx)
+        handle = preemptive.take(info.new_transcript, turn_ctx, message)
         if handle is None:
             handle = activity.generate_reply(user_message=message, chat_ctx=turn_ctx,
-                                             schedule=False)
+                                             schedule=False, input_modality="audio")
         activity.session.emit_metrics(EOUMetrics(
             speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
             transcription_delay=info.transcription_delay,

@@ -8,16 +8,19 @@ from .agent_task import AgentTask
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
                      CloseReason, ConversationItemAddedEvent, ErrorEvent,
                      FunctionToolsExecutedEvent, MetricsCollectedEvent, SpeechCreatedEvent,
-                     UserInputTranscribedEvent, UserStateChangedEvent)
+                     UserInputTranscribedEvent, UserStateChangedEvent,
+                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent)
 from .models import ModelSettings
 from .run_context import RunContext
 from .session import AgentSession
 from .speech_handle import SpeechHandle
+from .usage import SessionUsageUpdatedEvent
 
 __all__ = [
     "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
-    "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
-    "UserStateChangedEvent",
+    "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
+    "UserStateChangedEvent", "UserTranscriptionTimeoutEvent",
+    "UserTurnExceededEvent",
 ]

@@ -36,6 +36,7 @@ from livekit.agents import JobContext as LiveKitJobContext
 
 from .io.bridge import is_asyncio_cancellation, run_trio_in_thread
 from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
+from .job_process import JobProcess
 
 __all__ = ["TrioJobEntrypoint", "create_agent_server"]
 
@@ -85,6 +86,9 @@ class TrioJobEntrypoint:
                                   "on_ready": contexts.append}
         if self.open_room_fn is not None:
             kwargs["open_room_fn"] = self.open_room_fn
+        lk_proc = getattr(job_ctx, "proc", None)  # what the server's setup_fnc filled
+        if lk_proc is not None:
+            kwargs["proc"] = JobProcess.sharing(lk_proc)
         reason = "agents_trio entrypoint finished"
         try:
             await run_trio_in_thread(functools.partial(run_job, entrypoint, **kwargs),

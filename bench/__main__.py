@@ -1,13 +1,18 @@
-"""``python -m bench``: turn and interruption latency, side by side with LiveKit Agents.
+"""``python -m bench``: turn and interruption latency, side by side with LiveKit Agents and
+Pipecat.
 
     python -m bench                 # the full sweep (N = 1 … 300), report, plot, README table
     python -m bench --quick         # CI smoke test: < 1 min, asserts that it ran
+    python -m bench --context-sweep only   # CPU per turn against history and tool count
     python -m bench --virtual       # logical latencies of the decision points, in virtual time
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
+    python -m bench --adapter       # a VAD plugin through adapt(): cost per window, per hop
 
 Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
-with the same Python, the same fakes and timings and the same GC settings. Results go to
-``bench/results/`` (``bench.json``, ``bench.md``, ``latency.png``).
+with the same Python, the same fakes and timings and the same GC settings; the runtimes are
+agents_trio (``trio``), LiveKit Agents (``asyncio``) and Pipecat (``pipecat``), the last two
+when installed (``pip install -e '.[bench]'``). Results go to ``bench/results/``
+(``bench.json``, ``bench.md``, ``latency.png``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
-from .environment import have_livekit_agents
+from .environment import have_livekit_agents, have_pipecat
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -96,13 +101,17 @@ def worker_env() -> dict[str, str]:
 
 
 def run_worker(runtime: str, n: int, *, script: str, transforms: str, gc_mode: str,
-               rounds: int, out_dir: Path, timeout: float, log: Any) -> dict:
-    out = out_dir.resolve() / f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}.json"
+               rounds: int, out_dir: Path, timeout: float, log: Any, history: int = 0,
+               tools: int = 0) -> dict:
+    context = f"-h{history}-x{tools}" if history or tools else ""
+    out = out_dir.resolve() / f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}{context}.json"
     cmd = [sys.executable, "-m", "bench.worker", "--runtime", runtime, "--n", str(n),
            "--script", script, "--transforms", transforms, "--gc", gc_mode,
-           "--rounds", str(rounds), "--out", str(out)]
+           "--rounds", str(rounds), "--history", str(history), "--tools", str(tools),
+           "--out", str(out)]
     t = time.perf_counter()
-    log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds} … ")
+    log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds}"
+        + (f" history={history} tools={tools + 1}" if context else "") + " … ")
     try:
         proc = subprocess.run(cmd, cwd=TREE, env=worker_env(), timeout=timeout, check=False,
                               capture_output=True, text=True)
@@ -144,8 +153,14 @@ def saturated(run: dict) -> str | None:
     return None
 
 
+def runtimes_of(args: argparse.Namespace) -> list[str]:
+    """The runtimes this run measures: ours, then whichever peers are installed and wanted."""
+    return (["trio"] + (["asyncio"] if args.with_asyncio else [])
+            + (["pipecat"] if args.with_pipecat else []))
+
+
 def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
-    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    runtimes = runtimes_of(args)
     raw_dir = args.out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
     runs: list[dict] = []
@@ -203,12 +218,32 @@ def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     return {"runs": runs, "saturation": saturation}
 
 
+# the context sweep: (earlier messages, unused tools besides the transfer): 1, 50, 200 tools
+CONTEXT_SIZES = [(0, 0), (1000, 0), (5000, 0), (0, 49), (0, 199)]
+
+
+def context_sweep(args: argparse.Namespace, log: Any) -> list[dict]:
+    """CPU per turn as the context grows: each runtime at N = 1 on the full script with 0,
+    1,000 and 5,000 earlier messages and with 1, 50 and 200 tools (one process each)."""
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for rt in runtimes_of(args):
+        for history, tools in CONTEXT_SIZES:
+            run = run_worker(rt, 1, script="full", transforms="off", gc_mode=args.gc,
+                             rounds=args.context_rounds, out_dir=raw_dir, timeout=300.0,
+                             log=log, history=history, tools=tools)
+            if "summary" in run:
+                runs.append(run)
+    return runs
+
+
 def notes(meta: dict) -> list[str]:
     return [
-        ("Notes: both sides run the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, the "
-        "script and the timings) behind each runtime's own model interfaces; audio frames "
+        ("Notes: every runtime runs the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, "
+        "the script and the timings) behind its own model interfaces; audio frames "
         "come from one fake-network task per process that hands every input its due 20 ms "
-        "frame; `gc.freeze()` after warm-up on both sides (`--gc default` turns it off). "
+        "frame; `gc.freeze()` after warm-up everywhere (`--gc default` turns it off). "
         "LiveKit's `aclose()` includes its fixed 2.0 s wait for a last STT transcript "
         "(`session_close_transcript_timeout`); ours has no such wait. Our model protocol "
         "lets the fake VAD/STT work inside `push_frame`, while LiveKit's stream base "
@@ -223,14 +258,45 @@ def notes(meta: dict) -> list[str]:
          "warm-up and the user-away timer are off on both sides; the asyncio side runs "
          "interruption mode `vad`, endpointing mode `fixed`, recording off. Each run's raw "
          "JSON (every sample, GC pauses, loop lag) is written to `bench/results/raw/`."),
+        "",
+        PIPECAT_NOTE,
     ]
+
+
+PIPECAT_NOTE = (
+    "Pipecat (`bench/pipecat_side.py`): the default pipeline (input, STT, user aggregator, "
+    "LLM, TTS, output, assistant aggregator) in a `PipelineWorker` with default parameters "
+    "(RTVI and turn tracking on, metrics off), one `WorkerRunner` per session, the fakes on "
+    "Pipecat's own base classes (`BaseInputTransport`, `VADAnalyzer`, `STTService`, "
+    "`LLMService`, `TTSService` fed like its websocket services, `BaseOutputTransport`). "
+    "Measured at the same points: turn overhead ends at the first audio chunk the output "
+    "transport writes; interruption runs from the VAD's start of speech to the output "
+    "transport handling the `InterruptionFrame` (Pipecat's counterpart of `clear_buffer()`: "
+    "the queued audio is dropped there). Where the counterpart is not exact: Pipecat's VAD "
+    "runs inside the user aggregator and its `VADAnalyzer` base class hands every frame to a "
+    "worker thread and measures its volume (what any VAD costs on Pipecat); its default end "
+    "of turn is the Smart Turn model, which the VAD + fixed-endpointing configuration of the "
+    "other two has no counterpart for, so `SpeechTimeoutUserTurnStopStrategy` ends the turn "
+    "0.2 s after the VAD's 0.3 s stop (0.5 s after the speech, as elsewhere); Pipecat "
+    "broadcasts an interruption at every user turn start, not only while the agent speaks; "
+    "the output writes 40 ms chunks paced in real time, as Pipecat's websocket transport "
+    "does; start = runner start → `on_pipeline_started`, aclose = `stop_when_done()` → the "
+    "runner returns; CPU and RSS are the whole process's, as elsewhere (the VAD's worker "
+    "threads included). No counterpart: the handoff (Pipecat has no agents; the transfer tool is "
+    "a registered function that adds a developer message and asks for no inference, and the "
+    "handoff column stays empty). The “default transforms” row is Pipecat's default "
+    "sentence aggregation before the TTS (token by token in the plumbing rows). Pipecat logs "
+    "through loguru: warnings and errors are counted in the raw JSON, not printed, as the "
+    "other two runtimes' loggers sit at WARNING.")
 
 
 def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any) -> None:
     out.mkdir(parents=True, exist_ok=True)
     # every sample stays in raw/ (one file per run); the summary file keeps the statistics
     slim = dict(results, runs=[{k: v for k, v in r.items() if k != "samples"}
-                               for r in results["runs"]])
+                               for r in results["runs"]],
+                context_sweep=[{k: v for k, v in r.items() if k != "samples"}
+                               for r in results.get("context_sweep", [])])
     (out / "bench.json").write_text(json.dumps(slim, indent=1))
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
@@ -257,12 +323,14 @@ def update_readme(md: str, results: dict[str, Any]) -> None:
         "",
         ("`python -m bench` runs the same scripted conversation (two Q&A turns, a long story "
         "interrupted 0.8–1.4 s into its audio, the reply, a handoff by tool, one turn with the "
-        "new agent) on agents_trio and on LiveKit Agents, in real time, N sessions per "
+        "new agent) on agents_trio, on LiveKit Agents and on Pipecat (which has no handoff: "
+        "there the tool is a plain function call), in real time, N sessions per "
         "process, each runtime and N in its own process, with the same fakes, timings, "
-        "Python and GC settings (install the asyncio side with `pip install -e '.[bench]'`). "
+        "Python and GC settings (install the peers with `pip install -e '.[bench]'`). "
         "Turn overhead = first agent audio at the sink − (speech end + 0.5 s endpointing) − "
         "LLM ttft (0.2 s) − TTS ttfb (0.1 s); interruption = the VAD event that crosses "
-        "min_duration → `clear_buffer()`. The ratios (ours / theirs, same run) are the "
+        "min_duration → `clear_buffer()` (on Pipecat: the output transport handling the "
+        "interruption). The ratios (ours / each peer's, same sweep) are the "
         "headline; absolute times depend on the machine. `python -m bench --quick` is the "
         "CI smoke test, `--virtual` gives the logical latencies in Trio virtual time, "
         "`--profile` shows where the time goes. Full results with the per-stage breakdown: "
@@ -281,11 +349,12 @@ def update_readme(md: str, results: dict[str, Any]) -> None:
 
 
 def quick(args: argparse.Namespace, log: Any) -> int:
-    """CI smoke: N = 10 on the short script (our side; the asyncio side too if installed),
-    plus the virtual-time mode. Asserts that every run produced its latencies."""
+    """CI smoke: N = 10 on the short script (our side; each peer too if installed: about 20 s
+    each; CI installs neither), plus the virtual-time mode. Asserts that every run produced
+    its latencies."""
     t = time.perf_counter()
     out = args.out if args.out_given else Path(tempfile.mkdtemp(prefix="bench-quick-"))
-    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    runtimes = runtimes_of(args)
     problems = []
     runs = []
     for rt in runtimes:
@@ -316,8 +385,18 @@ def quick(args: argparse.Namespace, log: Any) -> int:
         sys.stderr.write("bench --quick FAILED:\n  " + "\n  ".join(problems) + "\n")
         return 1
     if not args.with_asyncio:
-        log("(livekit-agents is not installed: our side ran alone)\n")
+        log("(livekit-agents is not installed: no LiveKit run)\n")
+    pipecat_note(args, log)
     return 0
+
+
+def pipecat_note(args: argparse.Namespace, log: Any) -> None:
+    if args.with_pipecat:
+        return
+    if args.no_pipecat or args.ours_only:
+        log("(Pipecat skipped on request)\n")
+    else:
+        log("(pipecat-ai is not installed: no Pipecat run; pip install -e '.[bench]' adds it)\n")
 
 
 def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
@@ -330,6 +409,13 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
             theirs = "livekit-agents"
     from importlib.metadata import version as v
 
+    peer = None
+    if args.with_pipecat:
+        try:
+            peer = f"pipecat-ai {v('pipecat-ai')}"
+        except Exception:  # noqa: BLE001
+            peer = "pipecat-ai"
+
     from .core import build_script
     return {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -337,8 +423,9 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "ours": f"agents_trio {v('agents-trio')} (trio {v('trio')})",
         "theirs": theirs,
-        "gc": "gc.freeze() after warm-up, both sides" if args.gc == "freeze"
-              else "default thresholds, both sides",
+        "peer": peer,
+        "gc": "gc.freeze() after warm-up, every runtime" if args.gc == "freeze"
+              else "default thresholds, every runtime",
         "script": script,
         "script_seconds": build_script(0, kind=script).close_at,
         "code": getattr(args, "tree_info", {}),
@@ -354,18 +441,28 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--virtual", action="store_true",
                       help="logical latencies in Trio virtual time (our side)")
     mode.add_argument("--profile", action="store_true", help="hops per frame and CPU hot spots")
+    mode.add_argument("--adapter", action="store_true",
+                      help="Silero VAD through adapt(): CPU and wall time per window, per hop, "
+                           "lockstep and inside the voice session (bench/results/adapter.md)")
     mode.add_argument("--report-only", action="store_true",
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
     ap.add_argument("--script", choices=["full", "quick"], default="full")
     ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
-    ap.add_argument("--ours-only", action="store_true", help="skip the asyncio runtime")
+    ap.add_argument("--ours-only", action="store_true",
+                    help="skip the peers (LiveKit Agents and Pipecat)")
+    ap.add_argument("--no-pipecat", action="store_true", help="skip the Pipecat runtime")
     ap.add_argument("--rounds-n1", type=int, default=4,
                     help="sequential rounds at N = 1 (more samples)")
     ap.add_argument("--capacity-steps", type=int, default=3,
                     help="extra runs to locate where turn p99 passes 100 ms")
     ap.add_argument("--no-transforms-row", dest="transforms_row", action="store_false",
                     help="skip the N = 1 row with the default text transforms")
+    ap.add_argument("--context-sweep", choices=["on", "off", "only"], default="on",
+                    help="CPU per turn with 0/1,000/5,000 earlier messages and 1/50/200 tools "
+                         "(N = 1, every runtime); 'only' runs just that")
+    ap.add_argument("--context-rounds", type=int, default=2,
+                    help="sequential sessions per context size")
     ap.add_argument("--no-readme", dest="readme", action="store_false",
                     help="do not update README.md")
     ap.add_argument("--out", type=Path, help="results directory (default bench/results)")
@@ -378,13 +475,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out_given = args.out is not None
     args.out = args.out or RESULTS
     args.with_asyncio = have_livekit_agents() and not args.ours_only
+    args.with_pipecat = have_pipecat() and not (args.ours_only or args.no_pipecat)
 
     def log(msg: str) -> None:
         sys.stdout.write(msg)
         sys.stdout.flush()
 
     tree_info = prepare_tree(args.tree or ("working" if args.quick or args.report_only
-                                           or args.virtual else "head"), log)
+                                           or args.virtual or args.adapter else "head"), log)
     args.tree_info = tree_info
     args.tree_dir = TREE
     if args.quick:
@@ -395,21 +493,42 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         from . import hotspots
         return hotspots.main(args, log)
+    if args.adapter:
+        from . import adapter_hops
+        return adapter_hops.main(["--out", str(args.out)])
     if args.report_only:
         results = json.loads((args.out / "bench.json").read_text())
         results["targets"] = (report.compute_targets(results["runs"])
-                              if results["meta"].get("theirs") else [])
+                              if results["meta"].get("theirs") or results["meta"].get("peer")
+                              else [])
         results["notes"] = notes(results["meta"])
         write_results(results, args.out, readme=args.readme, log=log)
         return 0
 
     if not args.with_asyncio:
-        log("livekit-agents is not installed: our side runs alone "
+        log("livekit-agents is not installed: no LiveKit column "
             "(pip install -e '.[bench]' for the side-by-side comparison)\n")
+    pipecat_note(args, log)
     log(f"{machine()}, Python {platform.python_version()}\n")
-    results = {"meta": _meta(args, script=args.script)}
-    results.update(sweep(args, log))
-    results["targets"] = report.compute_targets(results["runs"]) if args.with_asyncio else []
+    results: dict[str, Any] = {"meta": _meta(args, script=args.script)}
+    if args.context_sweep == "only":
+        results.update(runs=[], saturation={})
+    else:
+        results.update(sweep(args, log))
+    if args.context_sweep != "off":
+        results["context_sweep"] = context_sweep(args, log)
+    if args.context_sweep == "only":
+        # on its own files: bench.json, bench.md and the README keep the last full sweep
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "context.json").write_text(json.dumps(dict(results, context_sweep=[
+            {k: v for k, v in r.items() if k != "samples"} for r in results["context_sweep"]]),
+            indent=1))
+        md = "\n".join(report.context_md(results["context_sweep"])) + "\n"
+        (args.out / "context.md").write_text("# Turn cost against the context's size\n" + md)
+        log(md + f"report: {args.out / 'context.md'}\n")
+        return 0
+    results["targets"] = (report.compute_targets(results["runs"])
+                          if args.with_asyncio or args.with_pipecat else [])
     results["notes"] = notes(results["meta"])
     write_results(results, args.out, readme=args.readme, log=log)
     log(report.markdown(results))

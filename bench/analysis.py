@@ -114,7 +114,7 @@ def session_samples(p: Probe) -> dict[str, Any]:
             rec["tts_cancelled"] = (p.tts_cancelled[r] - th) * MS
         out["interrupts"].append(rec)
     has_tool = any(r.tool for r in script.replies)
-    if has_tool:
+    if has_tool and p.handoff_supported:
         if p.tool_return is None or p.on_enter_new is None:
             out["missing"].append("no handoff")
         else:

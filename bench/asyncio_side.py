@@ -18,6 +18,7 @@ from livekit.agents import (
     Agent,
     AgentSession,
     APIConnectOptions,
+    ChatContext,
     RunContext,
     function_tool,
     llm,
@@ -317,6 +318,8 @@ class Billing(common.BillingAgent, Agent):
 class FrontDesk(common.FrontDeskAgent, Agent):
     _now = staticmethod(now)
     _Billing = Billing
+    _ChatContext = ChatContext
+    _function_tool = staticmethod(function_tool)
 
     @function_tool
     async def transfer_to_billing(self, context: RunContext):
@@ -353,8 +356,9 @@ def make_session(probe: Probe, network: Network, *, transforms: bool
 
 async def run_session(probe: Probe, network: Network, *, transforms: bool,
                       agent: Agent | None = None, slack: float = 30.0,
-                      on_session: Any = None) -> None:
-    """One scripted session, start to close; failures are recorded on the probe."""
+                      on_session: Any = None, history: int = 0, extra_tools: int = 0) -> None:
+    """One scripted session, start to close; failures are recorded on the probe. The
+    front desk starts with ``history`` earlier messages and ``extra_tools`` unused tools."""
     probe.started_at = now()
     inp = None
     try:
@@ -363,7 +367,8 @@ async def run_session(probe: Probe, network: Network, *, transforms: bool,
             if on_session is not None:
                 on_session(session)
             t = now()
-            await session.start(agent if agent is not None else FrontDesk(probe), record=False)
+            await session.start(agent if agent is not None else FrontDesk(
+                    probe, history=history, extra_tools=extra_tools), record=False)
             probe.start_latency = now() - t
             try:
                 await inp.started.wait()
@@ -385,14 +390,15 @@ async def run_session(probe: Probe, network: Network, *, transforms: bool,
 
 
 async def run_phase(probes: list[Probe], network: Network, *, spread: float, transforms: bool,
-                    on_spawned: Any = None) -> None:
+                    on_spawned: Any = None, history: int = 0, extra_tools: int = 0) -> None:
     """Start the sessions spread over ``spread`` seconds; return when all have closed."""
     t_start = now()
     n = len(probes)
     tasks = []
     for i, probe in enumerate(probes):
         await sleep_until(t_start + (spread * i / n if n else 0.0))
-        tasks.append(asyncio.create_task(run_session(probe, network, transforms=transforms)))
+        tasks.append(asyncio.create_task(run_session(
+            probe, network, transforms=transforms, history=history, extra_tools=extra_tools)))
         if on_spawned is not None:
             on_spawned()
     await asyncio.gather(*tasks)

@@ -91,6 +91,13 @@ def llm_begin(probe: Probe, chat_items: Any, now: Callable[[], float]) -> tuple[
     """The fake LLM's request: the scripted reply (None, recorded as other, when the context
     has none) and the request time."""
     text, tool_after = core.last_user_text(chat_items)
+    return llm_begin_text(probe, text, tool_after, now)
+
+
+def llm_begin_text(probe: Probe, text: str | None, tool_after: bool,
+                   now: Callable[[], float]) -> tuple[Any, float]:
+    """``llm_begin`` for a runtime whose context is not a list of LiveKit-shaped items:
+    ``text`` is the last user message, ``tool_after`` whether a tool output follows it."""
     reply = None if tool_after or text is None else probe.script.reply_for(text)
     if reply is None:
         probe.llm_other.append(f"{text!r} tool_after={tool_after}")
@@ -125,16 +132,43 @@ class BillingAgent:
         self.probe.on_enter_new = self._now()
 
 
+def unused_tools(function_tool: Callable[..., Any], n: int) -> list[Any]:
+    """``n`` tools the script never calls, made with the runtime's ``function_tool``."""
+    tools = []
+    for i in range(n):
+        async def unused() -> None:
+            """A tool the scripted conversation never calls."""
+        tools.append(function_tool(unused, name=f"tool_{i}", description=f"Unused tool {i}."))
+    return tools
+
+
+def earlier_messages(chat_ctx: Any, history: int) -> Any:
+    """``chat_ctx`` with ``history`` earlier user/assistant messages added."""
+    for i in range(history):
+        chat_ctx.add_message(role="user" if i % 2 == 0 else "assistant",
+                             content=f"earlier message {i}")
+    return chat_ctx
+
+
 class FrontDeskAgent:
     """Mixin for a side's front-desk agent; the subclass declares the ``transfer_to_billing``
-    tool with its runtime's decorator and returns ``self._transfer()``; it sets ``_now`` and
-    ``_Billing``."""
+    tool with its runtime's decorator and returns ``self._transfer()``; it sets ``_now``,
+    ``_Billing``, and ``_ChatContext`` and ``_function_tool`` (the runtime's), with which
+    ``history`` earlier messages and ``extra_tools`` unused tools are added (the sweep of turn
+    cost against the context's size)."""
 
     _now: Callable[[], float]
     _Billing: Any
+    _ChatContext: Any
+    _function_tool: Callable[..., Any]
 
-    def __init__(self, probe: Probe) -> None:
-        super().__init__(instructions="You are the front desk of a small company.")
+    def __init__(self, probe: Probe, *, history: int = 0, extra_tools: int = 0) -> None:
+        more: dict[str, Any] = {}
+        if history:
+            more["chat_ctx"] = earlier_messages(self._ChatContext(), history)
+        if extra_tools:
+            more["tools"] = unused_tools(self._function_tool, extra_tools)
+        super().__init__(instructions="You are the front desk of a small company.", **more)
         self.probe = probe
 
     def _transfer(self) -> Any:

@@ -281,6 +281,7 @@ class Probe:
     started_at: float | None = None
     ended_at: float | None = None
     error: str | None = None
+    handoff_supported: bool = True                # False: the runtime has no agent handoff
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "script"}

@@ -11,3 +11,11 @@ def have_livekit_agents() -> bool:
         return importlib.util.find_spec("livekit.agents") is not None
     except (ImportError, ValueError):
         return False
+
+
+def have_pipecat() -> bool:
+    """Whether Pipecat (the third runtime, also on asyncio) is importable here."""
+    try:
+        return importlib.util.find_spec("pipecat") is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,20 +1,23 @@
-"""The report: a markdown table, the ratios (ours / theirs, same run), the targets, the plot."""
+"""The report: a markdown table, the ratios (ours / each peer's, same sweep), the targets, the
+plot. Runtimes: ``trio`` (agents_trio), ``asyncio`` (LiveKit Agents), ``pipecat`` (Pipecat)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-OURS, THEIRS = "trio", "asyncio"
-NAMES = {OURS: "agents_trio", THEIRS: "LiveKit Agents (asyncio)"}
+OURS, THEIRS, PEER = "trio", "asyncio", "pipecat"
+RUNTIMES = (OURS, THEIRS, PEER)
+NAMES = {OURS: "agents_trio", THEIRS: "LiveKit Agents (asyncio)", PEER: "Pipecat"}
 
-# issue #4's targets: (key, label, limit, how to read the ratio)
+# issue #13's targets: (key, label, limit, the runtime ours is compared with)
 TARGETS = [
-    ("turn_p50", "turn overhead p50 (plumbing config) ≤ ¼ of asyncio's", 0.25),
-    ("turn_p99_n100", "turn overhead p99 at N = 100 ≤ ⅕ of asyncio's", 0.20),
-    ("interrupt_p99_n100", "interruption p99 at N = 100 ≤ 1/10 of asyncio's", 0.10),
-    ("capacity", "sessions per process before turn p99 > 100 ms ≥ 2.5× asyncio's", 2.5),
-    ("cpu", "CPU per session-second ≤ ½ of asyncio's", 0.5),
+    ("capacity", "sessions per process before turn p99 > 100 ms ≥ 5× LiveKit's", 5.0, THEIRS),
+    ("capacity", "sessions per process before turn p99 > 100 ms ≥ 15× Pipecat's", 15.0, PEER),
+    ("cpu", "CPU per session-second ≤ ⅓ of LiveKit's at every N", 1 / 3, THEIRS),
+    ("turn_p50", "turn overhead p50 without fake timers (plumbing) ≤ ⅕ of LiveKit's", 0.2,
+     THEIRS),
+    ("interrupt_p99_n100", "interruption p99 at N = 100 ≤ 1/20 of LiveKit's", 0.05, THEIRS),
 ]
 
 
@@ -89,45 +92,40 @@ def compute_targets(runs: list[dict]) -> list[dict]:
         return r["resources"].get(key) if r else None
 
     out = []
-    th100 = idx.get((THEIRS, 100, "off"))
-    for key, label, limit in TARGETS:
-        row: dict[str, Any] = {"key": key, "target": label, "limit": limit}
-        if key in ("turn_p99_n100", "interrupt_p99_n100") and th100 and th100.get("saturated"):
-            row["caveat"] = "asyncio saturated at N = 100 on this machine"
+    for key, label, limit, vs in TARGETS:
+        row: dict[str, Any] = {"key": key, "target": label, "limit": limit, "vs": vs}
+        vs100 = idx.get((vs, 100, "off"))
+        if key == "interrupt_p99_n100" and vs100 and vs100.get("saturated"):
+            row["caveat"] = f"{NAMES[vs]} saturated at N = 100 on this machine"
         if key == "turn_p50":
-            # the plumbing configuration at N = 1: the single-session latency
-            ours = s(OURS, 1, "turn_overhead_ms", "p50")
-            theirs = s(THEIRS, 1, "turn_overhead_ms", "p50")
-            row["alt"] = _ratio(s(OURS, 1, "turn_plumbing_ms", "p50"),
-                                s(THEIRS, 1, "turn_plumbing_ms", "p50"))
+            # the single-session latency, with the fakes' own timer lateness taken out
+            ours = s(OURS, 1, "turn_plumbing_ms", "p50")
+            theirs = s(vs, 1, "turn_plumbing_ms", "p50")
+            row["alt"] = _ratio(s(OURS, 1, "turn_overhead_ms", "p50"),
+                                s(vs, 1, "turn_overhead_ms", "p50"))
+            row["alt_label"] = "whole turn overhead"
             row["where"] = "N = 1"
-        elif key == "turn_p99_n100":
-            ours = s(OURS, 100, "turn_overhead_ms", "p99")
-            theirs = s(THEIRS, 100, "turn_overhead_ms", "p99")
-            row["alt"] = _ratio(s(OURS, 100, "turn_plumbing_ms", "p99"),
-                                s(THEIRS, 100, "turn_plumbing_ms", "p99"))
-            row["where"] = "N = 100"
         elif key == "interrupt_p99_n100":
             ours = s(OURS, 100, "interruption_ms", "p99")
-            theirs = s(THEIRS, 100, "interruption_ms", "p99")
+            theirs = s(vs, 100, "interruption_ms", "p99")
             row["where"] = "N = 100"
         elif key == "capacity":
-            co, ct = capacity(runs, OURS), capacity(runs, THEIRS)
+            co, ct = capacity(runs, OURS), capacity(runs, vs)
             ours, theirs = co["estimate"] or co["last_ok"], ct["estimate"] or ct["last_ok"]
-            row["capacity"] = {OURS: co, THEIRS: ct}
+            row["capacity"] = {OURS: co, vs: ct}
             row["where"] = "turn p99 ≤ 100 ms"
         else:  # cpu: every N ≥ 10 where both runtimes ran unsaturated; the worst ratio counts
             ns = sorted({r["n"] for r in runs if r["runtime"] == OURS and r["n"] >= 10
                          and not r.get("refinement")}
-                        & {r["n"] for r in runs if r["runtime"] == THEIRS and r["n"] >= 10
+                        & {r["n"] for r in runs if r["runtime"] == vs and r["n"] >= 10
                            and not r.get("saturated") and not r.get("refinement")})
             per_n = {n: _ratio(res(OURS, n, "cpu_per_session_second"),
-                               res(THEIRS, n, "cpu_per_session_second")) for n in ns}
+                               res(vs, n, "cpu_per_session_second")) for n in ns}
             per_n = {n: x for n, x in per_n.items() if x is not None}
             ours = theirs = None
             row["per_n"] = per_n
             row["ours_per_n"] = {n: res(OURS, n, "cpu_per_session_second") for n in per_n}
-            row["theirs_per_n"] = {n: res(THEIRS, n, "cpu_per_session_second") for n in per_n}
+            row["theirs_per_n"] = {n: res(vs, n, "cpu_per_session_second") for n in per_n}
             row["ratio"] = max(per_n.values()) if per_n else None
             row["where"] = "N = " + ", ".join(map(str, per_n)) + " (worst)"
         row["ours"], row["theirs"] = ours, theirs
@@ -145,12 +143,13 @@ def compute_targets(runs: list[dict]) -> list[dict]:
 
 
 def _targets_md(targets: list[dict]) -> list[str]:
-    lines = ["| target | where | ours | theirs | ratio | met |", "|---|---|---|---|---|---|"]
+    lines = ["| target | where | ours | peer | ratio | met |", "|---|---|---|---|---|---|"]
     for t in targets:
         r = t["ratio"]
+        vs = t.get("vs", THEIRS)
         if t["key"] == "capacity":
             caps = t.get("capacity", {})
-            o, th = caps.get(OURS, {}), caps.get(THEIRS, {})
+            o, th = caps.get(OURS, {}), caps.get(vs, {})
 
             def cap(c: dict) -> str:
                 if c.get("lower_bound"):
@@ -168,18 +167,48 @@ def _targets_md(targets: list[dict]) -> list[str]:
         else:
             ours_s, theirs_s, ratio_s = fmt(t["ours"], 2), fmt(t["theirs"], 2), fmt(r, 2)
             if t.get("alt") is not None:
-                ratio_s += f" (plumbing-only {fmt(t['alt'], 2)})"
+                ratio_s += f" ({t.get('alt_label', 'plumbing-only')} {fmt(t['alt'], 2)})"
         if t["met"] is None:
             met = "not measured"
         elif t["met"]:
             met = "**met**"
         elif t["key"] == "capacity":
-            met = f"missed: {r:.2f}× of 2.5×"
+            met = f"missed: {r:.2f}× of {t['limit']:g}×"
         else:
             met = f"missed by {r / t['limit']:.1f}× (ratio {r:.2f} > {t['limit']:.2f})"
         where = t["where"] + (f" ({t['caveat']})" if t.get("caveat") else "")
         lines.append(f"| {t['target']} | {where} | {ours_s} | {theirs_s} | {ratio_s} "
                      f"| {met} |")
+    return lines
+
+
+def context_md(runs: list[dict]) -> list[str]:
+    """CPU per turn against the context's size, every runtime side by side, and each one's
+    growth over its own empty-context figure."""
+    if not runs:
+        return []
+    sizes = sorted({(r["context"]["history"], r["context"]["tools"]) for r in runs},
+                   key=lambda hs: (hs[1], hs[0]))
+    rts = [rt for rt in RUNTIMES if any(r["runtime"] == rt for r in runs)]
+
+    def cpu(rt: str, size: tuple[int, int]) -> float | None:
+        r = next((x for x in runs if x["runtime"] == rt
+                  and (x["context"]["history"], x["context"]["tools"]) == size), None)
+        return r["resources"].get("cpu_per_turn_ms") if r else None
+
+    lines = ["", ("Turn cost against the context's size: CPU ms per turn (the whole session's "
+             "CPU over its LLM requests, N = 1, full script), and × its own figure with an "
+             "empty context:"), "",
+             "| earlier messages | tools | " + " | ".join(NAMES[rt] for rt in rts) + " |",
+             "|---|---|" + "---|" * len(rts)]
+    for size in sizes:
+        cells = []
+        for rt in rts:
+            v, base = cpu(rt, size), cpu(rt, (0, 0))
+            growth = _ratio(v, base)
+            cells.append(fmt(v, 1) + (f" ({fmt(growth, 2)}×)" if growth and size != (0, 0)
+                                      else ""))
+        lines.append(f"| {size[0]} | {size[1] + 1} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -189,7 +218,8 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     meta = results["meta"]
     lines = [
         (f"Measured {meta['date']} on {meta['machine']}; Python {meta['python']}; "
-        f"{meta['ours']} vs {meta['theirs'] or 'no asyncio runtime installed'}; "
+        f"{meta['ours']} vs {meta['theirs'] or 'no asyncio runtime installed'}"
+        f"{' and ' + meta['peer'] if meta.get('peer') else ''}; "
         f"gc: {meta['gc']}; script: {meta['script']} "
         f"(~{meta['script_seconds']:.0f} s per session, sessions started over "
         "min(4 s, 0.04·N)); one process per runtime and N; latencies in ms."),
@@ -206,6 +236,9 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     if not meta["theirs"]:
         lines += [("**livekit-agents is not installed: only our side ran (`pip install -e "
                   "'.[bench]'` adds the asyncio runtime).**"), ""]
+    if not meta.get("peer") and "peer" in meta:
+        lines += [("**pipecat-ai is not installed: no Pipecat column (`pip install -e "
+                  "'.[bench]'` adds it).**"), ""]
     lines += [
         ("| N | runtime | turn overhead p50 / p95 / p99 | without fake timers p50 / p95 / p99 "
         "| interruption p50 / p95 / p99 | CPU s per session-s | RSS MB per session "
@@ -215,7 +248,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     ns = sorted({r["n"] for r in runs if not r.get("refinement")})
     for transforms in ("off", "on"):
         for n in ns:
-            for rt in (OURS, THEIRS):
+            for rt in RUNTIMES:
                 r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
                           and x["transforms"] == transforms and not x.get("refinement")), None)
                 if r is None:
@@ -244,7 +277,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
         if sat:
             lines.append("")
             lines.append(f"{NAMES[rt]}: series stopped at N = {sat['n']} ({sat['reason']}).")
-    for rt in (OURS, THEIRS):
+    for rt in RUNTIMES:
         extra = sorted((r for r in runs if r["runtime"] == rt and r.get("refinement")),
                        key=lambda r: r["n"])
         if extra:
@@ -253,15 +286,17 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 + (f" ({r['summary']['failed_sessions']} failed)"
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
-    if meta["theirs"]:
-        lines += ["", "Ratios, ours / theirs, same run (lower is better):", "",
+    idx = index_runs([r for r in runs if not r.get("refinement")])
+    for other_rt in (THEIRS, PEER):
+        if not any(r["runtime"] == other_rt for r in runs):
+            continue
+        lines += ["", (f"Ratios, ours / {NAMES[other_rt]}, same sweep (lower is better):"), "",
                   ("| N | turn p50 | turn p99 | without fake timers p50 | interruption p50 "
                   "| interruption p99 | CPU per session-s |"),
                   "|---|---|---|---|---|---|---|"]
-        idx = index_runs([r for r in runs if not r.get("refinement")])
         for transforms in ("off", "on"):
             for n in ns:
-                a, b = idx.get((OURS, n, transforms)), idx.get((THEIRS, n, transforms))
+                a, b = idx.get((OURS, n, transforms)), idx.get((other_rt, n, transforms))
                 if not a or not b:
                     continue
                 sa, sb = a["summary"], b["summary"]
@@ -277,9 +312,11 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                     f"| {rr('turn_overhead_ms', 'p99')} "
                     f"| {rr('turn_plumbing_ms', 'p50')} | {rr('interruption_ms', 'p50')} "
                     f"| {rr('interruption_ms', 'p99')} | {fmt(cpu, 2)} |")
+    if meta["theirs"] or meta.get("peer"):
         if results.get("targets"):
-            lines += ["", "Targets (issue: runtime speed):", ""]
+            lines += ["", "Targets (issue #13: agents_trio against both peers):", ""]
             lines += _targets_md(results["targets"])
+    lines += context_md(results.get("context_sweep") or [])
     if not stages:
         notes = results.get("notes") or []
         return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
@@ -289,7 +326,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
               "lateness* | token → TTS | TTS ttfb lateness* | TTS → sink |"),
               "|---|---|---|---|---|---|---|---|---|"]
     for n in ns:
-        for rt in (OURS, THEIRS):
+        for rt in RUNTIMES:
             r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
                       and x["transforms"] == "off" and not x.get("refinement")), None)
             if r is None:
@@ -299,7 +336,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                                ("delivery", "input_to_vad", "vad_to_llm", "llm", "token_to_tts",
                                 "tts", "audio_to_sink"))
             lines.append(f"| {n} | {NAMES[rt]} | {cells} |")
-    lines += ["", ("\\* the fakes' own timer lateness (the same timers on both sides; epoll "
+    lines += ["", ("\\* the fakes' own timer lateness (the same timers on every side; epoll "
               "rounds timeouts up to the millisecond); the “without fake timers” column "
               "subtracts these three. † beyond the 0.2 s endpointing wait that follows the "
               "VAD's end of speech; includes the runtime's own endpointing timer lateness."),
@@ -308,7 +345,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
               "| N | runtime | threshold → clear | → LLM cancelled | → TTS cancelled |",
               "|---|---|---|---|---|"]
     for n in ns:
-        for rt in (OURS, THEIRS):
+        for rt in RUNTIMES:
             r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
                       and x["transforms"] == "off" and not x.get("refinement")), None)
             if r is None:
@@ -325,7 +362,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
 
 
 def plot(results: dict[str, Any], path: str) -> bool:
-    """Latency percentiles against N for both runtimes; False when matplotlib is missing."""
+    """Latency percentiles against N for every runtime; False when matplotlib is missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -334,10 +371,10 @@ def plot(results: dict[str, Any], path: str) -> bool:
         return False
     runs = [r for r in results["runs"] if r["transforms"] == "off"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    styles = {OURS: ("tab:blue", "-"), THEIRS: ("tab:red", "--")}
+    styles = {OURS: ("tab:blue", "-"), THEIRS: ("tab:red", "--"), PEER: ("tab:green", "-.")}
     for ax, key, title in ((axes[0], "turn_overhead_ms", "turn overhead"),
                            (axes[1], "interruption_ms", "interruption overhead")):
-        for rt in (OURS, THEIRS):
+        for rt in RUNTIMES:
             pts = sorted((r for r in runs if r["runtime"] == rt), key=lambda r: r["n"])
             if not pts:
                 continue
@@ -362,3 +399,130 @@ def plot(results: dict[str, Any], path: str) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+# -- the VAD adapter path (issue 13, item 2): bench/adapter_hops.py ----------------------------
+ADAPTER_TARGET_MS = 0.1   # cost beyond the model's own per 32 ms window, at the median
+_HOP_LABELS = {"push": "Trio → asyncio push", "stream_before_model": "stream before the model",
+               "model": "model", "stream_after_model": "stream after the model",
+               "back_to_trio": "event back to Trio", "total": "total"}
+
+
+def _spread(stats: dict[str, float]) -> str:
+    return f"{fmt(stats['median'], 3)} ({fmt(stats['min'], 3)}–{fmt(stats['max'], 3)})"
+
+
+def adapter_markdown(results: dict[str, Any]) -> str:
+    """The adapter report: CPU per window by path (lockstep), wall time per hop (lockstep and
+    inside the voice session), the pipeline's latencies, and the target."""
+    from .adapter_hops import SIDES
+
+    lock = results["lockstep"]
+    summary = lock["summary"]
+    lines = [
+        "# The VAD adapter path: cost per 32 ms window",
+        "",
+        (f"`python -m bench --adapter` (or `python -m bench.adapter_hops`); {results['machine']}."
+         " Silero VAD (LiveKit plugin) through `adapt()`, stamped at each crossing of a window"
+         " (see bench/adapter_hops.py). Lockstep: one 32 ms frame at a time, each waited for"
+         f" until its event reached the consumer; {lock['windows']} windows per run, "
+         f"{lock['repeats']} runs per path, interleaved."
+         + (f" Load average (1 min) {results['load_before']} before, "
+            f"{results.get('load_after', '–')} after: the machine was shared, so CPU times "
+            "(not only wall times) vary with it — compare paths within the run; the range "
+            "across runs shows the noise." if "load_before" in results else "")),
+        "",
+        "## CPU per window (lockstep)",
+        "",
+        ("Median across runs (min–max). Process CPU includes every thread; the model's own is "
+         "the CPU time of the inference call in the thread that ran it."),
+        "",
+        ("| path | process CPU / window (ms) | model's own CPU (ms) | beyond the model (ms) "
+         "| loop thread: push / stream / back (ms) |"),
+        "|---|---|---|---|---|",
+    ]
+    for side, label in SIDES.items():
+        s = summary.get(side)
+        if not s:
+            continue
+        lines.append(
+            f"| {label} | {_spread(s['cpu_per_window_ms'])} "
+            f"| {_spread(s['model_cpu_per_window_ms'])} | {_spread(s['beyond_model_ms'])} "
+            f"| {fmt(s['cpu_push'], 3)} / {fmt(s['cpu_stream'], 3)} / {fmt(s['cpu_back'], 3)} |")
+    ours = summary["trio"]["beyond_model_ms"]["median"]
+    lines += ["", _adapter_verdict(summary, ours), "",
+              "## Wall time per hop (lockstep), p50 / p95 (ms)", "",
+              "| path | " + " | ".join(_HOP_LABELS.values()) + " |",
+              "|---|" + "---|" * len(_HOP_LABELS)]
+    for side, label in SIDES.items():
+        s = summary.get(side)
+        if not s:
+            continue
+        cells = " | ".join(f"{fmt(s['wall_ms'][h]['p50'], 3)} / {fmt(s['wall_ms'][h]['p95'], 3)}"
+                           for h in _HOP_LABELS)
+        lines.append(f"| {label} | {cells} |")
+    lines += ["", ("Under plain asyncio “push” and “back” are one call each (no bridge): the "
+                   "cost of LiveKit's own event tee then falls in “stream”.")]
+    session = results.get("session")
+    if session and "skipped" not in session:
+        lines += ["", "## Inside a running session (the offline voice demo, real time)", "",
+                  (f"{session['runs']} run(s) of `demo --voice` (Silero through `adapt()`, "
+                   "PocketSphinx in a subprocess, espeak-ng, rule-based LLM) with the VAD "
+                   f"stamped; {session['windows']} windows. Wall time per hop, with everything "
+                   "else the session does going on (and other jobs on the machine); then the "
+                   "same with `inference_on_loop=False` (the plugin's executor, as before)."),
+                  "", "| hop | p50 (ms) | p95 (ms) | executor: p50 (ms) | executor: p95 (ms) |",
+                  "|---|---|---|---|---|"]
+        other = (results.get("session_executor") or {}).get("wall_ms", {})
+        for hop, label in _HOP_LABELS.items():
+            w = session["wall_ms"].get(hop)
+            x = other.get(hop)
+            if w:
+                lines.append(f"| {label} | {fmt(w['p50'], 3)} | {fmt(w['p95'], 3)} | "
+                             + (f"{fmt(x['p50'], 3)} | {fmt(x['p95'], 3)} |" if x else "– | – |"))
+        cpu = session.get("loop_thread_cpu_ms") or {}
+        if cpu:
+            lines += ["", (f"Model's own CPU per window: {fmt(session['model_cpu_ms'], 3)} ms "
+                           f"(median). Loop-thread CPU from push to event: "
+                           f"{fmt(cpu['cpu_loop_thread'], 3)} ms (median; includes the model, "
+                           "which runs on the loop, and whatever other session work ran in "
+                           "between).")]
+        lines += ["", "The real pipeline's latencies (same runs):", "",
+                  "| measure | VAD inference | n | p50 | p95 | min | max |",
+                  "|---|---|---|---|---|---|---|"]
+        for key, label in (("end_of_speech_to_first_audio_s", "end of speech → first agent "
+                            "audio (s)"), ("barge_in_to_clear_s", "barge-in → audio cleared (s)")):
+            for where, run in (("on the loop", session),
+                               ("executor", results.get("session_executor") or {})):
+                m = run.get(key) or {}
+                if m.get("n"):
+                    lines.append(f"| {label} | {where} | {m['n']} | {fmt(m['p50'], 3)} "
+                                 f"| {fmt(m['p95'], 3)} | {fmt(m['min'], 3)} "
+                                 f"| {fmt(m['max'], 3)} |")
+        lines += ["", ("These include the VAD's silence window (Silero `min_silence_duration` "
+                       "0.55 s) and the endpointing delay (0.5 s), PocketSphinx's final "
+                       "transcript and espeak-ng's first sentence; barge-in includes the "
+                       "interruption's 0.5 s minimum speech.")]
+    elif session:
+        lines += ["", f"Session measurement skipped: {session['skipped']}."]
+    return "\n".join(lines) + "\n"
+
+
+def _adapter_verdict(summary: dict[str, Any], ours: float) -> str:
+    floor = summary.get("asyncio_on_loop", {}).get("beyond_model_ms", {}).get("median")
+    theirs = summary.get("asyncio", {}).get("beyond_model_ms", {}).get("median")
+    text = (f"Target: ≤ {ADAPTER_TARGET_MS} ms per window beyond the model's own time, at the "
+            f"median. Through `adapt()`: {fmt(ours, 3)} ms — ")
+    if ours <= ADAPTER_TARGET_MS:
+        text += "**met**."
+    else:
+        text += (f"**missed** by {fmt(ours - ADAPTER_TARGET_MS, 3)} ms "
+                 f"({fmt(ours / ADAPTER_TARGET_MS, 1)}× the target).")
+    if floor is not None:
+        text += (f" The plugin's own stream under plain asyncio with the same inference on the "
+                 f"loop costs {fmt(floor, 3)} ms beyond the model (LiveKit's Python in the "
+                 f"stream, no bridge): the bridge's share is {fmt(ours - floor, 3)} ms.")
+    if theirs is not None:
+        text += (f" LiveKit's own path (asyncio, the plugin's executor) costs "
+                 f"{fmt(theirs, 3)} ms beyond the model.")
+    return text

@@ -18,6 +18,7 @@ from agents_trio import (
     Agent,
     AgentSession,
     ChatChunk,
+    ChatContext,
     FunctionToolCall,
     RunContext,
     SpeechData,
@@ -300,6 +301,8 @@ class Billing(common.BillingAgent, Agent):
 class FrontDesk(common.FrontDeskAgent, Agent):
     _now = staticmethod(now)
     _Billing = Billing
+    _ChatContext = ChatContext
+    _function_tool = staticmethod(function_tool)
 
     @function_tool
     async def transfer_to_billing(self, ctx: RunContext):
@@ -344,8 +347,9 @@ def make_session(probe: Probe, network: Network, *, transforms: bool
 
 async def run_session(probe: Probe, network: Network, *, transforms: bool,
                       agent: Agent | None = None, slack: float = 30.0,
-                      on_session: Any = None) -> None:
-    """One scripted session, start to close; failures are recorded on the probe."""
+                      on_session: Any = None, history: int = 0, extra_tools: int = 0) -> None:
+    """One scripted session, start to close; failures are recorded on the probe. The
+    front desk starts with ``history`` earlier messages and ``extra_tools`` unused tools."""
     probe.started_at = now()
     inp = None
     try:
@@ -355,7 +359,8 @@ async def run_session(probe: Probe, network: Network, *, transforms: bool,
                 on_session(session)
             async with session:
                 t = now()
-                await session.start(agent if agent is not None else FrontDesk(probe))
+                await session.start(agent if agent is not None else FrontDesk(
+                    probe, history=history, extra_tools=extra_tools))
                 probe.start_latency = now() - t
                 await inp.started.wait()
                 assert probe.t0 is not None
@@ -375,14 +380,15 @@ async def run_session(probe: Probe, network: Network, *, transforms: bool,
 
 
 async def run_phase(probes: list[Probe], network: Network, *, spread: float, transforms: bool,
-                    on_spawned: Any = None) -> None:
+                    on_spawned: Any = None, history: int = 0, extra_tools: int = 0) -> None:
     """Start the sessions spread over ``spread`` seconds; return when all have closed."""
     t_start = now()
     n = len(probes)
     async with trio.open_nursery() as nursery:
         for i, probe in enumerate(probes):
             await trio.sleep_until(t_start + (spread * i / n if n else 0.0))
-            nursery.start_soon(lambda p=probe: run_session(p, network, transforms=transforms))
+            nursery.start_soon(lambda p=probe: run_session(
+                p, network, transforms=transforms, history=history, extra_tools=extra_tools))
             if on_spawned is not None:
                 on_spawned()
 

@@ -2,7 +2,8 @@
 
     python -m bench.worker --runtime trio --n 50 --out run.json
 
-Both runtimes go through the same steps in the same order: warm-up session, ``gc.collect()``
+Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
+through the same steps in the same order: warm-up session, ``gc.collect()``
 (then ``gc.freeze()`` with ``--gc freeze``), RSS baseline, 0.5 s idle CPU baseline, then the
 measured phase (N sessions started over min(4 s, 0.04·N)), sampling RSS, live sessions and
 event-loop lag every 50 ms. The JSON holds the summary (``analysis.summarize``) and the raw
@@ -213,16 +214,21 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
         meter.begin(trio.current_time())
         for r in rounds:
             await side.run_phase(r, network, spread=spread_for(args.n),
-                                 transforms=args.transforms == "on")
+                                 transforms=args.transforms == "on", history=args.history,
+                                 extra_tools=args.tools)
         meter.end(trio.current_time())
         done.set()
     return probes, meter, side.runtime_info()
 
 
-async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+async def asyncio_main(args: argparse.Namespace, side: Any = None
+                       ) -> tuple[list[core.Probe], Meter, dict]:
+    """The measured run on asyncio: LiveKit Agents (``asyncio_side``) or, with ``side``
+    given, another asyncio runtime with the same driver interface (``pipecat_side``)."""
     import asyncio
 
-    from . import asyncio_side as side
+    if side is None:
+        from . import asyncio_side as side
 
     loop = asyncio.get_running_loop()
     network = side.Network()
@@ -248,7 +254,8 @@ async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
     meter.begin(loop.time())
     for r in rounds:
         await side.run_phase(r, network, spread=spread_for(args.n),
-                             transforms=args.transforms == "on")
+                             transforms=args.transforms == "on", history=args.history,
+                             extra_tools=args.tools)
     meter.end(loop.time())
     done.set()
     await mon
@@ -258,12 +265,15 @@ async def asyncio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.worker")
-    ap.add_argument("--runtime", choices=["trio", "asyncio"], required=True)
+    ap.add_argument("--runtime", choices=["trio", "asyncio", "pipecat"], required=True)
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
     ap.add_argument("--transforms", choices=["on", "off"], default="off")
     ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
+    ap.add_argument("--history", type=int, default=0,
+                    help="earlier messages in the agent's context at the start")
+    ap.add_argument("--tools", type=int, default=0, help="unused tools besides the transfer")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
@@ -272,15 +282,31 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger().setLevel(logging.WARNING)
 
     t_start = time.perf_counter()
+    log_info: dict[str, Any] = {"counts": counter.counts, "first": counter.first}
     if args.runtime == "trio":
         import trio
         probes, meter, info = trio.run(trio_main, args)
+    elif args.runtime == "pipecat":
+        import asyncio
+
+        from . import pipecat_side
+        loguru_counter = pipecat_side.LogCounter()   # Pipecat logs through loguru
+        pipecat_side.quiet_logs(loguru_counter)
+        probes, meter, info = asyncio.run(asyncio_main(args, pipecat_side))
+        log_info["loguru"] = {"counts": loguru_counter.counts, "first": loguru_counter.first}
     else:
         import asyncio
         probes, meter, info = asyncio.run(asyncio_main(args))
 
     summary = analysis.summarize(probes)
     raw = [analysis.session_samples(p) for p in probes]
+    resources = meter.result()
+    # CPU per LLM request answered (a turn): what the context sweep compares across sizes
+    turns = sum(len(p.llm_request) for p in probes)
+    cpu_net = max(0.0, resources["phase_cpu_s"]
+                  - resources["idle_cpu_rate"] * resources["phase_wall_s"])
+    resources["turns"] = turns
+    resources["cpu_per_turn_ms"] = cpu_net / turns * 1e3 if turns else None
     out = {
         "runtime": args.runtime,
         "runtime_info": info,
@@ -289,12 +315,13 @@ def main(argv: list[str] | None = None) -> None:
         "script": args.script,
         "script_seconds": probes[0].script.close_at if probes else None,
         "transforms": args.transforms,
+        "context": {"history": args.history, "tools": args.tools},
         "gc": args.gc,
         "python": platform.python_version(),
         "process_seconds": time.perf_counter() - t_start,
         "summary": summary,
-        "resources": meter.result(),
-        "log": {"counts": counter.counts, "first": counter.first},
+        "resources": resources,
+        "log": log_info,
         "samples": {
             "turns": [t for s in raw for t in s["turns"]],
             "interrupts": [t for s in raw for t in s["interrupts"]],

@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agents_trio"
 BELOW_ACTIVITY = ("chat", "models", "events", "options", "tools", "run_context", "run_result",
                   "speech_handle", "conversation", "agent", "hosts", "agent_state",
                   "generation", "interruption", "preemptive", "user_turns", "realtime_link",
-                  "realtime_generation", "recognition", "in_flight")
+                  "realtime_generation", "recognition", "in_flight", "usage", "turn_metrics",
+                  "chat_format")
 
 
 def _modules() -> dict[str, Path]:
@@ -76,16 +77,18 @@ def test_activity_helpers_do_not_import_activity_or_session() -> None:
 # from its own layer and the ones below; entry points (demo, job, worker, remote/, testing/…)
 # sit above them all.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chat", "events", "models", "realtime", "options", "text_transforms", "run_events",
-     "turn_options", "_errors", "_ids", "_iterators", "nurseries"),
+    ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms",
+     "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
+     "instructions"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
-     "tools", "testing.expect", "fallback"),
+     "tools", "tool_schema", "tool_calls", "toolsets", "testing.expect", "model_resolution",
+     "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
-     "realtime_link", "agent_state"),
-    ("activity", "agent_task", "workflows", "prebuilt._capture", "prebuilt.email",
-     "prebuilt.address", "prebuilt.phone", "prebuilt.dob", "prebuilt.name",
+     "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
+    ("activity", "agent_task", "workflows", "manual_turns", "prebuilt._capture",
+     "prebuilt.email", "prebuilt.address", "prebuilt.phone", "prebuilt.dob", "prebuilt.name",
      "prebuilt.credit_card"),
     ("session", "recognition_router"),
 )

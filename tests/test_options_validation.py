@@ -42,7 +42,6 @@ def test_the_known_modes_are_accepted(value):
 @pytest.mark.parametrize("turn_handling, message", [
     ({"endpointng": {}}, r"unknown turn_handling key\(s\): \['endpointng'\]"),
     ({"endpointing": {"mode": "dynamic"}}, r"not supported by agents_trio: \['endpointing.mode'\]"),
-    ({"user_turn_limit": {"max_words": 5}}, "not supported by agents_trio"),
     ({"endpointing": {"min_dleay": 1}}, "min_dleay"),
     ({"endpointing": {"min_delay": -0.5}}, "min_delay"),
     ({"endpointing": {"max_delay": -1}}, "max_delay"),

@@ -1,9 +1,16 @@
-"""``agents_trio.metrics``: LiveKit's ``livekit.agents.metrics`` names for the metrics the
-session emits in ``metrics_collected`` events. The usage collectors and ``log_metrics`` are
-not implemented yet (docs/livekit-names.md)."""
+"""``agents_trio.metrics``: LiveKit's ``livekit.agents.metrics`` names: the metrics records
+the session emits in ``metrics_collected`` events, the usage collectors (``session.usage``
+is a ``ModelUsageCollector``'s totals) and ``log_metrics``."""
 
 from __future__ import annotations
 
-from .base import AgentMetrics, EOUMetrics, LLMMetrics, STTMetrics, TTSMetrics, VADMetrics
+from ..usage import (AgentSessionUsage, LLMModelUsage, ModelUsage, ModelUsageCollector,
+                     STTModelUsage, TTSModelUsage, UsageCollector, UsageSummary)
+from .base import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, STTMetrics, TTSMetrics,
+                   VADMetrics)
+from .utils import log_metrics
 
-__all__ = ["AgentMetrics", "EOUMetrics", "LLMMetrics", "STTMetrics", "TTSMetrics", "VADMetrics"]
+__all__ = ["AgentMetrics", "AgentSessionUsage", "EOUMetrics", "LLMMetrics", "LLMModelUsage",
+           "Metadata", "ModelUsage", "ModelUsageCollector", "STTMetrics", "STTModelUsage",
+           "TTSMetrics", "TTSModelUsage", "UsageCollector", "UsageSummary", "VADMetrics",
+           "log_metrics"]

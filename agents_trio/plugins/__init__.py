@@ -1,20 +1,24 @@
 """LiveKit Agents plugins as Trio models: every provider with a LiveKit plugin works here.
 
     from livekit.plugins import deepgram, openai, cartesia, silero
-    from agents_trio.plugins import adapt
 
-    async with agents_trio.open_bridge():
-        session = AgentSession(stt=adapt(deepgram.STT()), llm=adapt(openai.LLM()),
-                               tts=adapt(cartesia.TTS()), vad=adapt(silero.VAD.load()))
+    session = AgentSession(stt=deepgram.STT(), llm=openai.LLM(), tts=cartesia.TTS(),
+                           vad=silero.VAD.load())   # adapted here, by adapt()
 
+``AgentSession``, ``Agent`` and ``AgentTask`` call :func:`adapt` on the LiveKit models they are
+given (``agents_trio.model_resolution``); call it yourself to use a plugin outside a session.
 Each adapter satisfies the protocol of ``agents_trio.models`` (or ``agents_trio.realtime``)
-and runs the plugin on an asyncio bridge (``agents_trio.open_bridge``): the one given to it,
-or the current one when a stream opens. Streams are Trio async iterators; cancelling the Trio
+and runs the plugin on an asyncio bridge: the one given to it, else the current one when a
+stream opens (a job's, an ``agents_trio.open_bridge()`` block's), else the one its session
+opens on demand (``agents_trio.io.bridge_on_demand``). Streams are Trio async iterators; cancelling the Trio
 side closes the plugin's stream; provider failures are raised as ``agents_trio.APIError``.
 
 Plugins that hand work to their own ``concurrent.futures`` executor (LiveKit's decoder of the
 mp3/ogg audio most hosted TTS send, ``livekit.agents.inference.VAD``) work unchanged: the
-bridge's loop accepts any executor. End-of-turn models: :class:`TurnDetectorAdapter` (see
+bridge's loop accepts any executor. A VAD's per-window inference handed to the loop's default
+executor (Silero's) runs on the loop by default: a thread round trip per 32 ms window costs
+more than the inference (``VADAdapter(vad, inference_on_loop=False)`` keeps the executor).
+End-of-turn models: :class:`TurnDetectorAdapter` (see
 ``agents_trio.plugins.turn_detector``). A plugin's CPU-heavy work that runs on the loop itself
 stalls every session: see ``agents_trio.blocking``.
 

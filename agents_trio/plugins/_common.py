@@ -14,7 +14,8 @@ from livekit.agents import APIStatusError as LKAPIStatusError
 from livekit.agents import APITimeoutError as LKAPITimeoutError
 
 from .._errors import APIConnectionError, APIError, APIStatusError, APITimeoutError
-from ..io.bridge import AsyncioBridge, current_bridge
+from ..io.bridge import AsyncioBridge
+from ..io.bridge_on_demand import find_bridge
 from ..nurseries import open_unwrapping_nursery
 
 logger = logging.getLogger("agents_trio.plugins")
@@ -56,8 +57,16 @@ def error_mapper(label: str) -> Callable[[BaseException], BaseException]:
     return lambda error: to_api_error(error, label)
 
 
-def resolve_bridge(bridge: AsyncioBridge | None) -> AsyncioBridge:
-    return bridge if bridge is not None and not bridge.closed else current_bridge()
+async def resolve_bridge(bridge: AsyncioBridge | None) -> AsyncioBridge:
+    """The bridge to run a plugin call on: the adapter's own, the current one, or the one its
+    session opens on demand (see ``agents_trio.io.bridge_on_demand``).
+
+    Raises:
+        agents_trio.BridgeError: No bridge is open and no session can open one.
+
+    Cancellation: a checkpoint only when the session's bridge opens now.
+    """
+    return await find_bridge(bridge)
 
 
 def connect_options(conn_options: APIConnectOptions | None) -> dict[str, Any]:

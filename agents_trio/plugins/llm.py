@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import trio
 from livekit.agents import APIConnectOptions
@@ -37,6 +37,9 @@ class LLMAdapter:
         conn_options: Retries and timeouts for the plugin (its default if None).
         max_buffer_size: Chunks buffered ahead of a slow consumer.
     """
+
+    #: where a session or agent takes it (``llm=``)
+    model_kind: ClassVar[str] = "llm"
 
     def __init__(self, llm: lk_llm.LLM[Any], *, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None,
@@ -72,7 +75,7 @@ class LLMAdapter:
         Cancellation:
             Owns the plugin stream and the bridge pump reading it; both end with the block.
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         kwargs: dict[str, Any] = {"chat_ctx": to_lk_chat_ctx(chat_ctx),
                                   "tools": to_lk_tools(tools),
                                   **connect_options(self._conn_options)}

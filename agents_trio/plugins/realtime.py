@@ -13,7 +13,7 @@ import asyncio
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import trio
 from livekit import rtc
@@ -73,6 +73,9 @@ class RealtimeModelAdapter:
         ValueError: ``response_stall_timeout`` is not positive.
     """
 
+    #: where a session or agent takes it (``llm=``)
+    model_kind: ClassVar[str] = "llm"
+
     def __init__(self, model: lk_llm.RealtimeModel, *, bridge: AsyncioBridge | None = None,
                  response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT
                  ) -> None:
@@ -98,7 +101,7 @@ class RealtimeModelAdapter:
             Owns the session and every task pumping its events and generations; they end
             with the block, and the LiveKit session is closed (shielded, bounded).
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         try:
             lk_session = await bridge.run_sync(self.model.session)
         except Exception as e:

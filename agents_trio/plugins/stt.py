@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import trio
 from livekit import rtc
@@ -43,6 +43,9 @@ class STTAdapter:
         conn_options: Retries and timeouts for the plugin.
     """
 
+    #: where a session or agent takes it (``stt=``)
+    model_kind: ClassVar[str] = "stt"
+
     def __init__(self, stt: lk_stt.STT[Any], *, vad: lk_vad.VAD | None = None,
                  language: NotGivenOr[str] = NOT_GIVEN, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None) -> None:
@@ -69,7 +72,7 @@ class STTAdapter:
         Cancellation:
             Owns the plugin stream; leaving the block closes it (shielded, bounded).
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         kwargs = connect_options(self._conn_options)
         if self._language is not NOT_GIVEN:
             kwargs["language"] = self._language

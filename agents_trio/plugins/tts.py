@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import trio
 from livekit import rtc
@@ -41,6 +41,9 @@ class TTSAdapter:
         sample_rate, num_channels: The plugin's output format.
     """
 
+    #: where a session or agent takes it (``tts=``)
+    model_kind: ClassVar[str] = "tts"
+
     def __init__(self, tts: lk_tts.TTS[Any], *, bridge: AsyncioBridge | None = None,
                  conn_options: APIConnectOptions | None = None,
                  max_buffer_size: int = 64) -> None:
@@ -70,7 +73,7 @@ class TTSAdapter:
             Owns the plugin stream, the task pushing the text and the pump reading the audio;
             all end with the block.
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         try:
             stream = await bridge.run_sync(self.tts.stream,
                                            **connect_options(self._conn_options))

@@ -128,7 +128,7 @@ class TurnDetectorAdapter:
         Cancellation: cancels the detector's asyncio call (as ``bridge.run``); nothing is
         kept and the adapter stays usable.
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         try:
             threshold = await bridge.run(self.detector.unlikely_threshold,
                                          _lk_language(language))
@@ -141,7 +141,7 @@ class TurnDetectorAdapter:
 
         Cancellation: as :meth:`unlikely_threshold`.
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         try:
             return bool(await bridge.run(self.detector.supports_language,
                                          _lk_language(language)))
@@ -154,7 +154,7 @@ class TurnDetectorAdapter:
 
         Cancellation: as :meth:`unlikely_threshold`.
         """
-        bridge = resolve_bridge(self._bridge)
+        bridge = await resolve_bridge(self._bridge)
         lk_ctx = to_lk_chat_ctx(chat_ctx)
         timeout = timeout if timeout is not None else self._timeout
         try:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from ..events import CloseEvent, SpeechCreatedEvent
 from ..job import get_job_context
 from ..realtime import is_realtime_model
 from ..run_context import RunContext
 from ..speech_handle import SpeechHandle
-from ..tools import FunctionTool, ToolFlag
+from ..tools import ToolFlag, function_tool
+from ..toolsets import Toolset
 
 logger = logging.getLogger("agents_trio")
 
@@ -40,28 +40,8 @@ or answer when you call it.
 """
 
 
-@dataclass
-class ToolCalledEvent:
-    """Handed to ``on_tool_called``: the call's context and its arguments."""
-
-    ctx: RunContext[Any]
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ToolCompletedEvent:
-    """Handed to ``on_tool_completed``; setting ``output`` changes what the model gets."""
-
-    ctx: RunContext[Any]
-    output: Any = None
-
-
-_Called = ToolCalledEvent
-_Completed = ToolCompletedEvent
-
-
-class EndCallTool(FunctionTool):
-    """The ``end_call`` tool; give it in an agent's ``tools`` (it is a ``FunctionTool``).
+class EndCallTool(Toolset):
+    """The toolset of the ``end_call`` tool; give it in an agent's ``tools``.
 
     Args:
         extra_description: Appended to the tool's description.
@@ -76,37 +56,26 @@ class EndCallTool(FunctionTool):
             :class:`ToolCompletedEvent` whose ``output`` it may change.
     """
 
-    ToolCalledEvent: ClassVar[type[ToolCalledEvent]] = ToolCalledEvent
-    ToolCompletedEvent: ClassVar[type[ToolCompletedEvent]] = ToolCompletedEvent
-
     def __init__(self, *, extra_description: str = "", delete_room: bool = True,
                  end_instructions: str | None = "say goodbye to the user",
                  ignore_on_enter: bool = False,
-                 on_tool_called: Callable[[_Called], Awaitable[None]] | None = None,
-                 on_tool_completed: Callable[[_Completed], Awaitable[None]] | None = None
+                 on_tool_called: Callable[[Toolset.ToolCalledEvent], Awaitable[None]]
+                 | None = None,
+                 on_tool_completed: Callable[[Toolset.ToolCompletedEvent], Awaitable[None]]
+                 | None = None
                  ) -> None:
         async def end_call(ctx: RunContext[Any]) -> Any:  # noqa: ANN401 - the model's output
             return await self._end_call(ctx)
 
-        super().__init__(end_call, name="end_call",
-                         description=f"{END_CALL_DESCRIPTION}\n{extra_description}",
-                         flags=ToolFlag.IGNORE_ON_ENTER if ignore_on_enter else ToolFlag.NONE)
-        self.id = "end_call"
+        tool = function_tool(end_call, name="end_call",
+                             description=f"{END_CALL_DESCRIPTION}\n{extra_description}",
+                             flags=ToolFlag.IGNORE_ON_ENTER if ignore_on_enter
+                             else ToolFlag.NONE)
+        super().__init__(id="end_call", tools=[tool])
         self.delete_room = delete_room
         self._end_instructions = end_instructions
         self._on_tool_called = on_tool_called
         self._on_tool_completed = on_tool_completed
-
-    @property
-    def tools(self) -> list[FunctionTool]:
-        """LiveKit's toolset view: the one tool."""
-        return [self]
-
-    async def aclose(self) -> None:
-        """Nothing to release (the tool holds no task or connection).
-
-        Cancellation: a no-op; nothing to cancel.
-        """
 
     async def _end_call(self, ctx: RunContext[Any]) -> Any:  # noqa: ANN401 - the output
         logger.debug("end_call tool called")
@@ -116,8 +85,8 @@ class EndCallTool(FunctionTool):
             llm = session.llm
         auto_reply = is_realtime_model(llm) and llm.capabilities.auto_tool_reply_generation
         if self._on_tool_called is not None:
-            await self._on_tool_called(ToolCalledEvent(ctx=ctx))
-        completed = ToolCompletedEvent(ctx=ctx, output=self._end_instructions)
+            await self._on_tool_called(Toolset.ToolCalledEvent(ctx=ctx, arguments={}))
+        completed = Toolset.ToolCompletedEvent(ctx=ctx, output=self._end_instructions)
         if self._on_tool_completed is not None:
             await self._on_tool_completed(completed)
         output = completed.output

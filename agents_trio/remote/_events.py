@@ -9,16 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Union, cast
 
+import msgspec
+
 from ..events import AgentState, UserState
 from ..events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
                       ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
-                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
+                      FunctionToolsExecutedEvent, LLMMetrics, Metadata, MetricsCollectedEvent,
                       SpeechCreatedEvent, STTMetrics, TTSMetrics, UserInputTranscribedEvent,
                       UserStateChangedEvent, VADMetrics)
+from ..usage import (AgentSessionUsage, LLMModelUsage, ModelUsage, SessionUsageUpdatedEvent,
+                     STTModelUsage, TTSModelUsage)
 from .wire_payloads import (AgentFalseInterruption, AgentStateChanged, ConversationItemAdded,
                             ErrorOccurred, FunctionToolsExecuted, MetricsCollected, SessionClosed,
-                            SpeechCreated, UserInputTranscribed, UserStateChanged, WireEvent,
-                            from_wire_item)
+                            SessionUsageUpdated, SpeechCreated, UserInputTranscribed,
+                            UserStateChanged, WireEvent, from_wire_item)
 from .errors import RemoteSessionError
 
 Metrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics]
@@ -32,10 +36,22 @@ def _metrics(data: dict[str, Any]) -> Metrics | dict[str, Any]:
     if cls is None:
         return data
     known = {k: v for k, v in data.items() if k in cls.__struct_fields__ and k != "type"}
+    if isinstance(known.get("metadata"), dict):
+        known["metadata"] = msgspec.convert(known["metadata"], Metadata)
     try:
         return cls(**known)
     except TypeError:
         return data
+
+
+_USAGE: dict[str, type[ModelUsage]] = {"llm_usage": LLMModelUsage, "tts_usage": TTSModelUsage,
+                                       "stt_usage": STTModelUsage}
+
+
+def _usage(entries: list[dict[str, Any]]) -> AgentSessionUsage:
+    """The usage entries of the kinds this side knows (others are left out)."""
+    return AgentSessionUsage(model_usage=[
+        msgspec.convert(e, _USAGE[e["type"]]) for e in entries if e.get("type") in _USAGE])
 
 
 def event_from_wire(event: WireEvent) -> tuple[str, Any]:
@@ -65,6 +81,9 @@ def event_from_wire(event: WireEvent) -> tuple[str, Any]:
         metrics = _metrics(event.metrics)  # a kind this side does not know stays a dict
         return event.name, MetricsCollectedEvent(metrics=metrics,  # type: ignore[arg-type]
                                                  created_at=at)
+    if isinstance(event, SessionUsageUpdated):
+        return event.name, SessionUsageUpdatedEvent(usage=_usage(event.model_usage),
+                                                    created_at=at)
     if isinstance(event, SpeechCreated):
         return event.name, SpeechCreatedEvent(speech_handle=event.speech_id,
                                               user_initiated=event.user_initiated,

@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..instructions import render_instructions
 from .._errors import SessionClosedError
 from ..nurseries import single_leaf
+from ..tools import FunctionTool
+from ..toolsets import flatten_tools
 from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
                    GetChatHistory, GetSessionState, Message, ReadyReply, RequestMessage, Run,
                    RunReply, SessionStateInfo, SessionStateReply, SpeechInfo, Subscribe,
@@ -152,9 +155,10 @@ class SessionService:
         agent = self._session.current_agent
         tools = [ToolInfo(name=t.name, description=t.description or "",
                           parameters=dict(getattr(t, "parameters_schema", None) or {}))
-                 for t in [*getattr(self._session, "tools", []), *agent.tools]]
+                 for t in flatten_tools([*getattr(self._session, "tools", []), *agent.tools])
+                 if isinstance(t, FunctionTool)]
         return AgentInfo(id=agent.id, label=getattr(agent, "label", type(agent).__name__),
-                         instructions=agent.instructions, tools=tools)
+                         instructions=render_instructions(agent.instructions), tools=tools)
 
     def _state_info(self) -> SessionStateInfo:
         session = self._session

@@ -30,13 +30,17 @@ class MessageItem(_WireItem, tag="message", kw_only=True):
     content: list[str] = msgspec.field(default_factory=list)
     interrupted: bool = False
     transcript_confidence: float | None = None
-    metrics: dict[str, float] = msgspec.field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    metrics: dict[str, Any] = msgspec.field(default_factory=dict)
+    hash: bytes | None = None
 
 
 class FunctionCallItem(_WireItem, tag="function_call", kw_only=True):
     call_id: str
     name: str
     arguments: str = "{}"
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    group_id: str | None = None
 
 
 class FunctionCallOutputItem(_WireItem, tag="function_call_output", kw_only=True):
@@ -44,6 +48,7 @@ class FunctionCallOutputItem(_WireItem, tag="function_call_output", kw_only=True
     name: str
     output: str
     is_error: bool = False
+    reply_required: bool = True
 
 
 class AgentHandoffItem(_WireItem, tag="agent_handoff", kw_only=True):
@@ -185,6 +190,12 @@ class MetricsCollected(_WireEvent, tag="metrics_collected", kw_only=True):
     metrics: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class SessionUsageUpdated(_WireEvent, tag="session_usage_updated", kw_only=True):
+    """The session's usage: one dict per model (``LLMModelUsage`` and the others' fields)."""
+
+    model_usage: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
 class SpeechCreated(_WireEvent, tag="speech_created", kw_only=True):
     speech_id: str
     source: str
@@ -219,8 +230,8 @@ class OtherEvent(_WireEvent, tag="other", kw_only=True):
 
 
 WireEvent = (AgentStateChanged | UserStateChanged | UserInputTranscribed | ConversationItemAdded |
-             FunctionToolsExecuted | MetricsCollected | SpeechCreated | AgentFalseInterruption |
-             ErrorOccurred | SessionClosed | OtherEvent)
+             FunctionToolsExecuted | MetricsCollected | SessionUsageUpdated | SpeechCreated |
+             AgentFalseInterruption | ErrorOccurred | SessionClosed | OtherEvent)
 
 
 FORWARDED_EVENTS: tuple[str, ...] = tuple(
@@ -261,6 +272,9 @@ def _event_to_wire(event: Any) -> WireEvent:  # noqa: ANN401 - dispatched on ``e
     if name == "metrics_collected":
         return MetricsCollected(created_at=at,
                                 metrics=msgspec.to_builtins(event.metrics, enc_hook=_plain))
+    if name == "session_usage_updated":
+        return SessionUsageUpdated(created_at=at, model_usage=[
+            msgspec.to_builtins(u) for u in event.usage.model_usage])
     if name == "speech_created":
         handle = event.speech_handle
         return SpeechCreated(created_at=at, speech_id=str(getattr(handle, "id", handle)),

@@ -8,6 +8,10 @@ at any time, interruptions, tool latencies and failures around your tools, model
 close); :func:`check_conversation` plays it against your agent and checks the invariants
 (``DEFAULT_INVARIANTS`` plus your own). Hypothesis strategies drawing schedules are in
 ``agents_trio.testing.strategies`` (the only module here that imports ``hypothesis``).
+
+Fake provider plugins on LiveKit Agents' own base classes (scripted LLM replies and tool calls,
+STT, TTS, VAD, a realtime model), which run on LiveKit's ``AgentSession`` and, given as they
+are, on this one: ``agents_trio.testing.livekit_fakes`` (needs livekit-agents).
 """
 
 from .actions import FakeActions, FakeLLMResponse, FakeTTSResponse, FakeUserSpeech

@@ -31,6 +31,7 @@ from ..session import AgentSession
 from ..speech_handle import SpeechHandle
 from .._errors import ToolError
 from ..tools import FunctionTool, function_tool, parse_arguments
+from ..toolsets import flatten_tools
 from .fake_io import FakeAudioInput, FakeTextOutput
 from .schedules import (Action, InputFault, Interrupt, PushFault, RunInput, Schedule,
                         TextInput, ToolCall, UserSpeech)
@@ -197,7 +198,8 @@ class _Instrument:
         self._seen[id(agent)] = agent
         for hook in ("on_enter", "on_exit"):
             setattr(agent, hook, self._hook(agent, hook, getattr(agent, hook)))
-        _run_now(agent.update_tools([self._tool(agent, t) for t in agent.tools]))
+        _run_now(agent.update_tools([self._tool(agent, t) if isinstance(t, FunctionTool) else t
+                                     for t in flatten_tools(agent.tools)]))
 
     def _hook(self, agent: Agent, name: str, original: Callable[[], Any]) -> Callable[[], Any]:
         record = self._record
@@ -232,7 +234,9 @@ class _Instrument:
 
         schema: dict[str, Any] = {"name": tool.name, "description": tool.description,
                                   "parameters": tool.parameters_schema}
-        return function_tool(raw_schema=schema, flags=tool.flags)(instrumented)
+        return function_tool(raw_schema=schema, flags=tool.flags,
+                             on_duplicate=tool.on_duplicate,
+                             duplicate_scope=tool.duplicate_scope)(instrumented)
 
 
 async def _perform(tool: FunctionTool, ctx: RunContext[Any], raw_arguments: dict[str, Any],

@@ -65,16 +65,19 @@ async def test_llm_streams_converted_chunks_on_trio_time(autojump_clock: trio.te
         assert trio.current_time() - t0 == pytest.approx(0.5 + 4 * 0.01)
         assert bridge.statistics().asyncio_tasks == 0
     assert "".join(c.content or "" for c in chunks) == "Hello from the plugin"
-    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 13
+    # the fake reports a token per word and per chat item: 4 + 2
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 6
     [request] = plugin.requests
     lk_ctx = request["chat_ctx"]
     assert [(i.role, i.text_content) for i in lk_ctx.items] == [
         ("system", "Be nice."), ("user", "hi")]
     assert [i.id for i in lk_ctx.items] == [i.id for i in ctx.items]
     [tool] = request["tools"]
-    assert isinstance(tool, lk_llm.RawFunctionTool)
-    assert tool.info.raw_schema["name"] == "lookup_weather"
-    assert tool.info.raw_schema["parameters"]["properties"]["city"]["description"] == (
+    # a LiveKit FunctionTool, so the plugin builds the schema LiveKit would (strict or not)
+    assert isinstance(tool, lk_llm.FunctionTool)
+    assert tool.info.name == "lookup_weather"
+    [schema] = lk_llm.ToolContext([tool]).parse_function_tools("openai", strict=True)
+    assert schema["function"]["parameters"]["properties"]["city"]["description"] == (
         "The city to look up")
     assert request["tool_choice"] == "auto"
 
@@ -87,7 +90,8 @@ async def test_llm_converts_tool_calls_and_their_outputs() -> None:
     async with open_bridge():
         llm = LLMAdapter(plugin)
         async with llm.chat(chat_ctx=ctx, tools=[lookup_weather]) as stream:
-            [chunk] = [c async for c in stream]
+            chunk, usage = [c async for c in stream]
+        assert usage.usage is not None and not usage.tool_calls
         [call] = chunk.tool_calls
         assert (call.name, call.arguments, call.call_id) == (
             "lookup_weather", '{"city": "Paris"}', "call_1")

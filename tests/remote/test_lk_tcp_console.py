@@ -161,3 +161,62 @@ async def test_console_command_runs_an_agent_file_against_a_console_server(tmp_p
              if i.WhichOneof("item") == "message"]
     assert texts == ["hello", "Hi there!"]
     assert console_server.segments[0] == pytest.approx(0.3, abs=0.03)
+
+
+SERVER_AGENT_FILE = '''
+from agents_trio import Agent, AgentServer, JobContext, cli
+from agents_trio.testing import FakeActions, create_session
+
+server = AgentServer()
+
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    a = FakeActions()
+    a.add_user_speech(0.2, 0.6, "hello")
+    a.add_llm("Hi there!", ttft=0.05, duration=0.05)
+    a.add_tts(0.3, ttfb=0.05, duration=0.05)
+    await create_session(a).start(Agent(instructions="Say hi."), room=ctx.room)
+
+
+if __name__ == "__main__":
+    cli.run_app(server)
+'''
+
+
+async def test_an_agent_server_file_serves_livekits_tcp_console(tmp_path) -> None:
+    """``python my_agent.py console --connect-addr HOST:PORT`` (what ``lk agent console``
+    runs) for a file written with AgentServer and cli.run_app: the session started without
+    ``async with`` is served to the console; hanging up ends the command with status 0."""
+    import os
+    import sys
+
+    agent = tmp_path / "my_agent.py"
+    agent.write_text(SERVER_AGENT_FILE)
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    root = str(__import__("pathlib").Path(__file__).parents[2])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(functools.partial(
+                trio.run_process, [sys.executable, str(agent), "console",
+                                   "--connect-addr", f"127.0.0.1:{port}"],
+                cwd=root, env=env, check=False, capture_stderr=True))
+            stream = await listener.accept()
+            console_server = ConsoleServer(stream)
+            async with trio.open_nursery() as talk:
+                talk.start_soon(console_server.read)
+                talk.start_soon(console_server.microphone, 30.0)
+                while not console_server.segments:
+                    await trio.sleep(0.05)
+                history = await console_server.request(
+                    "h", get_chat_history=pb.SessionRequest.GetChatHistory())
+                talk.cancel_scope.cancel()
+            await stream.aclose()  # the console hangs up
+            status = await proc.wait()
+    await listener.aclose()
+    assert status == 0, proc.stderr
+    texts = [i.message.content[0].text for i in history.get_chat_history.items
+             if i.WhichOneof("item") == "message"]
+    assert texts == ["hello", "Hi there!"]

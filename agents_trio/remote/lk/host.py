@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 from google.protobuf.message import Message
 
+from ...instructions import render_instructions
 from ..._errors import SessionClosedError
 from ...nurseries import open_unwrapping_nursery, single_leaf
+from ...toolsets import function_tool_names
 from .._outbox import Outbox
 from .._slots import Slots
 from .codec import (HEADER_SIZE, LIVEKIT_MAX_FRAME_SIZE, FrameDecoder, FrameTooLargeError,
@@ -713,8 +715,8 @@ class SessionHost:
             self._require_ready()
             agent = self._session.current_agent
             return _response(rid, get_agent_info=R.GetAgentInfoResponse(
-                id=agent.id, instructions=str(agent.instructions),
-                tools=[str(getattr(t, "name", t)) for t in agent.tools],
+                id=agent.id, instructions=render_instructions(agent.instructions),
+                tools=function_tool_names(agent.tools),
                 chat_ctx=self._fitting_items(agent.chat_ctx.items)))
         if kind == "get_session_state":
             self._require_ready()

@@ -16,7 +16,8 @@ as dropped events, and a flushed segment it never confirms ends when the connect
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import trio
@@ -30,7 +31,6 @@ WIRE_SAMPLE_RATE = 48000
 AGENT_SAMPLE_RATE = 24000
 
 if TYPE_CHECKING:
-    from ...agent import Agent
     from ...session import AgentSession
 
 _Frame = pb.AgentSessionMessage.ConsoleIO.AudioFrame
@@ -205,72 +205,65 @@ class TcpConsoleIO:
         session.output.audio = self.output
 
 
-class ConsoleJobContext:
-    """The job context an entrypoint gets under ``python -m agents_trio console AGENT.py
-    --connect-addr HOST:PORT``: no room; :meth:`run_session` dials the console server and
-    puts the session's audio, requests and events on that connection (LiveKit's TCP console).
+class TcpConsole:
+    """The console of ``python my_agent.py console --connect-addr HOST:PORT`` (what
+    ``lk agent console`` runs) for an :class:`~agents_trio.AgentServer` agent: the served
+    session's audio, requests and events go to the TCP console server there; the session
+    closes when the console hangs up. (``agents_trio.console.ConsoleIO``.)"""
 
-    Attributes:
-        bridge: The asyncio bridge (for LiveKit plugins), when the runner opened one.
-        room: Always None: there is no room in console mode.
-    """
-
-    def __init__(self, host: str, port: int, *, bridge: object | None = None) -> None:
+    def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.bridge = bridge
-        self.room = None
-        self.job_id: str | None = None
-        self.shutdown_reason: str | None = None
-        self._scope: trio.CancelScope | None = None
+        self.io = TcpConsoleIO()
 
-    async def run_session(self, session: AgentSession, agent: Agent,
-                          **_room_options: object) -> str | None:
-        """Run ``session`` with ``agent`` on the console until the console hangs up (or the
-        session closes); returns the session's close reason.
+    @asynccontextmanager
+    async def attach(self, session: AgentSession) -> AsyncIterator[None]:
+        """The console's audio is the session's.
 
-        Cancellation: cancelling it closes the session and the console connection.
+        Cancellation: not a checkpoint; nothing to undo.
+        """
+        self.io.attach_to(session)
+        yield
+
+    @asynccontextmanager
+    async def serve(self, session: AgentSession) -> AsyncIterator[None]:
+        """Dial the console server and serve the session on that connection for the block.
+
+        Raises:
+            OSError: The console server cannot be reached.
+
+        Cancellation: leaving the block, cancelled or not, closes the connection.
         """
         from .host import open_session_host
 
-        console = TcpConsoleIO()
-        console.attach_to(session)
-        with trio.CancelScope() as self._scope:
-            async with session, open_session_host(session, listeners=[]) as host:
-                async with trio.open_nursery() as nursery:
-                    connected = trio.Event()
+        async with open_session_host(session, listeners=[]) as host, \
+                trio.open_nursery() as nursery:
+            async def serve_console() -> None:
+                try:
+                    await host.connect(self.host, self.port, console=self.io)
+                finally:
+                    session.shutdown(drain=False)  # the console hung up: done
 
-                    async def serve_console() -> None:
-                        try:
-                            await host.connect(self.host, self.port, console=console)
-                        finally:
-                            connected.set()
-                            nursery.cancel_scope.cancel()  # the console hung up: done
-
-                    nursery.start_soon(serve_console)
-                    await session.start(agent)
-                    await connected.wait()
-        return self.shutdown_reason or "user_initiated"
-
-    async def wait_for_participant(self) -> None:
-        """Cancellation: nothing to cancel: it raises at once (there is no room in console mode)."""
-        raise RuntimeError("there is no room (and no participant) in console mode")
-
-    def shutdown(self, reason: str = "job_shutdown") -> None:
-        self.shutdown_reason = reason
-        if self._scope is not None:
-            self._scope.cancel()
+            nursery.start_soon(serve_console)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
 
 
 async def run_console_agent(entrypoint_spec: str, connect_addr: str) -> int:
     """``python -m agents_trio console AGENT.py --connect-addr HOST:PORT``: run the agent
-    file's entrypoint against the TCP console listening there. Returns the exit status.
+    file's entrypoint against the TCP console listening there, as a console job
+    (``agents_trio.console``: ``ctx.run_session(session, agent)`` and
+    ``session.start(agent, room=ctx.room)`` both serve the session to the console). Returns
+    the exit status.
 
-    Cancellation: cancelling it cancels the entrypoint and closes the bridge.
+    Cancellation: cancelling it shuts the job down (its sessions close, the entrypoint gets
+    its grace) and closes the bridge.
     """
     import sys
 
-    from ...io.bridge import open_bridge
+    from ...console import run_console
     from ...job import load_entrypoint
 
     host, sep, port = connect_addr.rpartition(":")
@@ -283,9 +276,7 @@ async def run_console_agent(entrypoint_spec: str, connect_addr: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        async with open_bridge() as bridge:
-            ctx = ConsoleJobContext(host.strip("[]"), int(port), bridge=bridge)
-            await entrypoint(ctx)  # type: ignore[arg-type]
+        await run_console(entrypoint, TcpConsole(host.strip("[]"), int(port)))
     except OSError as e:
         print(f"error: cannot reach the console at {connect_addr}: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,107 @@
+"""The LiveKit half of model resolution (see ``agents_trio.model_resolution``): a LiveKit
+model object of the right kind becomes its adapter, a model string the inference gateway's
+model. Both raise ``TypeError``/``ValueError`` for what does not fit."""
+
+from __future__ import annotations
+
+import sys
+
+from livekit.agents import llm as lk_llm
+from livekit.agents import stt as lk_stt
+from livekit.agents import tts as lk_tts
+from livekit.agents import vad as lk_vad
+
+from .inference import STT, TTS, llm_from_model_string
+from .llm import LLMAdapter
+from .realtime import RealtimeModelAdapter
+from .stt import STTAdapter
+from .tts import TTSAdapter
+from .turn_detector import TurnDetectorAdapter
+from .vad import VADAdapter
+
+__all__ = ["adapt_livekit_model", "adapt_livekit_turn_detector", "resolve_model_string"]
+
+_BASES: dict[str, tuple[type, ...]] = {
+    "llm": (lk_llm.LLM, lk_llm.RealtimeModel, lk_llm.DuplexModel),
+    "stt": (lk_stt.STT,),
+    "tts": (lk_tts.TTS,),
+    "vad": (lk_vad.VAD,),
+}
+_KIND_NAMES = {lk_llm.LLM: "llm.LLM", lk_llm.RealtimeModel: "llm.RealtimeModel",
+               lk_llm.DuplexModel: "llm.DuplexModel", lk_stt.STT: "stt.STT",
+               lk_tts.TTS: "tts.TTS", lk_vad.VAD: "vad.VAD"}
+
+
+def _what(value: object) -> str:
+    for base, name in _KIND_NAMES.items():
+        if isinstance(value, base):
+            return f"it is LiveKit's {name}"
+    return f"{type(value).__qualname__} is not a LiveKit model"
+
+
+def adapt_livekit_model(kind: str, value: object, *, vad: object = None) -> object:
+    """The adapter of a LiveKit model given where a ``kind`` model goes.
+
+    Args:
+        kind: ``"llm"``, ``"stt"``, ``"tts"`` or ``"vad"``.
+        value: An object of a LiveKit class.
+        vad: The VAD that segments the audio for a non-streaming STT (a LiveKit VAD or an
+            adapted one; anything else counts as none).
+
+    Raises:
+        TypeError: ``value`` is not a LiveKit model of that kind.
+        ValueError: A non-streaming STT without a LiveKit VAD.
+    """
+    if not isinstance(value, _BASES[kind]):
+        raise TypeError(_what(value))
+    if isinstance(value, lk_llm.DuplexModel):  # as LiveKit's session does with one
+        return RealtimeModelAdapter(lk_llm.DuplexRealtimeAdapter(value))
+    if isinstance(value, lk_llm.RealtimeModel):
+        return RealtimeModelAdapter(value)
+    if isinstance(value, lk_llm.LLM):
+        return LLMAdapter(value)
+    if isinstance(value, lk_stt.STT):
+        lk_vad_model = vad.vad if isinstance(vad, VADAdapter) else vad
+        return STTAdapter(value, vad=lk_vad_model if isinstance(lk_vad_model, lk_vad.VAD)
+                          else None)
+    if isinstance(value, lk_tts.TTS):
+        return TTSAdapter(value)
+    assert isinstance(value, lk_vad.VAD)
+    return VADAdapter(value)
+
+
+def adapt_livekit_turn_detector(value: object) -> object:
+    """A LiveKit end-of-turn model (``livekit-plugins-turn-detector``'s, or any object of a
+    LiveKit class with the protocol's three methods) as a Trio turn detector.
+
+    Raises:
+        TypeError: LiveKit's streaming audio detector (``inference.TurnDetector``), or a
+            LiveKit object without the end-of-turn methods.
+    """
+    streaming = _streaming_detector_base()
+    if streaming is not None and isinstance(value, streaming):
+        raise TypeError(f"{value!r} is LiveKit's audio end-of-turn detector "
+                        "(inference.TurnDetector), which agents_trio does not run; use "
+                        "livekit-plugins-turn-detector's MultilingualModel() or a mode "
+                        "('stt', 'vad', 'realtime_llm', 'manual')")
+    return TurnDetectorAdapter(value)  # type: ignore[arg-type]  # raises TypeError if unfit
+
+
+def _streaming_detector_base() -> type | None:
+    module = sys.modules.get("livekit.agents.inference.eot.base")
+    base = getattr(module, "_BaseStreamingTurnDetector", None)
+    return base if isinstance(base, type) else None
+
+
+def resolve_model_string(kind: str, model: str) -> object:
+    """The inference gateway's model named by ``model``, adapted (``kind``: ``"llm"``,
+    ``"stt"`` or ``"tts"``).
+
+    Raises:
+        ValueError: LiveKit refused it (e.g. no API key or secret).
+    """
+    if kind == "llm":
+        return llm_from_model_string(model)
+    if kind == "stt":
+        return STT.from_model_string(model)
+    return TTS.from_model_string(model)
