@@ -81,12 +81,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
      "instructions"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
-     "tools", "tool_schema", "tool_calls", "toolsets", "testing.expect", "model_resolution"),
+     "tools", "tool_schema", "tool_calls", "toolsets", "testing.expect", "model_resolution",
+     "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
-    ("activity", "agent_task", "workflows", "manual_turns"),
+    ("activity", "agent_task", "workflows", "manual_turns", "prebuilt._capture",
+     "prebuilt.email", "prebuilt.address", "prebuilt.phone", "prebuilt.dob", "prebuilt.name",
+     "prebuilt.credit_card"),
     ("session", "recognition_router"),
 )
 
