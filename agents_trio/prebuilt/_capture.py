@@ -6,12 +6,11 @@ value (so the model cannot confirm before it asked, and a confirmation of a valu
 since says so instead of completing), and a ``decline_…_capture`` tool completes the task
 with a ``ToolError`` carrying the user's reason.
 
-Confirmation: LiveKit asks for one by default when the turn came from voice and not when it
-was typed. This runtime does not record a turn's input modality, so a task treats the
-conversation as spoken when a TTS speaks its replies (the task's own, else the session's),
-and as typed otherwise. ``require_confirmation=True`` / ``False`` overrides that as in
-LiveKit. The instructions (which differ for voice and text) are chosen by the same rule when
-the task starts.
+Confirmation: as in LiveKit, one is asked for by default when the turn the tool answers
+was spoken (``speech_handle.input_details.modality == "audio"``) and not when it was typed;
+``require_confirmation=True`` / ``False`` overrides that. The instructions differ for voice
+and text too: the task's instructions are an :class:`~agents_trio.instructions.Instructions`
+with both, and each reply renders the one for its turn's modality.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from .._errors import ToolError
 from ..agent import NOT_GIVEN, NotGiven
 from ..agent_task import AgentTask
 from ..chat import ChatContext
+from ..instructions import Instructions
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, ToolFlag, function_tool
@@ -67,7 +67,8 @@ class CaptureTask(AgentTask[T]):
         self._require_confirmation = require_confirmation
         self._verify_spelling = verify_spelling
         super().__init__(
-            instructions=voice_instructions,
+            instructions=(voice_instructions if voice_instructions == text_instructions else
+                          Instructions("", audio=voice_instructions, text=text_instructions)),
             chat_ctx=None if isinstance(chat_ctx, NotGiven) else chat_ctx,
             tools=tools, stt=stt, vad=vad, llm=llm, tts=tts,
             turn_handling=turn_handling_for(turn_detection),
@@ -76,7 +77,12 @@ class CaptureTask(AgentTask[T]):
 
     @property
     def spoken(self) -> bool:
-        """Whether the conversation is treated as spoken (see the module docstring)."""
+        """Whether the turn being answered was spoken: the modality of the speech whose
+        tools run now (a tool of this task calls this); without one, whether a TTS speaks
+        the task's replies."""
+        speech = self.session.current_speech
+        if speech is not None:
+            return speech.input_details.modality == "audio"
         tts = self.tts
         return (tts is not None) if not isinstance(tts, NotGiven) else (
             self.session.tts is not None)
@@ -89,13 +95,10 @@ class CaptureTask(AgentTask[T]):
         return self.spoken
 
     async def on_enter(self) -> None:
-        """Pick the voice or text instructions, then ask the user.
+        """Ask the user (the instructions render for each turn's modality).
 
         Cancellation: not a checkpoint; the reply is scheduled, not awaited.
         """
-        wanted = self._voice_instructions if self.spoken else self._text_instructions
-        if wanted != self.instructions:
-            await self.update_instructions(wanted)
         self.session.generate_reply(instructions=self._ask_prompt)
 
     async def install_confirmation(self, make_tool: Callable[[], FunctionTool]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from agents_trio.instructions import render_instructions
+
 import trio
 from prebuilt_helpers import Parent, call, start_actions
 
@@ -92,31 +94,44 @@ async def test_a_stale_confirmation_does_not_complete(autojump_clock: object) ->
         assert isinstance(session.current_agent, GetEmailTask)
 
 
+def _voice(task: GetEmailTask) -> str:
+    return render_instructions(task.instructions, "audio")
+
+
 def test_the_instructions_follow_the_options() -> None:
     plain = GetEmailTask()
-    assert "confirm_email_address" in plain.instructions  # voice: confirmation by default
+    assert "confirm_email_address" in _voice(plain)  # voice: confirmation by default
+    # typed: no confirmation by default, as in LiveKit
+    assert "confirm_email_address" not in render_instructions(plain.instructions, "text")
     spelled = GetEmailTask(verify_spelling=True, extra_instructions="Be brief.")
-    assert "one character at a time" in spelled.instructions
-    assert spelled.instructions.rstrip().endswith("Be brief.")
+    assert "one character at a time" in _voice(spelled)
+    assert _voice(spelled).rstrip().endswith("Be brief.")
     assert GetEmailTask(instructions="custom").instructions == "custom"
-    assert "confirm_email_address" not in GetEmailTask(require_confirmation=False).instructions
+    assert "confirm_email_address" not in _voice(GetEmailTask(require_confirmation=False))
 
 
 async def test_a_spoken_conversation_asks_for_a_confirmation_by_default(
         autojump_clock: object) -> None:
     from agents_trio.testing import FakeTTS
     a = start_actions()
+    a.add_llm("Your email?", input=ASK)
     a.add_llm("", tool_calls=call("update_email_address", "u1", email="ada@example.com"),
-              input=ASK)
-    parent = Parent(lambda: GetEmailTask(tts=FakeTTS()))  # the task speaks: voice rules
-    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+              input="ada at example dot com")
+    parent = Parent(lambda: GetEmailTask(tts=FakeTTS()))
+    llm = FakeLLM(a.llm_responses)
+    async with AgentSession(llm=llm) as session:
         await session.start(parent)
         with trio.fail_after(30):
             await session.run(user_input="go")
+            # the user says the address (a spoken turn, as the STT would deliver it)
+            await session.run(user_input="ada at example dot com", input_modality="audio")
         assert parent.results == []  # waiting for the confirmation
         task = session.current_agent
         assert "confirm_email_address" in {t.name for t in task.tools}
-        assert "speech transcription" in task.instructions  # the voice instructions
+        # the spoken turn's request had the voice instructions
+        system = [i.text_content for i in llm.calls[-1]["chat_ctx"].items
+                  if getattr(i, "role", None) == "system"]
+        assert any("speech transcription" in s for s in system)
 
 
 def test_require_explicit_ask_hides_the_update_tool_while_greeting() -> None:
@@ -132,8 +147,13 @@ async def test_a_typed_conversation_uses_the_text_instructions(autojump_clock: o
     a = start_actions()
     a.add_llm("Your email?", input=ASK)
     parent = Parent(lambda: GetEmailTask())
-    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+    llm = FakeLLM(a.llm_responses)
+    async with AgentSession(llm=llm) as session:
         await session.start(parent)
         with trio.fail_after(30):
             await session.run(user_input="go")
-        assert "The user types the address" in session.current_agent.instructions
+        # the task's question answers a typed turn: its request had the text instructions
+        system = [i.text_content for i in llm.calls[-1]["chat_ctx"].items
+                  if getattr(i, "role", None) == "system"]
+        assert any("The user types the address" in s for s in system)
+        assert not any("speech transcription" in s for s in system)
