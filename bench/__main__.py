@@ -409,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{machine()}, Python {platform.python_version()}\n")
     results = {"meta": _meta(args, script=args.script)}
     results.update(sweep(args, log))
+    from . import turn_cost
+    log("CPU per text turn as the conversation grows … ")
+    results["turn_cost"] = turn_cost.measure_all(with_asyncio=args.with_asyncio, tree=TREE)
+    log("done\n")
     results["targets"] = report.compute_targets(results["runs"]) if args.with_asyncio else []
     results["notes"] = notes(results["meta"])
     write_results(results, args.out, readme=args.readme, log=log)
