@@ -190,8 +190,9 @@ class SupervisedStream:
                     ready()
                     if self._input_ended:
                         stream.end_input()
+                    on_event = self._hooks.on_event
                     async for ev in stream:
-                        self._hooks.on_event(ev)
+                        on_event(ev)
                         delivered = True
             except Exception as e:
                 error = e
