@@ -299,7 +299,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                   room_name: str | None = None, identity: str | None = None,
                   job_id: str | None = None, connect_timeout: float = 10.0,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
-                  on_ready: Callable[[JobContext], object] | None = None) -> R | None:
+                  on_ready: Callable[[JobContext], object] | None = None,
+                  bridge: AsyncioBridge | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -313,6 +314,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
         open_room_fn: How to connect (tests pass a fake room).
         on_ready: Called with the context before the entrypoint runs (the worker uses it to
             deliver LiveKit's shutdown requests).
+        bridge: An open bridge to run on (the worker's job host shares one among all the jobs
+            of a process); by default the job opens its own and closes it when it ends.
 
     Returns:
         What the entrypoint returned (None if it was cancelled after the grace).
@@ -333,8 +336,12 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
             raise RoomConnectError("a room name is needed to mint a token (--room)")
         token = mint_token(api_key or "", api_secret or "", room=room_name,
                            identity=identity or f"agent-{uuid.uuid4().hex[:8]}")
-    async with open_bridge() as bridge, open_plugin_http_context(bridge), open_room_fn(
-            url, token, bridge=bridge, connect_timeout=connect_timeout) as room:
+    async with AsyncExitStack() as stack:
+        if bridge is None:
+            bridge = await stack.enter_async_context(open_bridge())
+        await stack.enter_async_context(open_plugin_http_context(bridge))
+        room = await stack.enter_async_context(open_room_fn(
+            url, token, bridge=bridge, connect_timeout=connect_timeout))
         ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace)
         logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                     room.local_participant.identity)
