@@ -117,8 +117,10 @@ class WorkerPool:
         while not self.stopping:
             started = trio.current_time()
             slot.starts += 1
+            # a session of its own: a terminal's Ctrl+C (sent to the whole foreground group)
+            # reaches the supervisor alone, which forwards it once; twice would force-exit
             slot.process = await trio.lowlevel.open_process(
-                slot.command, env=self.env, stdin=subprocess.DEVNULL)
+                slot.command, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 status = await slot.process.wait()
             finally:
