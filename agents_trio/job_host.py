@@ -320,20 +320,21 @@ class JobHost:
     async def _run_job(self, job: _Job[Any]) -> None:
         self.jobs_started += 1
         self.jobs_running += 1
+        # unless replaced below: the host's own cancellation is unwinding through the job
+        result: outcome.Outcome[Any] = outcome.Error(
+            JobHostError("the job host closed while the job ran"))
         try:
             with job.scope:
                 try:
-                    value = await job.fn()
+                    result = outcome.Value(await job.fn())
                 except Exception as e:  # noqa: BLE001 - the job's error goes to its caller
-                    job.resolve(outcome.Error(e))
-                    return
-                job.resolve(outcome.Value(value))
-                return
-            job.resolve(outcome.Value(None))  # cancelled by its caller
+                    result = outcome.Error(e)
+            if job.scope.cancelled_caught:  # cancelled by its caller
+                result = outcome.Value(None)
         finally:
+            # counted out before its caller hears of the end
             self.jobs_running -= 1
-            # still unresolved: the host's own cancellation is unwinding through the job
-            job.resolve(outcome.Error(JobHostError("the job host closed while the job ran")))
+            job.resolve(result)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "running" if self.started else "not started"

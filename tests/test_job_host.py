@@ -41,6 +41,7 @@ async def where() -> tuple[object, int]:
 def test_jobs_from_many_threads_share_one_trio_run(host: JobHost) -> None:
     seen: list[tuple[object, int]] = []
     asyncio_threads: set[int] = set()
+    all_alive = threading.Barrier(4)  # the four threads live at once (distinct idents)
 
     def job_thread() -> None:
         async def main() -> None:
@@ -48,6 +49,7 @@ def test_jobs_from_many_threads_share_one_trio_run(host: JobHost) -> None:
             for _ in range(3):
                 seen.append(await host.run(where))
         run_asyncio(main)
+        all_alive.wait(30)
 
     threads = [threading.Thread(target=job_thread) for _ in range(4)]
     for t in threads:

@@ -261,8 +261,9 @@ def test_agent_server_packs_many_jobs_on_one_trio_run_and_one_failing_does_not_m
             assert host.jobs_running == 5 and log.closed == {}
             # draining waits for the running jobs, which end when their users leave
             drain = asyncio.ensure_future(server.drain(timeout=30))
-            await asyncio.sleep(0.1)
-            assert server.draining and not drain.done()
+            while not server.draining:
+                await asyncio.sleep(0.01)
+            assert not drain.done()
             log.leave_all()
             await drain
             assert sorted(log.closed.values()) == ["participant_disconnected"] * 5
