@@ -40,7 +40,7 @@ class FakeLiveKitJobContext:
 def run_asyncio(coro: Any) -> Any:
     loop = asyncio.SelectorEventLoop()  # a plain asyncio loop, as in LiveKit's job process
     try:
-        return loop.run_until_complete(asyncio.wait_for(coro, 10))
+        return loop.run_until_complete(asyncio.wait_for(coro, 30))
     finally:
         loop.close()
 
@@ -215,8 +215,14 @@ async def packed_conversation(ctx: JobContext) -> None:
     await ctx.wait_for_participant()
     session = AgentSession()
     session.on("close", lambda ev: log.close(str(ctx.job_id), ev.reason))
+
+    def on_state(ev: Any) -> None:
+        if ev.new_state == "listening":  # started: a shutdown now closes it
+            entry["listening"] = True
+            log.loop.call_soon_threadsafe(log.changed.set)
+
+    session.on("agent_state_changed", on_state)
     entry["user"] = user
-    log.loop.call_soon_threadsafe(log.changed.set)
     await ctx.run_session(session, Recorder())
 
 
@@ -250,7 +256,7 @@ def test_agent_server_packs_many_jobs_on_one_trio_run_and_one_failing_does_not_m
         try:
             for i in range(6):
                 await server.simulate_job(f"room-{i}", fake_job=True)
-            await log.until(lambda: sum("user" in e for e in log.started) == 5)
+            await log.until(lambda: sum("listening" in e for e in log.started) == 5)
             # one Trio run and one bridge for all six jobs, in the host's thread
             assert {e["token"] for e in log.started} == {host.run_token}
             assert {e["thread"] for e in log.started} == {host._thread.ident}
@@ -299,7 +305,7 @@ def test_closing_the_agent_server_shuts_running_jobs_down_with_job_shutdown() ->
         try:
             for i in range(3):
                 await server.simulate_job(f"room-{i}", fake_job=True)
-            await log.until(lambda: sum("user" in e for e in log.started) == 3)
+            await log.until(lambda: sum("listening" in e for e in log.started) == 3)
         finally:
             await server.aclose()
             await run
@@ -337,3 +343,35 @@ def test_create_agent_server_packs_jobs_and_reports_the_hosts_load() -> None:
     finally:
         host.close()
     assert pickle.loads(pickle.dumps(PrepareJobThread())).setup is None
+
+
+def test_livekit_cancelling_one_packed_job_shuts_down_that_job_alone() -> None:
+    """Two jobs on one host, each awaited by its own asyncio task as LiveKit's job threads do:
+    cancelling one closes its session with ``job_shutdown``; the other runs on."""
+    host = JobHost(name="packed jobs")
+    host.start()
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop())
+        jobs = [FakeLiveKitJobContext() for _ in range(2)]
+        for i, job in enumerate(jobs):
+            job._info.job.id = f"AJ_{i}"
+        tasks = [asyncio.ensure_future(TrioJobEntrypoint(
+            packed_conversation, open_room_fn=open_fake_room, shutdown_grace=2.0,
+            job_host=host)(job)) for job in jobs]
+        await log.until(lambda: sum("listening" in e for e in log.started) == 2)
+        tasks[0].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[0]
+        assert log.closed == {"AJ_0": "job_shutdown"}
+        assert jobs[0].shutdowns == ["agents_trio entrypoint cancelled"]
+        assert not tasks[1].done() and host.jobs_running == 1
+        log.leave_all()
+        await tasks[1]
+        assert log.closed["AJ_1"] == "participant_disconnected"
+        assert jobs[1].shutdowns == ["agents_trio entrypoint finished"]
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
