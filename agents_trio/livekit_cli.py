@@ -2,6 +2,8 @@
 
     connect ENTRYPOINT   join one room and run the entrypoint until it returns
     worker ENTRYPOINT    register with LiveKit's agent dispatch and run it for every job
+                         (--processes N: N worker processes, one per core by default in
+                         start; see docs/deployment.md)
 
 ``ENTRYPOINT`` is ``module:function`` or ``path/to/app.py:function`` (default function name:
 ``entrypoint``). The server and credentials come from ``--url``/``--api-key``/
