@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -127,8 +128,11 @@ class PrepareJobThread:
     LiveKit calls it in each job's thread (``THREAD`` executor) or process (``PROCESS``)
     before it makes the job's asyncio loop: it keeps that loop a plain asyncio loop once the
     job host imported trio-asyncio (:func:`~agents_trio.job_host.plain_asyncio_in_this_thread`),
-    starts the job host, then runs the application's own ``setup``. Picklable when ``setup``
-    is.
+    turns off LiveKit's blocked-loop monitor for the job loops made from now on (unless
+    ``LIVEKIT_AGENTS_LOOP_BLOCK_WARN_MS`` is set: those loops only wait for the job host, and
+    each monitor is a thread and a heartbeat every 20 ms, idle job threads included; the
+    worker's own loop, started earlier, keeps its monitor), starts the job host, then runs
+    the application's own ``setup``. Picklable when ``setup`` is.
     """
 
     def __init__(self, setup: Callable[[JobProcess], Any] | None = None, *,
@@ -138,6 +142,7 @@ class PrepareJobThread:
 
     def __call__(self, proc: JobProcess) -> None:
         plain_asyncio_in_this_thread()
+        os.environ.setdefault(loop_monitor.ENV_WARN_THRESHOLD_MS, "0")
         (self.job_host if self.job_host is not None else process_job_host()).start()
         if self.setup is not None:
             self.setup(proc)
