@@ -63,13 +63,18 @@ async def leaving_participant(ctx: JobContext) -> None:
     ctx.bridge.call_soon(ctx.room.join, user)
     await ctx.wait_for_participant()
 
+    session = AgentSession()
+    listening = trio.Event()
+    session.on("agent_state_changed",
+               lambda ev: listening.set() if ev.new_state == "listening" else None)
+
     async def leave() -> None:
-        await trio.sleep(0.05)
+        await listening.wait()  # linked and started: the leave ends the session
         ctx.bridge.call_soon(ctx.room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(leave)
-        results["reason"] = await ctx.run_session(AgentSession(), Recorder())
+        results["reason"] = await ctx.run_session(session, Recorder())
     results["job_id"] = ctx.job_id
 
 
