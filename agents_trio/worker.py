@@ -38,6 +38,7 @@ import asyncio
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -55,6 +56,19 @@ logger = logging.getLogger("agents_trio.worker")
 
 # beyond the entrypoint's grace: the room's disconnect and the bridge's close
 _CLOSE_MARGIN = 5.0
+
+
+_loaded: dict[str, Entrypoint] = {}
+_loading = threading.Lock()
+
+
+def _load_once(spec: str) -> Entrypoint:
+    """The entrypoint ``spec`` names, imported once per process: the jobs of a process share
+    it (an application module that loads a model at import time loads it once)."""
+    with _loading:
+        if spec not in _loaded:
+            _loaded[spec] = load_entrypoint(spec)
+        return _loaded[spec]
 
 
 class TrioJobEntrypoint:
@@ -82,7 +96,7 @@ class TrioJobEntrypoint:
 
     def _resolve(self) -> Entrypoint:
         if isinstance(self.entrypoint, str):
-            return load_entrypoint(self.entrypoint)
+            return _load_once(self.entrypoint)
         return self.entrypoint
 
     def __call__(self, job_ctx: LiveKitJobContext) -> Coroutine[Any, Any, None]:

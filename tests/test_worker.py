@@ -380,3 +380,23 @@ def test_livekit_cancelling_one_packed_job_shuts_down_that_job_alone() -> None:
         run_asyncio_long(main())
     finally:
         host.close(10)
+
+
+def test_a_file_entrypoint_is_imported_once_for_all_the_jobs_of_a_process(tmp_path: Any) -> None:
+    app = tmp_path / "counting_app.py"
+    app.write_text("import builtins\n"
+                   "builtins.agents_trio_app_imports = "
+                   "getattr(builtins, 'agents_trio_app_imports', 0) + 1\n"
+                   "async def entrypoint(ctx):\n"
+                   "    return None\n")
+    import builtins
+    host = JobHost()
+    host.start()
+    try:
+        spec = f"{app}:entrypoint"
+        for _ in range(3):
+            run_asyncio(TrioJobEntrypoint(spec, open_room_fn=open_fake_room,
+                                          job_host=host)(FakeLiveKitJobContext()))
+        assert builtins.agents_trio_app_imports == 1  # type: ignore[attr-defined]
+    finally:
+        host.close(10)
