@@ -339,6 +339,15 @@ async def _worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
     server_task = asyncio.ensure_future(server.run(unregistered=True))
     network_task = asyncio.ensure_future(host.run(network.run))
     await up.wait()
+
+    async def discard_worker_messages() -> None:
+        # a registered worker sends its messages (job status updates) to the server; an
+        # unregistered one has no reader, and once LiveKit's 128-message queue is full (after
+        # some 40 jobs) its job bookkeeping blocks for good
+        async for _ in server._msg_chan:  # noqa: SLF001 - no public reader
+            pass
+
+    outbox_task = asyncio.ensure_future(discard_worker_messages())
     try:
         await run_jobs([(core.Probe(index=0, script=core.warmup_script()), side.Warmup())],
                        0.0)
@@ -369,6 +378,7 @@ async def _worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
     finally:
         await server.aclose()
         await server_task
+        await asyncio.gather(outbox_task, return_exceptions=True)
         network_task.cancel()
         await asyncio.gather(network_task, return_exceptions=True)
         host.close(30)
