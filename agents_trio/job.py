@@ -492,7 +492,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                   job_id: str | None = None, connect_timeout: float = 10.0,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
                   on_ready: Callable[[JobContext], object] | None = None,
-                  proc: JobProcess | None = None) -> R | None:
+                  proc: JobProcess | None = None,
+                  bridge: AsyncioBridge | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -508,6 +509,9 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
             deliver LiveKit's shutdown requests).
         proc: The process the job runs in (what the server's prewarm filled); a new one by
             default.
+
+        bridge: An open bridge to run on (the worker's job host shares one among all the jobs
+            of a process); by default the job opens its own and closes it when it ends.
 
     The job ends when the entrypoint returned and the sessions it started without ``async
     with`` closed; then the room disconnects and the shutdown callbacks run.
@@ -531,7 +535,10 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
             raise RoomConnectError("a room name is needed to mint a token (--room)")
         token = mint_token(api_key or "", api_secret or "", room=room_name,
                            identity=identity or f"agent-{uuid.uuid4().hex[:8]}")
-    async with open_bridge() as bridge, open_plugin_http_context(bridge):
+    async with AsyncExitStack() as stack:
+        if bridge is None:
+            bridge = await stack.enter_async_context(open_bridge())
+        await stack.enter_async_context(open_plugin_http_context(bridge))
         ctx: JobContext | None = None
         try:
             async with open_room_fn(url, token, bridge=bridge,

@@ -2,6 +2,8 @@
 
     connect ENTRYPOINT   join one room and run the entrypoint until it returns
     worker ENTRYPOINT    register with LiveKit's agent dispatch and run it for every job
+                         (--processes N: N worker processes, one per core by default in
+                         start; see docs/deployment.md)
 
 ``ENTRYPOINT`` is ``module:function`` or ``path/to/app.py:function`` (default function name:
 ``entrypoint``). The server and credentials come from ``--url``/``--api-key``/
@@ -43,6 +45,12 @@ def add_commands(sub: _Subcommands) -> None:
                         help="start (production) or dev (debug logging)")
     worker.add_argument("--agent-name", default="",
                         help="register for explicit dispatch under this name")
+    worker.add_argument("--processes", type=int, default=None,
+                        help="worker processes to run, each with its own job host "
+                             "(default: one per core in start, 1 in dev)")
+    worker.add_argument("--port", type=int, default=None,
+                        help="HTTP health port of the first process (process i: port + i; "
+                             "default: LiveKit's, 8081 in start and a free one in dev)")
     _server_args(worker)
 
 
@@ -108,11 +116,43 @@ def _worker(args: argparse.Namespace) -> int:
     if not (args.url and args.api_key and args.api_secret):
         return _fail("the worker needs LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET "
                      "(or --url, --api-key, --api-secret)")
+    processes = args.processes
+    if processes is None:
+        processes = 1 if args.mode == "dev" else (os.cpu_count() or 1)
+    if processes < 1:
+        return _fail("--processes must be at least 1")
+    if processes > 1:
+        return _worker_pool(args, processes)
+    options = {} if args.port is None else {"port": args.port}
     server = create_agent_server(args.entrypoint, agent_name=args.agent_name, ws_url=args.url,
-                                 api_key=args.api_key, api_secret=args.api_secret)
+                                 api_key=args.api_key, api_secret=args.api_secret, **options)
     # LiveKit's own CLI runs the worker (process pool, registration, signals)
     sys.argv = ["python -m agents_trio worker", args.mode, "--log-level", args.log_level]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         cli.run_app(server)
+    from .job_host import process_job_host
+
+    process_job_host().close(30)
     return 0
+
+
+def _worker_pool(args: argparse.Namespace, processes: int) -> int:
+    """Run ``processes`` single-process workers under a supervisor (``worker_pool``)."""
+    import trio
+
+    from .worker_pool import WorkerPool, child_environment
+
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    base_port = args.port if args.port is not None else (0 if args.mode == "dev" else 8081)
+    commands = []
+    for i in range(processes):
+        command = [sys.executable, "-m", "agents_trio", "worker", args.entrypoint, args.mode,
+                   "--processes", "1", "--log-level", args.log_level,
+                   "--port", str(base_port + i if base_port else 0)]
+        if args.agent_name:
+            command += ["--agent-name", args.agent_name]
+        commands.append(command)
+    pool = WorkerPool(commands, env=child_environment(args.url, args.api_key, args.api_secret))
+    return trio.run(pool.run)

@@ -1,11 +1,18 @@
 """Scaling past one machine: LiveKit's agent dispatch runs agents_trio sessions.
 
-LiveKit Agents' own worker (``AgentServer``) registers with the LiveKit server, accepts jobs
-and starts a process per job; nothing of that is reimplemented here. What changes is the job's
-entrypoint: :class:`TrioJobEntrypoint` runs a Trio entrypoint (``async def entrypoint(ctx:
-agents_trio.JobContext)``) in a thread of the job process, with its own trio-asyncio bridge and
-its own room connection made from the job's URL and token. LiveKit's asyncio job context never
-connects its own room.
+LiveKit Agents' own worker (``AgentServer``) registers with the LiveKit server, accepts jobs,
+reports its load and drains; nothing of that is reimplemented here. What changes is the job's
+entrypoint: :class:`TrioJobEntrypoint` hands each job to the process's
+:class:`~agents_trio.job_host.JobHost`, one Trio run in one thread with one trio-asyncio
+bridge, where the Trio entrypoint (``async def entrypoint(ctx: agents_trio.JobContext)``) runs
+beside every other job of the process, with its own room connection made from the job's URL and
+token. LiveKit's asyncio job context never connects its own room.
+
+:func:`create_agent_server` packs jobs: LiveKit's ``THREAD`` job executor (a thread and an
+idle asyncio loop per job, in the worker process, instead of a process per job) and a load
+that is the job host's Trio loop utilisation, so LiveKit stops sending jobs to a process whose
+loop is busy and sends them to the others. ``python -m agents_trio worker --processes N`` runs
+N such worker processes (``agents_trio.worker_pool``), one per core by default.
 
     # app.py
     from agents_trio.worker import create_agent_server
@@ -15,35 +22,55 @@ connects its own room.
 
 Lifecycle: when the Trio entrypoint returns (its session closed), the adapter asks LiveKit to
 shut the job down. When LiveKit ends the job first (the worker drains, the job is terminated),
-it cancels the entrypoint task, and the cancellation reaches the Trio run as a job shutdown:
-the session closes with reason ``job_shutdown`` (``on_exit`` runs) and the entrypoint gets
-``shutdown_grace`` seconds to return before it is cancelled; the asyncio side waits that long
-(plus a margin) for the thread. A room deleted on the server, or any drop of the Trio side's
-connection, shuts the job down the same way and ends it the first way.
+it cancels the entrypoint task, and the cancellation reaches the job's Trio task as a job
+shutdown: the session closes with reason ``job_shutdown`` (``on_exit`` runs) and the
+entrypoint gets ``shutdown_grace`` seconds to return before it is cancelled; the asyncio side
+waits that long (plus a margin) for it. A room deleted on the server, or any drop of the Trio
+side's connection, shuts the job down the same way and ends it the first way. A job that fails
+ends its own LiveKit job; the other jobs of the host go on.
 
 Needs ``livekit-agents`` (the ``livekit-plugins`` extra).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import os
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from livekit.agents import AgentServer
+from livekit.agents import AgentServer, JobExecutorType
+from livekit.agents import JobProcess as LiveKitJobProcess
 from livekit.agents import JobContext as LiveKitJobContext
+from livekit.agents.telemetry import loop_monitor
 
-from .io.bridge import is_asyncio_cancellation, run_trio_in_thread
+from .io.bridge import is_asyncio_cancellation
 from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
 from .job_process import JobProcess
+from .job_host import JobHost, job_host_load, plain_asyncio_in_this_thread, process_job_host
 
-__all__ = ["TrioJobEntrypoint", "create_agent_server"]
+__all__ = ["PrepareJobThread", "TrioJobEntrypoint", "create_agent_server"]
 
 logger = logging.getLogger("agents_trio.worker")
 
 # beyond the entrypoint's grace: the room's disconnect and the bridge's close
 _CLOSE_MARGIN = 5.0
+
+
+_loaded: dict[str, Entrypoint] = {}
+_loading = threading.Lock()
+
+
+def _load_once(spec: str) -> Entrypoint:
+    """The entrypoint ``spec`` names, imported once per process: the jobs of a process share
+    it (an application module that loads a model at import time loads it once)."""
+    with _loading:
+        if spec not in _loaded:
+            _loaded[spec] = load_entrypoint(spec)
+        return _loaded[spec]
 
 
 class TrioJobEntrypoint:
@@ -57,18 +84,21 @@ class TrioJobEntrypoint:
         shutdown_grace: Seconds the Trio entrypoint gets to return once LiveKit cancels the
             job (its session closes with ``job_shutdown`` at once).
         open_room_fn: How to connect (tests pass a fake room).
+        job_host: The job host to run on (default: the process's, :func:`process_job_host`).
     """
 
     def __init__(self, entrypoint: str | Entrypoint, *, shutdown_grace: float = 10.0,
-                 open_room_fn: RoomOpener | None = None) -> None:
+                 open_room_fn: RoomOpener | None = None, job_host: JobHost | None = None
+                 ) -> None:
         self.entrypoint = entrypoint
         self.shutdown_grace = shutdown_grace
         self.open_room_fn = open_room_fn
+        self.job_host = job_host
         self.__name__ = getattr(entrypoint, "__name__", str(entrypoint))
 
     def _resolve(self) -> Entrypoint:
         if isinstance(self.entrypoint, str):
-            return load_entrypoint(self.entrypoint)
+            return _load_once(self.entrypoint)
         return self.entrypoint
 
     def __call__(self, job_ctx: LiveKitJobContext) -> Coroutine[Any, Any, None]:
@@ -78,6 +108,10 @@ class TrioJobEntrypoint:
         """asyncio-flavoured: run the Trio job, then end the LiveKit job."""
         # RunningJobInfo: LiveKit exposes the job's URL and token only here
         info = job_ctx._info  # noqa: SLF001 - LiveKit's JobContext, no public accessor
+        # this loop only waits for the job host: LiveKit's blocking monitor on it (a thread
+        # and a heartbeat per job) would measure nothing and cost every job
+        loop_monitor.stop_monitoring(asyncio.get_running_loop())
+        host = self.job_host if self.job_host is not None else process_job_host()
         entrypoint = self._resolve()
         contexts: list[JobContext] = []
         kwargs: dict[str, Any] = {"url": info.url, "token": info.token,
@@ -91,9 +125,11 @@ class TrioJobEntrypoint:
             kwargs["proc"] = JobProcess.sharing(lk_proc)
         reason = "agents_trio entrypoint finished"
         try:
-            await run_trio_in_thread(functools.partial(run_job, entrypoint, **kwargs),
-                                     name=f"agents_trio job {kwargs['job_id']}",
-                                     cancel_grace=self.shutdown_grace + _CLOSE_MARGIN)
+            host.start()  # at once unless this is the process's first job
+            kwargs["bridge"] = host.bridge
+            await host.run(functools.partial(run_job, entrypoint, **kwargs),
+                           name=f"agents_trio job {kwargs['job_id']}",
+                           cancel_grace=self.shutdown_grace + _CLOSE_MARGIN)
         except BaseException as e:
             reason = ("agents_trio entrypoint cancelled" if is_asyncio_cancellation(e)
                       else f"agents_trio entrypoint failed: {e!r}")
@@ -105,20 +141,63 @@ class TrioJobEntrypoint:
         return f"TrioJobEntrypoint({self.entrypoint!r})"
 
 
+class PrepareJobThread:
+    """LiveKit's per-job setup (``setup_fnc``) for jobs run on a job host.
+
+    LiveKit calls it in each job's thread (``THREAD`` executor) or process (``PROCESS``)
+    before it makes the job's asyncio loop: it keeps that loop a plain asyncio loop once the
+    job host imported trio-asyncio (:func:`~agents_trio.job_host.plain_asyncio_in_this_thread`),
+    turns off LiveKit's blocked-loop monitor for the job loops made from now on (unless
+    ``LIVEKIT_AGENTS_LOOP_BLOCK_WARN_MS`` is set: those loops only wait for the job host, and
+    each monitor is a thread and a heartbeat every 20 ms, idle job threads included; the
+    worker's own loop, started earlier, keeps its monitor), starts the job host, then runs
+    the application's own ``setup``. Picklable when ``setup`` is.
+    """
+
+    def __init__(self, setup: Callable[[LiveKitJobProcess], Any] | None = None, *,
+                 job_host: JobHost | None = None) -> None:
+        self.setup = setup
+        self.job_host = job_host
+
+    def __call__(self, proc: LiveKitJobProcess) -> None:
+        plain_asyncio_in_this_thread()
+        os.environ.setdefault(loop_monitor.ENV_WARN_THRESHOLD_MS, "0")
+        (self.job_host if self.job_host is not None else process_job_host()).start()
+        if self.setup is not None:
+            self.setup(proc)
+
+
 def create_agent_server(entrypoint: str | Entrypoint, *, agent_name: str = "",
                         on_request: Callable[..., Any] | None = None,
+                        shutdown_grace: float = 10.0, open_room_fn: RoomOpener | None = None,
+                        job_host: JobHost | None = None,
                         **server_options: Any,  # noqa: ANN401 - AgentServer types them
                         ) -> AgentServer:
-    """A LiveKit ``AgentServer`` whose jobs run ``entrypoint`` on the Trio runtime.
+    """A LiveKit ``AgentServer`` whose jobs run ``entrypoint`` on the process's job host.
+
+    Unless ``server_options`` say otherwise, jobs run with LiveKit's ``THREAD`` executor, the
+    load LiveKit balances on is the job host's Trio loop utilisation (0 to 1, compared with
+    ``load_threshold``, 0.7 by default in production), and ``setup_fnc`` is wrapped in
+    :class:`PrepareJobThread`.
 
     Args:
         entrypoint: The Trio entrypoint (see :class:`TrioJobEntrypoint`).
         agent_name: Set it for explicit dispatch (LiveKit's ``agent_name``).
         on_request: LiveKit's job request hook (accept or reject), asyncio-flavoured.
+        shutdown_grace: See :class:`TrioJobEntrypoint`.
+        open_room_fn: How jobs connect (tests pass a fake room).
+        job_host: The host jobs run on (default: the process's).
         server_options: Passed to ``AgentServer`` (``ws_url``, ``api_key``, ``api_secret``,
-            ``num_idle_processes``, …; URL and keys default to ``LIVEKIT_*``).
+            ``num_idle_processes``, ``job_executor_type``, ``load_fnc``, ``setup_fnc``, …;
+            URL and keys default to ``LIVEKIT_*``).
     """
+    server_options.setdefault("job_executor_type", JobExecutorType.THREAD)
+    server_options.setdefault("load_fnc",
+                              job_host.load if job_host is not None else job_host_load)
+    server_options["setup_fnc"] = PrepareJobThread(server_options.get("setup_fnc"),
+                                                   job_host=job_host)
     server = AgentServer(**server_options)
-    server.rtc_session(TrioJobEntrypoint(entrypoint), agent_name=agent_name,
-                       on_request=on_request)
+    server.rtc_session(TrioJobEntrypoint(entrypoint, shutdown_grace=shutdown_grace,
+                                         open_room_fn=open_room_fn, job_host=job_host),
+                       agent_name=agent_name, on_request=on_request)
     return server

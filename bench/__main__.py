@@ -7,6 +7,7 @@ Pipecat.
     python -m bench --virtual       # logical latencies of the decision points, in virtual time
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
     python -m bench --adapter       # a VAD plugin through adapt(): cost per window, per hop
+    python -m bench --worker-mode   # the sweep plus worker mode (LiveKit's AgentServer, fake jobs)
 
 Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
 with the same Python, the same fakes and timings and the same GC settings; the runtimes are
@@ -160,7 +161,7 @@ def runtimes_of(args: argparse.Namespace) -> list[str]:
 
 
 def sweep(args: argparse.Namespace, log: Any) -> dict[str, Any]:
-    runtimes = runtimes_of(args)
+    runtimes = runtimes_of(args) + (["trio-worker"] if args.worker_mode else [])
     raw_dir = args.out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
     runs: list[dict] = []
@@ -457,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="sequential rounds at N = 1 (more samples)")
     ap.add_argument("--capacity-steps", type=int, default=3,
                     help="extra runs to locate where turn p99 passes 100 ms")
+    ap.add_argument("--worker-mode", action="store_true",
+                    help="also run worker mode (needs livekit-agents): sessions per worker "
+                         "process and RSS per session with LiveKit's AgentServer")
     ap.add_argument("--no-transforms-row", dest="transforms_row", action="store_false",
                     help="skip the N = 1 row with the default text transforms")
     ap.add_argument("--context-sweep", choices=["on", "off", "only"], default="on",

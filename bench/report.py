@@ -7,8 +7,10 @@ import math
 from typing import Any
 
 OURS, THEIRS, PEER = "trio", "asyncio", "pipecat"
+WORKER = "trio-worker"
 RUNTIMES = (OURS, THEIRS, PEER)
-NAMES = {OURS: "agents_trio", THEIRS: "LiveKit Agents (asyncio)", PEER: "Pipecat"}
+NAMES = {OURS: "agents_trio", THEIRS: "LiveKit Agents (asyncio)", PEER: "Pipecat",
+         WORKER: "agents_trio in worker mode"}
 
 # issue #13's targets: (key, label, limit, the runtime ours is compared with)
 TARGETS = [
@@ -212,6 +214,34 @@ def context_md(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _worker_md(runs: list[dict]) -> list[str]:
+    """Worker mode (``python -m bench --worker-mode``): sessions per process before turn p99
+    passes 100 ms, and RSS per additional session, beside the plain runtime's."""
+    worker = series(runs, WORKER)
+    if not worker:
+        return []
+    lines = ["", (f"{NAMES[WORKER]} (LiveKit's AgentServer, THREAD executor, fake jobs, one "
+                  "job host per process):"), "",
+             "| N | turn p50 / p99 | RSS per session (MB) | same N, plain runtime p99 / RSS |",
+             "|---|---|---|---|"]
+    plain = {r["n"]: r for r in series(runs, OURS)}
+    for r in worker:
+        s, res = r["summary"], r["resources"]
+        p = plain.get(r["n"])
+        same = (f"{fmt(p['summary']['turn_overhead_ms'].get('p99'))} / "
+                f"{fmt(p['resources'].get('rss_per_session_mb'), 3)}" if p else "–")
+        lines.append(f"| {r['n']} | {fmt(s['turn_overhead_ms'].get('p50'))} / "
+                     f"{fmt(s['turn_overhead_ms'].get('p99'))} "
+                     f"| {fmt(res.get('rss_per_session_mb'), 3)} | {same} |")
+    cap = capacity(runs, WORKER)
+    if cap["last_ok"] is not None:
+        est = f", about {cap['estimate']:.0f}" if cap["estimate"] is not None else ""
+        bound = " (a lower bound: no N passed it)" if cap["lower_bound"] else ""
+        lines += ["", (f"Sessions per worker process before turn p99 passes 100 ms: "
+                       f"{cap['last_ok']}{est}{bound}.")]
+    return lines
+
+
 def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     """The report; ``stages=False`` leaves out the per-stage tables (the README's version)."""
     runs = results["runs"]
@@ -286,6 +316,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 + (f" ({r['summary']['failed_sessions']} failed)"
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
+    lines += _worker_md(runs)
     idx = index_runs([r for r in runs if not r.get("refinement")])
     for other_rt in (THEIRS, PEER):
         if not any(r["runtime"] == other_rt for r in runs):

@@ -1,6 +1,14 @@
 """One measured run: one runtime, N concurrent sessions, one process.
 
     python -m bench.worker --runtime trio --n 50 --out run.json
+    python -m bench.worker --runtime trio-worker --n 50 --out run.json
+
+``trio-worker`` is worker mode: LiveKit's own ``AgentServer`` (``THREAD`` job executor,
+unregistered) dispatches N fake jobs (``simulate_job(fake_job=True)``) to
+``agents_trio.worker``'s entrypoint, which runs each session on the process's one job host,
+so the figures include LiveKit's per-job thread, loop and job context and the job host's
+hand-over. Jobs are dispatched on the same schedule as the sessions start in the other modes;
+the lag probe runs in the job host's Trio loop.
 
 Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
 through the same steps in the same order: warm-up session, ``gc.collect()``
@@ -263,9 +271,134 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
     return probes, meter, side.runtime_info()
 
 
+BENCH_SECRET = "bench-secret-long-enough-for-hs256-keys"
+
+
+def worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+    """Worker mode (see the module docstring), on a plain asyncio loop as LiveKit's CLI."""
+    import asyncio
+
+    loop = asyncio.SelectorEventLoop()
+    try:
+        return loop.run_until_complete(_worker_mode(args))
+    finally:
+        loop.close()
+
+
+async def _worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
+    import asyncio
+    import collections
+    from contextlib import asynccontextmanager
+
+    import trio
+
+    from agents_trio.job_host import JobHost
+    from agents_trio.testing.fake_room import FakeRoom
+    from agents_trio.worker import create_agent_server
+
+    from . import trio_side as side
+
+    loop = asyncio.get_running_loop()
+    host = JobHost(name="bench jobs")
+    host.start()
+    network = side.Network()
+    # what the next dispatched job runs: (probe, agent or None)
+    plan: collections.deque[tuple[core.Probe, Any]] = collections.deque()
+    ended = asyncio.Event()
+    counts = {"ended": 0, "expected": 0}
+
+    def job_ended() -> None:
+        counts["ended"] += 1
+        if counts["ended"] >= counts["expected"]:
+            ended.set()
+
+    async def entrypoint(ctx: Any) -> None:
+        probe, agent = plan.popleft()
+        try:
+            await side.run_session(probe, network, transforms=args.transforms == "on",
+                                   agent=agent)
+        finally:
+            loop.call_soon_threadsafe(job_ended)
+
+    @asynccontextmanager
+    async def bench_room(url: str, token: str, **_: Any) -> Any:
+        room = FakeRoom()  # the sessions use the bench's own audio I/O, not the room
+        try:
+            yield room
+        finally:
+            room.connected = False
+
+    async def run_jobs(items: list[tuple[core.Probe, Any]], spread: float) -> None:
+        counts["ended"], counts["expected"] = 0, len(items)
+        ended.clear()
+        plan.extend(items)
+        t0 = loop.time()
+        for i, _ in enumerate(items):
+            await asyncio.sleep(max(0.0, t0 + spread * i / len(items) - loop.time()))
+            await server.simulate_job(f"bench-{i}", fake_job=True)
+        await ended.wait()
+
+    server = create_agent_server(entrypoint, job_host=host, open_room_fn=bench_room,
+                                 ws_url="ws://bench.invalid", api_key="bench",
+                                 api_secret=BENCH_SECRET, port=0)
+    up = asyncio.Event()
+    server.on("worker_started", lambda: up.set())
+    server_task = asyncio.ensure_future(server.run(unregistered=True))
+    network_task = asyncio.ensure_future(host.run(network.run))
+    await up.wait()
+
+    async def discard_worker_messages() -> None:
+        # a registered worker sends its messages (job status updates) to the server; an
+        # unregistered one has no reader, and once LiveKit's 128-message queue is full (after
+        # some 40 jobs) its job bookkeeping blocks for good
+        async for _ in server._msg_chan:  # noqa: SLF001 - no public reader
+            pass
+
+    outbox_task = asyncio.ensure_future(discard_worker_messages())
+    try:
+        await run_jobs([(core.Probe(index=0, script=core.warmup_script()), side.Warmup())],
+                       0.0)
+        _prepare_gc(args.gc)
+        rounds = make_probes(args.n, args.script, args.rounds)
+        probes = [p for r in rounds for p in r]
+        meter = Meter(probes)
+        meter.baseline()
+
+        async def monitor() -> None:
+            while True:
+                t = trio.current_time()
+                await trio.sleep(MONITOR_INTERVAL)
+                meter.sample(trio.current_time() - t - MONITOR_INTERVAL)
+
+        monitor_task = asyncio.ensure_future(host.run(monitor))
+        c0 = cpu_seconds()
+        await asyncio.sleep(IDLE_SECONDS)
+        meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
+        meter.begin(loop.time())
+        peak_threads = 0
+        for r in rounds:
+            await run_jobs([(p, None) for p in r], spread_for(args.n))
+            peak_threads = max(peak_threads, len(server.active_jobs))
+        meter.end(loop.time())
+        monitor_task.cancel()
+        await asyncio.gather(monitor_task, return_exceptions=True)
+    finally:
+        await server.aclose()
+        await server_task
+        await asyncio.gather(outbox_task, return_exceptions=True)
+        network_task.cancel()
+        await asyncio.gather(network_task, return_exceptions=True)
+        host.close(30)
+    info = side.runtime_info()
+    info.update(mode="worker (LiveKit AgentServer, THREAD executor, one job host)",
+                load_at_end=host.load(), jobs=host.jobs_started)
+    return probes, meter, info
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.worker")
-    ap.add_argument("--runtime", choices=["trio", "asyncio", "pipecat"], required=True)
+    ap.add_argument("--runtime", choices=["trio", "asyncio", "pipecat", "trio-worker"],
+                    required=True)
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
@@ -294,6 +427,8 @@ def main(argv: list[str] | None = None) -> None:
         pipecat_side.quiet_logs(loguru_counter)
         probes, meter, info = asyncio.run(asyncio_main(args, pipecat_side))
         log_info["loguru"] = {"counts": loguru_counter.counts, "first": loguru_counter.first}
+    elif args.runtime == "trio-worker":
+        probes, meter, info = worker_mode(args)
     else:
         import asyncio
         probes, meter, info = asyncio.run(asyncio_main(args))

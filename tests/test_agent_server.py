@@ -340,7 +340,7 @@ def test_start_dev_and_connect_run_livekits_worker_with_the_trio_entrypoint(
     from livekit.agents import cli as livekit_cli
 
     from agents_trio.server import ServerEntrypoint
-    from agents_trio.worker import TrioJobEntrypoint
+    from agents_trio.worker import PrepareJobThread, TrioJobEntrypoint
 
     ran: dict[str, Any] = {}
 
@@ -363,7 +363,9 @@ def test_start_dev_and_connect_run_livekits_worker_with_the_trio_entrypoint(
     entry = lk_server._entrypoint_fnc  # noqa: SLF001 - LiveKit's server, no accessor
     assert isinstance(entry, TrioJobEntrypoint)
     assert isinstance(entry.entrypoint, ServerEntrypoint) and entry.entrypoint.entrypoint is _entry
-    assert lk_server.setup_fnc is _prewarm
+    # the prewarm runs inside the job host's per-process preparation (packed worker mode)
+    assert isinstance(lk_server.setup_fnc, PrepareJobThread)
+    assert lk_server.setup_fnc.setup is _prewarm
     assert lk_server._agent_name == "weather"  # noqa: SLF001
     assert lk_server._num_idle_processes == 2  # noqa: SLF001
     lk_server.emit("worker_started", "now")

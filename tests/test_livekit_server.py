@@ -121,6 +121,23 @@ def test_the_worker_takes_a_dispatched_job() -> None:
         worker.wait(timeout=30)
 
 
+def test_a_pool_of_worker_processes_takes_dispatched_jobs() -> None:
+    """``--processes 2``: two registered workers, each with its job host; two rooms get an
+    agent each, whichever process LiveKit picks."""
+    pytest.importorskip("livekit.agents", reason="worker mode needs livekit-agents")
+    agent_name = f"agents-trio-test-{uuid.uuid4().hex[:6]}"
+    pool = subprocess.Popen(
+        [sys.executable, "-m", "agents_trio", "worker", "examples/livekit_agent.py", "start",
+         "--processes", "2", "--port", "0", "--agent-name", agent_name], cwd=ROOT)
+    try:
+        for _ in range(2):
+            trio.run(_dispatch_and_wait_for_agent, agent_name,
+                     f"agents-trio-{uuid.uuid4().hex[:8]}")
+    finally:
+        pool.terminate()  # the supervisor forwards it: both processes drain and exit
+        assert pool.wait(timeout=60) == 0
+
+
 async def _dispatch_and_wait_for_agent(agent_name: str, room_name: str) -> None:
     from livekit import api
 

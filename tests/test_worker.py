@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import socket
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +21,7 @@ pytest.importorskip("livekit.agents", reason="worker mode needs livekit-agents")
 from agents_trio import Agent, AgentSession
 from agents_trio.io.room import RoomConnectError
 from agents_trio.job import JobContext
+from agents_trio.job_host import JobHost
 from agents_trio.testing import FakeRemoteParticipant, open_fake_room
 from agents_trio.worker import TrioJobEntrypoint, create_agent_server
 
@@ -38,7 +40,7 @@ class FakeLiveKitJobContext:
 def run_asyncio(coro: Any) -> Any:
     loop = asyncio.SelectorEventLoop()  # a plain asyncio loop, as in LiveKit's job process
     try:
-        return loop.run_until_complete(asyncio.wait_for(coro, 10))
+        return loop.run_until_complete(asyncio.wait_for(coro, 30))
     finally:
         loop.close()
 
@@ -61,13 +63,18 @@ async def leaving_participant(ctx: JobContext) -> None:
     ctx.bridge.call_soon(ctx.room.join, user)
     await ctx.wait_for_participant()
 
+    session = AgentSession()
+    listening = trio.Event()
+    session.on("agent_state_changed",
+               lambda ev: listening.set() if ev.new_state == "listening" else None)
+
     async def leave() -> None:
-        await trio.sleep(0.05)
+        await listening.wait()  # linked and started: the leave ends the session
         ctx.bridge.call_soon(ctx.room.leave, user, rtc.DisconnectReason.CLIENT_INITIATED)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(leave)
-        results["reason"] = await ctx.run_session(AgentSession(), Recorder())
+        results["reason"] = await ctx.run_session(session, Recorder())
     results["job_id"] = ctx.job_id
 
 
@@ -160,3 +167,236 @@ def test_create_agent_server_registers_the_trio_entrypoint() -> None:
     assert isinstance(server._entrypoint_fnc, TrioJobEntrypoint)
     assert server._entrypoint_fnc.entrypoint == "app:entrypoint"
     assert server._agent_name == "support"
+
+
+# -- LiveKit's own AgentServer, packing jobs on one job host -----------------------------------
+class JobLog:
+    """What the Trio entrypoints of one test did, shared with the test's asyncio loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fail_index: int | None = None) -> None:
+        self.loop = loop
+        self.fail_index = fail_index
+        self.started: list[dict[str, Any]] = []
+        self.closed: dict[str, str] = {}
+        self.changed = asyncio.Event()
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        entry = dict(fields)
+        self.started.append(entry)
+        self.loop.call_soon_threadsafe(self.changed.set)
+        return entry
+
+    def close(self, job_id: str, reason: str) -> None:
+        self.closed[job_id] = reason
+        self.loop.call_soon_threadsafe(self.changed.set)
+
+    async def until(self, predicate: Any) -> None:
+        """Wait (positive witness: re-checked whenever an entrypoint records something)."""
+        while not predicate():
+            self.changed.clear()
+            await self.changed.wait()
+
+    def leave_all(self) -> None:
+        """Every user leaves its room (from the test's thread, through the host's run)."""
+        for entry in self.started:
+            if "user" in entry:
+                ctx = entry["ctx"]
+                entry["token"].run_sync_soon(ctx.bridge.call_soon, ctx.room.leave, entry["user"],
+                                             rtc.DisconnectReason.CLIENT_INITIATED)
+
+
+LOG: dict[str, JobLog] = {}
+
+
+async def packed_conversation(ctx: JobContext) -> None:
+    log = LOG["current"]
+    index = len(log.started)
+    entry = log.record(job_id=ctx.job_id, token=trio.lowlevel.current_trio_token(),
+                       thread=threading.get_ident(), bridge=ctx.bridge, ctx=ctx)
+    if index == log.fail_index:
+        raise RuntimeError("this job fails")
+    user = FakeRemoteParticipant("user")
+    ctx.bridge.call_soon(ctx.room.join, user)
+    await ctx.wait_for_participant()
+    session = AgentSession()
+    session.on("close", lambda ev: log.close(str(ctx.job_id), ev.reason))
+
+    def on_state(ev: Any) -> None:
+        if ev.new_state == "listening":  # started: a shutdown now closes it
+            entry["listening"] = True
+            log.loop.call_soon_threadsafe(log.changed.set)
+
+    session.on("agent_state_changed", on_state)
+    entry["user"] = user
+    await ctx.run_session(session, Recorder())
+
+
+def packed_server(host: JobHost) -> Any:
+    return create_agent_server(packed_conversation, job_host=host, open_room_fn=open_fake_room,
+                               num_idle_processes=2, port=0, shutdown_grace=2.0,
+                               ws_url="ws://fake", api_key="key", api_secret="secret-of-32-bytes-for-the-jwt-hmac")
+
+
+async def started_server(server: Any) -> asyncio.Task[None]:
+    up = asyncio.Event()
+    server.on("worker_started", lambda: up.set())
+    task = asyncio.ensure_future(server.run(unregistered=True))
+    await up.wait()
+    return task
+
+
+async def until_jobs(server: Any, count: int) -> None:
+    while len(server.active_jobs) != count:  # LiveKit's own job table
+        await asyncio.sleep(0.02)
+
+
+def test_agent_server_packs_many_jobs_on_one_trio_run_and_one_failing_does_not_matter(
+        ) -> None:
+    host = JobHost(name="packed jobs")
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop(), fail_index=2)
+        server = packed_server(host)
+        run = await started_server(server)
+        try:
+            for i in range(6):
+                await server.simulate_job(f"room-{i}", fake_job=True)
+            await log.until(lambda: sum("listening" in e for e in log.started) == 5)
+            # one Trio run and one bridge for all six jobs, in the host's thread
+            assert {e["token"] for e in log.started} == {host.run_token}
+            assert {e["thread"] for e in log.started} == {host._thread.ident}
+            assert len({id(e["bridge"]) for e in log.started}) == 1
+            assert len({e["job_id"] for e in log.started}) == 6
+            # the failed job ended its LiveKit job; the five others run on
+            await asyncio.wait_for(until_jobs(server, 5), 10)
+            assert host.jobs_running == 5 and log.closed == {}
+            # draining waits for the running jobs, which end when their users leave
+            drain = asyncio.ensure_future(server.drain(timeout=30))
+            while not server.draining:
+                await asyncio.sleep(0.01)
+            assert not drain.done()
+            log.leave_all()
+            await drain
+            assert sorted(log.closed.values()) == ["participant_disconnected"] * 5
+            assert server.active_jobs == [] and host.jobs_running == 0
+        finally:
+            await server.aclose()
+            await run
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+
+
+def run_asyncio_long(coro: Any, timeout: float = 60) -> Any:
+    loop = asyncio.SelectorEventLoop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    finally:
+        loop.close()
+
+
+def test_closing_the_agent_server_shuts_running_jobs_down_with_job_shutdown() -> None:
+    """LiveKit's shutdown of a job still running (the worker closing after its drain, or a
+    termination): LiveKit waits its 15 s for the entrypoint, then cancels it, and the Trio
+    sessions close with ``job_shutdown`` within their grace."""
+    host = JobHost(name="packed jobs")
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop())
+        server = packed_server(host)
+        run = await started_server(server)
+        try:
+            for i in range(3):
+                await server.simulate_job(f"room-{i}", fake_job=True)
+            await log.until(lambda: sum("listening" in e for e in log.started) == 3)
+        finally:
+            await server.aclose()
+            await run
+        assert sorted(log.closed.values()) == ["job_shutdown"] * 3
+        assert host.jobs_running == 0 and not host.closed
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+
+
+def test_create_agent_server_packs_jobs_and_reports_the_hosts_load() -> None:
+    from livekit.agents import JobExecutorType
+
+    from agents_trio.job_host import job_host_load
+    from agents_trio.worker import PrepareJobThread
+
+    calls: list[str] = []
+    server = create_agent_server("app:entrypoint", ws_url="wss://x", api_key="k",
+                                 api_secret="s", setup_fnc=lambda proc: calls.append("setup"))
+    assert server._job_executor_type is JobExecutorType.THREAD
+    assert server.load_fnc is job_host_load
+    assert isinstance(server.setup_fnc, PrepareJobThread)
+    host = JobHost()
+    try:
+        own = create_agent_server("app:entrypoint", job_host=host, ws_url="wss://x",
+                                  api_key="k", api_secret="s")
+        assert own.load_fnc == host.load
+        assert isinstance(own._entrypoint_fnc, TrioJobEntrypoint)
+        assert own._entrypoint_fnc.job_host is host
+        explicit = create_agent_server("app:entrypoint", ws_url="wss://x", api_key="k",
+                                       api_secret="s", job_executor_type=JobExecutorType.PROCESS)
+        assert explicit._job_executor_type is JobExecutorType.PROCESS
+    finally:
+        host.close()
+    assert pickle.loads(pickle.dumps(PrepareJobThread())).setup is None
+
+
+def test_livekit_cancelling_one_packed_job_shuts_down_that_job_alone() -> None:
+    """Two jobs on one host, each awaited by its own asyncio task as LiveKit's job threads do:
+    cancelling one closes its session with ``job_shutdown``; the other runs on."""
+    host = JobHost(name="packed jobs")
+    host.start()
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop())
+        jobs = [FakeLiveKitJobContext() for _ in range(2)]
+        for i, job in enumerate(jobs):
+            job._info.job.id = f"AJ_{i}"
+        tasks = [asyncio.ensure_future(TrioJobEntrypoint(
+            packed_conversation, open_room_fn=open_fake_room, shutdown_grace=2.0,
+            job_host=host)(job)) for job in jobs]
+        await log.until(lambda: sum("listening" in e for e in log.started) == 2)
+        tasks[0].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[0]
+        assert log.closed == {"AJ_0": "job_shutdown"}
+        assert jobs[0].shutdowns == ["agents_trio entrypoint cancelled"]
+        assert not tasks[1].done() and host.jobs_running == 1
+        log.leave_all()
+        await tasks[1]
+        assert log.closed["AJ_1"] == "participant_disconnected"
+        assert jobs[1].shutdowns == ["agents_trio entrypoint finished"]
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+
+
+def test_a_file_entrypoint_is_imported_once_for_all_the_jobs_of_a_process(tmp_path: Any) -> None:
+    app = tmp_path / "counting_app.py"
+    app.write_text("import builtins\n"
+                   "builtins.agents_trio_app_imports = "
+                   "getattr(builtins, 'agents_trio_app_imports', 0) + 1\n"
+                   "async def entrypoint(ctx):\n"
+                   "    return None\n")
+    import builtins
+    host = JobHost()
+    host.start()
+    try:
+        spec = f"{app}:entrypoint"
+        for _ in range(3):
+            run_asyncio(TrioJobEntrypoint(spec, open_room_fn=open_fake_room,
+                                          job_host=host)(FakeLiveKitJobContext()))
+        assert builtins.agents_trio_app_imports == 1  # type: ignore[attr-defined]
+    finally:
+        host.close(10)
