@@ -38,6 +38,7 @@ from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
+from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
@@ -128,6 +129,10 @@ class AgentSession(Generic[Userdata_T]):
             the agent's track, is not counted). A write that misses it is an ``error`` event
             (``AudioOutputStalled``) and ends the speech as interrupted; when the next speech
             stalls too, the session closes with reason ``error``.
+        **deprecated_turn_options: LiveKit's older turn keywords (``preemptive_generation``,
+            ``turn_detection``, ``min_endpointing_delay``, ``allow_interruptions``, ...):
+            folded into ``turn_handling`` with a DeprecationWarning and ignored when
+            ``turn_handling`` is given, as in LiveKit (``deprecated_turn_options``).
 
     Raises:
         ValueError, TypeError: a model that is none of the above (the error names the
@@ -148,7 +153,11 @@ class AgentSession(Generic[Userdata_T]):
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
                  transcription_timeout: float | None = None,
-                 audio_write_timeout: float | None = 5.0) -> None:
+                 audio_write_timeout: float | None = 5.0,
+                 **deprecated_turn_options: object) -> None:
+        migrated = turn_handling_from_deprecated("AgentSession", deprecated_turn_options)
+        if turn_handling is None:
+            turn_handling = migrated or None
         models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
                                 turn_handling=turn_handling)
         turn_handling = models.turn_handling
