@@ -15,7 +15,8 @@ import contextvars
 import enum
 import logging
 import math
-from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import (AsyncIterable, Awaitable, Callable, Generator, Iterator, Mapping,
+                             Sequence)
 from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
@@ -129,8 +130,11 @@ class AgentSession(Generic[Userdata_T]):
             the agent's track, is not counted). A write that misses it is an ``error`` event
             (``AudioOutputStalled``) and ends the speech as interrupted; when the next speech
             stalls too, the session closes with reason ``error``.
-        **deprecated_turn_options: LiveKit's older turn keywords (``preemptive_generation``,
-            ``turn_detection``, ``min_endpointing_delay``, ``allow_interruptions``, ...):
+        preemptive_generation, min_endpointing_delay, max_endpointing_delay,
+        false_interruption_timeout, turn_detection, discard_audio_if_uninterruptible,
+        min_interruption_duration, min_interruption_words, allow_interruptions,
+        resume_false_interruption, agent_false_interruption_timeout: LiveKit's older turn
+            keywords:
             folded into ``turn_handling`` with a DeprecationWarning and ignored when
             ``turn_handling`` is given, as in LiveKit (``deprecated_turn_options``).
 
@@ -154,8 +158,31 @@ class AgentSession(Generic[Userdata_T]):
                  session_close_transcript_timeout: float = 2.0,
                  transcription_timeout: float | None = None,
                  audio_write_timeout: float | None = 5.0,
-                 **deprecated_turn_options: object) -> None:
-        migrated = turn_handling_from_deprecated("AgentSession", deprecated_turn_options)
+                 preemptive_generation: bool | Mapping[str, Any] = _NOT_GIVEN,
+                 min_endpointing_delay: float = _NOT_GIVEN,
+                 max_endpointing_delay: float = _NOT_GIVEN,
+                 false_interruption_timeout: float | None = _NOT_GIVEN,
+                 turn_detection: object = _NOT_GIVEN,
+                 discard_audio_if_uninterruptible: bool = _NOT_GIVEN,
+                 min_interruption_duration: float = _NOT_GIVEN,
+                 min_interruption_words: int = _NOT_GIVEN,
+                 allow_interruptions: bool = _NOT_GIVEN,
+                 resume_false_interruption: bool = _NOT_GIVEN,
+                 agent_false_interruption_timeout: float | None = _NOT_GIVEN) -> None:
+        deprecated: dict[str, object] = {
+            "preemptive_generation": preemptive_generation,
+            "min_endpointing_delay": min_endpointing_delay,
+            "max_endpointing_delay": max_endpointing_delay,
+            "false_interruption_timeout": false_interruption_timeout,
+            "turn_detection": turn_detection,
+            "discard_audio_if_uninterruptible": discard_audio_if_uninterruptible,
+            "min_interruption_duration": min_interruption_duration,
+            "min_interruption_words": min_interruption_words,
+            "allow_interruptions": allow_interruptions,
+            "resume_false_interruption": resume_false_interruption,
+            "agent_false_interruption_timeout": agent_false_interruption_timeout}
+        migrated = turn_handling_from_deprecated("AgentSession", {
+            name: value for name, value in deprecated.items() if value is not _NOT_GIVEN})
         if turn_handling is None:
             turn_handling = migrated or None
         models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
