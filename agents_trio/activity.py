@@ -220,8 +220,9 @@ class Activity:
 
     @property
     def settled(self) -> bool:
-        """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
-        no speech is queued or unfinished (a speech is finished once its tool rounds and tool
+        """Waiting for the user: ``on_enter`` returned (while it awaits an AgentTask the task's
+        activity is current instead; when the task gives the floor back, the rest of
+        ``on_enter`` runs first), no speech is queued or unfinished (a speech is finished once its tool rounds and tool
         replies are: between a step that called tools and their dispatch nothing runs, but
         the turn is not over), and no tool of this agent runs (a tool that awaits
         an AgentTask has handed the floor to the task's activity, which is then current).
@@ -231,7 +232,7 @@ class Activity:
         agent is current and settled."""
         # with a realtime model the server owns the turn: a new input ends the response in
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
-        return (self.accepts_turns and self.turns.open and self.enter_settled.is_set()
+        return (self.accepts_turns and self.turns.open and self.enter_finished.is_set()
                 and not self.tools_running
                 and (self.realtime is not None
                      or not any(h.scheduled and not h.done() for h in self._speeches)))
