@@ -21,7 +21,7 @@ from ._errors import ToolError
 from .agent_task import AgentTask
 from .chat import ChatContext
 from .models import LLM
-from .tools import FunctionTool, function_tool
+from .tools import FunctionTool, ToolFlag, function_tool
 
 logger = logging.getLogger("agents_trio")
 
@@ -140,7 +140,8 @@ class TaskGroup(AgentTask[TaskGroupResult]):
                 raise ToolError(f"task_ids must name earlier steps: {', '.join(ids)}")
             task.complete(_OutOfScope(requested))
 
-        return function_tool(out_of_scope, raw_schema=schema)
+        # offered to the user's turns of the step, not to the reply its on_enter generates
+        return function_tool(out_of_scope, raw_schema=schema, flags=ToolFlag.IGNORE_ON_ENTER)
 
     async def _summarize_chat_ctx(self) -> None:
         llm = self.session.llm
