@@ -94,7 +94,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         while pending:
             step = steps[pending.pop(0)]
             task = step.factory()
-            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
+            # as update_chat_ctx does: calls of tools this step does not have are left out
+            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True,
+                                                     tools=task.tools)
             earlier = [i for i in visited if i != step.id]
             if earlier:
                 back = self._out_of_scope_tool(task, earlier, steps)
