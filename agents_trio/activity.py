@@ -234,8 +234,13 @@ class Activity:
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
         return (self.accepts_turns and self.turns.open and self.enter_finished.is_set()
                 and not self.tools_running
-                and (self.realtime is not None
-                     or not any(h.scheduled and not h.done() for h in self._speeches)))
+                and (self.realtime is not None or not self.replying))
+
+    @property
+    def replying(self) -> bool:
+        """A speech of this agent is scheduled and not finished (also with a realtime model,
+        whose replies ``settled`` does not wait for)."""
+        return any(h.scheduled and not h.done() for h in self._speeches)
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()

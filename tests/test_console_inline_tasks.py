@@ -76,3 +76,31 @@ async def test_end_of_input_waits_for_the_on_enter_an_agent_task_returned_to(
         await run_console(entrypoint, console)
     assert log == ["Sam"]
     assert out.getvalue().splitlines()[-1] == "agent: Thanks, Sam."
+
+
+class _Teller(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="Tell stories.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+async def test_piped_lines_wait_for_a_realtime_models_reply(
+        autojump_clock: trio.testing.MockClock) -> None:
+    # with a realtime model the server owns the turn, so the session counts the agent as
+    # waiting for the user while a reply plays; the console still waits for each reply
+    # before the next line, and for the last one before closing
+    from agents_trio.testing.livekit_fakes import FakePluginRealtimeModel
+
+    out = io.StringIO()
+
+    async def entrypoint(ctx: JobContext) -> None:
+        session = AgentSession(llm=FakePluginRealtimeModel())
+        await session.start(_Teller(), room=ctx.room)
+
+    console = TextConsole(lines=_lines(["go on"]), out=out, interrupt=False)
+    with trio.fail_after(30):
+        await run_console(entrypoint, console)
+    assert out.getvalue().splitlines() == [
+        "agent: hello from realtime", "user: go on", "agent: hello from realtime"]
