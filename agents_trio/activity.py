@@ -220,21 +220,28 @@ class Activity:
 
     @property
     def settled(self) -> bool:
-        """Waiting for the user: ``on_enter`` returned (or handed the floor to an AgentTask),
-        no speech is queued or unfinished (a speech is finished once its tool rounds and tool
-        replies are: between a step that called tools and their dispatch nothing runs, but
-        the turn is not over), and no tool of this agent runs (a tool that awaits
-        an AgentTask has handed the floor to the task's activity, which is then current).
+        """Waiting for the user: ``on_enter`` returned (while it awaits an AgentTask the task's
+        activity is current instead; when the task gives the floor back, the rest of
+        ``on_enter`` runs first), no speech is queued or unfinished (a speech is finished once
+        its tool rounds and tool replies are: between a step that called tools and their
+        dispatch nothing runs, but the turn is not over), and no tool of this agent runs (a
+        tool that awaits an AgentTask has handed the floor to the task's activity, which is
+        then current).
 
         An activity a handoff was requested from (its turns are blocked), or that drains or
         closed, is never settled: the conversation waits for the user again once the next
         agent is current and settled."""
         # with a realtime model the server owns the turn: a new input ends the response in
         # progress (see RealtimeLink), so only tools and on_enter hold an input back
-        return (self.accepts_turns and self.turns.open and self.enter_settled.is_set()
+        return (self.accepts_turns and self.turns.open and self.enter_finished.is_set()
                 and not self.tools_running
-                and (self.realtime is not None
-                     or not any(h.scheduled and not h.done() for h in self._speeches)))
+                and (self.realtime is not None or not self.replying))
+
+    @property
+    def replying(self) -> bool:
+        """A speech of this agent is scheduled and not finished (also with a realtime model,
+        whose replies ``settled`` does not wait for)."""
+        return any(h.scheduled and not h.done() for h in self._speeches)
 
     def _note_progress(self) -> None:
         self._speeches_changed.unpark_all()

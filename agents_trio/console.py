@@ -139,12 +139,14 @@ class TranscriptPrinter:
 
 async def wait_for_reply_done(session: AgentSession) -> None:
     """Wait until the conversation waits for the user: no speech queued or generating, no
-    tool running, ``on_enter`` done (the innermost agent's).
+    tool running, ``on_enter`` done (the innermost agent's); with a realtime model, also
+    its reply played (the session alone would take the next input at once).
 
     Cancellation: a checkpoint only; nothing changes.
     """
     await session.conversation.wait_until(
-        lambda: session.closing or session.activity is None or session.activity.settled)
+        lambda: session.closing or session.activity is None
+        or (session.activity.settled and not session.activity.replying))
 
 
 class TextConsole:

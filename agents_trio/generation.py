@@ -213,6 +213,9 @@ class Generation:
         self.request = request
         self.step = step
         self.settings = ModelSettings(tool_choice=request.tool_choice)
+        # this step's own list: llm_node may add a tool for this call only, and the step's
+        # tool calls are looked up in it; the next step starts again from request.tools
+        self.tools = list(request.tools)
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
         """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.
@@ -300,7 +303,7 @@ class Generation:
         """The LLM node's output (see ``node_output``), or the fixed text of a ``say``."""
         if self.request.say_text is None:
             return node_output(self.activity.agent.llm_node(
-                chat_ctx, self.request.tools, self.settings), text=True)
+                chat_ctx, self.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
     @staticmethod
@@ -493,5 +496,5 @@ class Generation:
                 continue
             call = FunctionCall(call_id=tool_call.call_id or short_id("call"),
                                 name=tool_call.name, arguments=tool_call.arguments)
-            self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
+            self.activity.dispatch_tool(self.handle, call, self.step, self.tools,
                                         tool_nursery)

@@ -15,7 +15,8 @@ import contextvars
 import enum
 import logging
 import math
-from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import (AsyncIterable, Awaitable, Callable, Generator, Iterator, Mapping,
+                             Sequence)
 from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
@@ -38,6 +39,7 @@ from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
+from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
@@ -128,6 +130,13 @@ class AgentSession(Generic[Userdata_T]):
             the agent's track, is not counted). A write that misses it is an ``error`` event
             (``AudioOutputStalled``) and ends the speech as interrupted; when the next speech
             stalls too, the session closes with reason ``error``.
+        preemptive_generation, min_endpointing_delay, max_endpointing_delay,
+        false_interruption_timeout, turn_detection, discard_audio_if_uninterruptible,
+        min_interruption_duration, min_interruption_words, allow_interruptions,
+        resume_false_interruption, agent_false_interruption_timeout: LiveKit's older turn
+            keywords:
+            folded into ``turn_handling`` with a DeprecationWarning and ignored when
+            ``turn_handling`` is given, as in LiveKit (``deprecated_turn_options``).
 
     Raises:
         ValueError, TypeError: a model that is none of the above (the error names the
@@ -148,7 +157,34 @@ class AgentSession(Generic[Userdata_T]):
                  close_grace: float = 5.0,
                  session_close_transcript_timeout: float = 2.0,
                  transcription_timeout: float | None = None,
-                 audio_write_timeout: float | None = 5.0) -> None:
+                 audio_write_timeout: float | None = 5.0,
+                 preemptive_generation: bool | Mapping[str, Any] = _NOT_GIVEN,
+                 min_endpointing_delay: float = _NOT_GIVEN,
+                 max_endpointing_delay: float = _NOT_GIVEN,
+                 false_interruption_timeout: float | None = _NOT_GIVEN,
+                 turn_detection: object = _NOT_GIVEN,
+                 discard_audio_if_uninterruptible: bool = _NOT_GIVEN,
+                 min_interruption_duration: float = _NOT_GIVEN,
+                 min_interruption_words: int = _NOT_GIVEN,
+                 allow_interruptions: bool = _NOT_GIVEN,
+                 resume_false_interruption: bool = _NOT_GIVEN,
+                 agent_false_interruption_timeout: float | None = _NOT_GIVEN) -> None:
+        deprecated: dict[str, object] = {
+            "preemptive_generation": preemptive_generation,
+            "min_endpointing_delay": min_endpointing_delay,
+            "max_endpointing_delay": max_endpointing_delay,
+            "false_interruption_timeout": false_interruption_timeout,
+            "turn_detection": turn_detection,
+            "discard_audio_if_uninterruptible": discard_audio_if_uninterruptible,
+            "min_interruption_duration": min_interruption_duration,
+            "min_interruption_words": min_interruption_words,
+            "allow_interruptions": allow_interruptions,
+            "resume_false_interruption": resume_false_interruption,
+            "agent_false_interruption_timeout": agent_false_interruption_timeout}
+        migrated = turn_handling_from_deprecated("AgentSession", {
+            name: value for name, value in deprecated.items() if value is not _NOT_GIVEN})
+        if turn_handling is None:
+            turn_handling = migrated or None
         models = resolve_models("AgentSession", stt=stt, vad=vad, llm=llm, tts=tts,
                                 turn_handling=turn_handling)
         turn_handling = models.turn_handling

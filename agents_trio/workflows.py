@@ -21,7 +21,7 @@ from ._errors import ToolError
 from .agent_task import AgentTask
 from .chat import ChatContext
 from .models import LLM
-from .tools import FunctionTool, function_tool
+from .tools import FunctionTool, ToolFlag, function_tool
 
 logger = logging.getLogger("agents_trio")
 
@@ -94,7 +94,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         while pending:
             step = steps[pending.pop(0)]
             task = step.factory()
-            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True)
+            # as update_chat_ctx does: calls of tools this step does not have are left out
+            task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True,
+                                                     tools=task.tools)
             earlier = [i for i in visited if i != step.id]
             if earlier:
                 back = self._out_of_scope_tool(task, earlier, steps)
@@ -140,7 +142,8 @@ class TaskGroup(AgentTask[TaskGroupResult]):
                 raise ToolError(f"task_ids must name earlier steps: {', '.join(ids)}")
             task.complete(_OutOfScope(requested))
 
-        return function_tool(out_of_scope, raw_schema=schema)
+        # offered to the user's turns of the step, not to the reply its on_enter generates
+        return function_tool(out_of_scope, raw_schema=schema, flags=ToolFlag.IGNORE_ON_ENTER)
 
     async def _summarize_chat_ctx(self) -> None:
         llm = self.session.llm

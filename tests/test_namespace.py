@@ -102,11 +102,7 @@ PARAMETER_GAPS: dict[str, list[str]] = {
                "min_endpointing_delay", "max_endpointing_delay", "mcp_servers"],
     ":AgentSession": [
         "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop",
-        "preemptive_generation", "min_endpointing_delay", "max_endpointing_delay",
-        "false_interruption_timeout", "turn_detection", "discard_audio_if_uninterruptible",
-        "min_interruption_duration", "min_interruption_words", "allow_interruptions",
-        "resume_false_interruption", "agent_false_interruption_timeout", "mcp_servers",
+        "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
         "keyterms_options"],
     ":AgentTask": ["turn_detection", "min_endpointing_delay", "max_endpointing_delay",
                    "mcp_servers"],
