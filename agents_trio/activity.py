@@ -40,6 +40,7 @@ from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
 from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tool_events import call_ended, call_started
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
@@ -582,17 +583,28 @@ class Activity:
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
         token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
+        started = False
+
+        def on_start() -> None:
+            nonlocal started
+            started = True
+            self.session.conversation.emit("tool_execution_updated", call_started(call))
+
         try:
             step.outcomes[call.call_id] = await execute_admitted(
-                call, tools, admission,
+                call, tools, admission, on_start=on_start,
                 make_context=lambda c: RunContext(session=self.session,
                                                   speech_handle=handle, function_call=c),
                 is_agent=_is_agent)
         finally:
             admission.release()
+            cancelled = call.call_id not in step.outcomes or admission.replaced
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
                 step.outcomes[call.call_id] = cancelled_outcome(
                     call, closing=self.session.closing)
+            if started:
+                self.session.conversation.emit("tool_execution_updated", call_ended(
+                    call, None if cancelled else step.outcomes[call.call_id]))
             current_inline.reset(token)
             step.gained.extend(scope.gained)
             self.session.running_tools.discard(call)

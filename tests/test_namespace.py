@@ -68,7 +68,6 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":ToolExecutionUpdatedEvent", ".voice:ToolExecutionUpdatedEvent",
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
