@@ -20,7 +20,7 @@ from livekit import rtc
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
-                     UserTurnExceededEvent)
+                     ToolExecutionUpdatedEvent, UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
@@ -39,6 +39,7 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
+from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
@@ -107,6 +108,7 @@ class Activity:
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
+        self.background = BackgroundTools(self)  # calls answered by an update, still running
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -158,6 +160,7 @@ class Activity:
                                           name=f"activity:{self.agent.id}") as owner:
                         self._nursery = owner.nursery
                         self.interruption.bind(owner.nursery)
+                        self.background.bind(owner.nursery)
                         self._record_config()
                         await setup_toolsets([*self.session.tools, *self.agent.tools])
                         if self.realtime is not None:
@@ -216,6 +219,7 @@ class Activity:
         self._state = ActivityState.DRAINING
         while self._speeches or len(self._queue):
             await self._speeches_changed.park()
+        await self.background.drain()
         self._stop.set()
         await self._stopped.wait()
 
@@ -577,39 +581,93 @@ class Activity:
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
                         tools: dict[str, FunctionTool], admission: Admission) -> None:
+        """Wait for the call's first answer (see ``background_tools``): the call itself runs
+        in the activity's nursery, so one answered by an update outlives the step."""
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
-        token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
+        tool = tools.get(call.name)
+        run = self.background.run(call, scope=admission.scope, cancellable=(
+            tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
+        assert self._nursery is not None
+        self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
+        try:
+            await run.answered.wait()
+        finally:
+            if not run.answered.is_set():  # the step is cancelled: so is its call
+                run.scope.cancel()
+            step.outcomes[call.call_id] = (run.answer if run.answer is not None
+                                           else cancelled_outcome(
+                                               call, closing=self.session.closing))
+            step.gained.extend(scope.gained)
+            self.session.running_tools.discard(call)
+            self._note_progress()
+            self.session.conversation.refresh()  # the away window restarts in full after a tool
+
+    async def _execute_tool(self, handle: SpeechHandle, call: FunctionCall,
+                            tools: dict[str, FunctionTool], admission: Admission, run: ToolRun,
+                            scope: InlineScope) -> None:
+        token = current_inline.set(scope)
         started = False
 
         def on_start() -> None:
             nonlocal started
             started = True
-            self.session.conversation.emit("tool_execution_updated", call_started(call))
+            self.emit_tool_update(call_started(call))
 
+        outcome = None
         try:
-            step.outcomes[call.call_id] = await execute_admitted(
+            outcome = await execute_admitted(
                 call, tools, admission, on_start=on_start,
-                make_context=lambda c: RunContext(session=self.session,
-                                                  speech_handle=handle, function_call=c),
+                make_context=lambda c: RunContext(session=self.session, speech_handle=handle,
+                                                  function_call=c, progress=run),
                 is_agent=_is_agent)
         finally:
             admission.release()
-            cancelled = call.call_id not in step.outcomes or admission.replaced
-            if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
-                step.outcomes[call.call_id] = cancelled_outcome(
-                    call, closing=self.session.closing)
+            cancelled = outcome is None or admission.cancelled
+            if run.updated and outcome is not None and not cancelled:
+                run.finish(outcome)
+            run.settle(outcome)
             if started:
-                self.session.conversation.emit("tool_execution_updated", call_ended(
-                    call, None if cancelled else step.outcomes[call.call_id]))
+                self.emit_tool_update(call_ended(
+                    call, None if cancelled else outcome,
+                    entry_id=f"{call.call_id}_final" if run.updated else None))
             current_inline.reset(token)
-            step.gained.extend(scope.gained)
-            self.session.running_tools.discard(call)
-            self._note_progress()
-            self.session.conversation.refresh()  # the away window restarts in full after a tool
+            run.end()
+            if run.updated:
+                self.session.conversation.refresh()
+
+    # -- background tools (BackgroundHost) ----------------------------------------------------
+    @property
+    def accepts_tool_replies(self) -> bool:
+        return self._state is ActivityState.RUNNING and not self.session.closing
+
+    def emit_tool_update(self, event: ToolExecutionUpdatedEvent) -> None:
+        self.session.conversation.emit("tool_execution_updated", event)
+
+    def last_item_id(self) -> str | None:
+        items = self.agent.live_chat_ctx.items
+        return items[-1].id if items else None
+
+    async def wait_until_idle(self) -> bool:
+        """Whether this agent became idle (False: another agent took over).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session is closing.
+        """
+        return await self.session.wait_for_idle() is self
+
+    def background_reply(self, instructions: str, tool_choice: ToolChoice | None
+                         ) -> SpeechHandle:
+        token = current_inline.set(None)  # a reply of the agent, not of the tool
+        try:
+            return self.generate_reply(instructions=instructions, tool_choice=tool_choice)
+        finally:
+            current_inline.reset(token)
 
     def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState, *,
                       may_reply: bool) -> ReplyRequest | None:
@@ -661,8 +719,15 @@ class Activity:
         if (steps_before >= self.session.max_tool_steps + 1 or self._state is not
                 ActivityState.RUNNING or tool_choice == "none" or ev.has_agent_handoff):
             tool_choice = "none"
-        elif tool_choice is None or tool_choice == "required":
-            tool_choice = "auto"
+        else:
+            # a reply to progress reports calls no tool (see background_tools)
+            requested = {"none" if call.extra.get(NON_BLOCKING) else None
+                         for call, out in zip(step.calls, outputs)
+                         if out is not None and out.reply_required}
+            if requested == {"none"}:
+                tool_choice = "none"
+            elif tool_choice is None or tool_choice == "required":
+                tool_choice = "auto"
         handle.next_step()
         self.schedule(handle, force=True)
         return ReplyRequest(chat_ctx=chat_ctx, tools=request.tools,

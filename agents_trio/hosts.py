@@ -87,6 +87,13 @@ class ActivityHost(SessionView, Protocol[A]):
         """Point the session at ``activity`` (an AgentTask starting or returning)."""
         ...
 
+    async def wait_for_idle(self) -> object:
+        """The current activity, once nothing is in flight (see ``AgentSession``).
+
+        Cancellation: a checkpoint only.
+        """
+        ...
+
 
 class ActivityBasics(Protocol):
     """What every helper of an activity reads from it: the session it runs in, its agent and

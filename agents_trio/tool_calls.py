@@ -72,7 +72,9 @@ class Admission:
         self.answer = answer  # the call does not run: this is its output
         self.error = error  # the call does not run: this is its error output
         self.replaces = replaces
-        self.replaced = False  # a later duplicate replaced the call while it ran
+        #: the call's scope was cancelled while it ran (a later duplicate replaced it,
+        #: or its agent left)
+        self.cancelled = False
 
     @property
     def scope(self) -> trio.CancelScope:
@@ -193,7 +195,7 @@ async def execute_admitted(call: FunctionCall, tools: Mapping[str, FunctionTool]
 
     A refused call answers at once; a replacing call first cancels the calls it replaces and
     waits for them to end; a call replaced while it runs answers with an empty output that
-    asks for no reply (and ``admission.replaced`` is then True). ``on_start`` is called when
+    asks for no reply (and ``admission.cancelled`` is then True). ``on_start`` is called when
     a known tool starts running (after the calls it replaces ended; never for a refused call).
 
     Cancellation: cancels the call's tool (the caller records it as cancelled).
@@ -212,6 +214,6 @@ async def execute_admitted(call: FunctionCall, tools: Mapping[str, FunctionTool]
     with admission.scope:
         outcome = await execute_function_call(call, tools, **options)
     if outcome is None:  # replaced by a later duplicate
-        admission.replaced = True
+        admission.cancelled = True
         return outcome_from_value(call, None)
     return outcome

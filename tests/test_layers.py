@@ -87,7 +87,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
-    ("activity", "agent_task", "workflows", "manual_turns"),
+    ("background_tools", "activity", "agent_task", "workflows", "manual_turns"),
     ("session", "recognition_router"),
 )
 
