@@ -39,7 +39,10 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
+from ._errors import SessionClosedError
 from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
+from .fillers import Filler
+from .floor import Floor
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
@@ -589,7 +592,7 @@ class Activity:
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
         self.session.conversation.record_run_item(call, handle)
         tool = tools.get(call.name)
-        run = self.background.run(call, scope=admission.scope, cancellable=(
+        run = self.background.run(call, scope=admission.scope, speech=handle, cancellable=(
             tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
         assert self._nursery is not None
         self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
@@ -651,15 +654,58 @@ class Activity:
         items = self.agent.live_chat_ctx.items
         return items[-1].id if items else None
 
-    async def wait_until_idle(self) -> bool:
-        """Whether this agent became idle (False: another agent took over).
+    @property
+    def floor(self) -> Floor:
+        return self.session.floor
+
+    @property
+    def floor_free(self) -> bool:
+        """No speech of this agent is queued or generating (running tools do not count, as
+        in LiveKit: a speech waiting for its tools has finished its generation)."""
+        return not any(h.scheduled and not h.generation_done and not h.done()
+                       for h in self._speeches)
+
+    async def wait_for_floor(self) -> None:
+        """Wait until this agent is idle (the user is not speaking and no end of turn is being
+        decided or handled, no speech is queued or generating) and no one else holds the
+        floor.
 
         Cancellation: a checkpoint only.
 
         Raises:
-            SessionClosedError: the session is closing.
+            SessionClosedError: the session closes, or this agent stops running.
         """
-        return await self.session.wait_for_idle() is self
+        conversation = self.session.conversation
+        while True:
+            if not self.accepts_tool_replies:
+                raise SessionClosedError("the agent is no longer running")
+            recognition = self.session.recognition
+            if recognition is not None:
+                await recognition.wait_user_idle()
+            await self.wait_turns_handled()
+            await conversation.wait_until(lambda: not self.accepts_tool_replies or (
+                self.floor_free and not self.floor.held_by_other))
+            if (self.accepts_tool_replies and self.floor_free and not self.floor.held_by_other
+                    and not self.turns.handling
+                    and (recognition is None or not (recognition.user_speaking
+                                                     or recognition.end_of_turn_pending))):
+                return
+
+    def say_filler(self, text: str) -> SpeechHandle:
+        token = current_inline.set(None)  # the agent's speech, not the tool's
+        try:
+            return self.say(text)
+        finally:
+            current_inline.reset(token)
+
+    def on_state_events(self, filler: Filler, *, listen: bool) -> None:
+        events = self.session.conversation.events
+        if listen:
+            events.on("agent_state_changed", filler.on_agent_state)
+            events.on("user_state_changed", filler.on_user_state)
+        else:
+            events.off("agent_state_changed", filler.on_agent_state)
+            events.off("user_state_changed", filler.on_user_state)
 
     def background_reply(self, instructions: str, tool_choice: ToolChoice | None
                          ) -> SpeechHandle:

@@ -13,6 +13,8 @@ ask for a reply are voiced together by one deferred reply once the agent is idle
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -23,6 +25,8 @@ from .chat import ChatItem, FunctionCall, FunctionCallOutput, new_item_id
 from .events import ToolCallUpdated, ToolExecutionUpdatedEvent, ToolReplyUpdated
 from .models import ToolChoice
 from .speech_handle import SpeechHandle
+from .fillers import Filler, FillerSource, filler_running
+from .floor import Floor
 from .run_context import UPDATE_TEMPLATE
 from .tools import ToolOutcome, outcome_from_value, tool_error_outcome
 
@@ -61,12 +65,22 @@ class BackgroundHost(Protocol):
 
     def last_item_id(self) -> str | None: ...
 
-    async def wait_until_idle(self) -> bool:
-        """Wait until the session is idle; whether this activity is still the current one.
+    async def wait_for_floor(self) -> None:
+        """Wait until this agent is idle and no one else holds the floor.
 
         Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes, or the agent stops running.
         """
         ...
+
+    @property
+    def floor(self) -> Floor: ...
+
+    def say_filler(self, text: str) -> SpeechHandle: ...
+
+    def on_state_events(self, filler: Filler, *, listen: bool) -> None: ...
 
     def background_reply(self, instructions: str, tool_choice: ToolChoice | None
                          ) -> SpeechHandle: ...
@@ -76,8 +90,9 @@ class ToolRun:
     """One dispatched call, from start to end (it is the call's ``RunContext`` progress)."""
 
     def __init__(self, call: FunctionCall, tools: BackgroundTools, *, cancellable: bool,
-                 scope: trio.CancelScope) -> None:
+                 scope: trio.CancelScope, speech: SpeechHandle) -> None:
         self.call = call
+        self.speech = speech  # the speech whose step made the call
         self.cancellable = cancellable
         self.scope = scope  # the scope the tool runs in
         self.answered = trio.Event()
@@ -118,6 +133,30 @@ class ToolRun:
         self.ended.set()
         self._tools.ended(self)
 
+    @asynccontextmanager
+    async def foreground(self) -> AsyncIterator[Any]:
+        host = self._tools.host
+        await self._tools.wait_delivered()
+        while True:
+            await host.wait_for_floor()
+            if not host.floor.held_by_other:  # no checkpoint between the check and the hold
+                break
+        async with host.floor.hold():
+            yield host
+
+    @asynccontextmanager
+    async def filler(self, source: FillerSource, *, delay: float, interval: float | None,
+                     max_steps: int | None) -> AsyncIterator[Filler]:
+        host = self._tools.host
+        filler = Filler(source, delay=delay, interval=interval, max_steps=max_steps,
+                        say=host.say_filler, wait_idle=host.wait_for_floor)
+        host.on_state_events(filler, listen=True)
+        try:
+            async with filler_running(filler, self.speech) as running:
+                yield running
+        finally:
+            host.on_state_events(filler, listen=False)
+
 
 def _reply_tool_choice(requests: list[ToolChoice | None]) -> ToolChoice | None:
     """One reply answering several outputs honours their request if they share it."""
@@ -143,9 +182,18 @@ class BackgroundTools:
         """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's)."""
         self._nursery = nursery
 
-    def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope
-            ) -> ToolRun:
-        return ToolRun(call, self, cancellable=cancellable, scope=scope)
+    def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,
+            speech: SpeechHandle) -> ToolRun:
+        return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech)
+
+    async def wait_delivered(self) -> None:
+        """Wait until the deferred reply being prepared (if any) has been asked for.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while self._delivering:
+            await self._changed.park()
 
     def started(self, run: ToolRun) -> None:
         self._running.add(run)
@@ -187,11 +235,13 @@ class BackgroundTools:
 
     async def _deliver(self) -> None:
         try:
-            idle = await self.host.wait_until_idle()
+            await self.host.wait_for_floor()
+            idle = True
         except SessionClosedError:
             idle = False
         finally:
             self._delivering = False
+            self._changed.unpark_all()
         pending, self._pending = self._pending, []
         if not idle or not self.host.accepts_tool_replies:
             logger.debug("dropping a background tool reply: the agent left")
@@ -211,6 +261,8 @@ class BackgroundTools:
             else "skipped" if not handle.chat_items else "completed")
         self._emit_reply(call_ids, status, handle)
 
-    def _emit_reply(self, call_ids: list[str], status: Any, handle: SpeechHandle) -> None:
+    def _emit_reply(self, call_ids: list[str],
+                    status: Literal["scheduled", "completed", "interrupted", "skipped"],
+                    handle: SpeechHandle) -> None:
         self.host.emit_tool_update(ToolExecutionUpdatedEvent(update=ToolReplyUpdated(
             update_ids=list(call_ids), status=status, speech_id=handle.id)))

@@ -30,6 +30,7 @@ from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
+from .floor import Floor
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
                      PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
@@ -191,6 +192,8 @@ class AgentSession(Generic[Userdata_T]):
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
         self._metrics = SessionUsage(self.conversation.emit)
+        #: held by tool code around what must not race the agent's speech (foreground())
+        self.floor = Floor(on_release=self.conversation.progressed)
         self._manual_turns = ManualTurns(
             nursery=lambda: self._nursery, recognition=lambda: self._recognition,
             activity=lambda: self._activity, generate_reply=self.generate_reply)
