@@ -112,6 +112,8 @@ class Activity:
         self.interruption = AudioInterruption(self)
         self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
         self.background = BackgroundTools(self)  # calls answered by an update, still running
+        # per speech, its calls not answered yet: a speech waiting only for them holds no floor
+        self._unanswered: dict[SpeechHandle, int] = {}
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -576,6 +578,7 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
+        self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         # judged now, in the order the LLM made the calls (on_duplicate)
         admission = self.tool_calls.admit(by_name.get(call.name), call,
@@ -592,7 +595,14 @@ class Activity:
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
         self.session.conversation.record_run_item(call, handle)
         tool = tools.get(call.name)
-        run = self.background.run(call, scope=admission.scope, speech=handle, cancellable=(
+        def on_answer() -> None:
+            self._unanswered[handle] -= 1
+            if not self._unanswered[handle]:
+                del self._unanswered[handle]
+            self._note_progress()
+
+        run = self.background.run(call, scope=admission.scope, speech=handle,
+                                  on_answer=on_answer, cancellable=(
             tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
         assert self._nursery is not None
         self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
@@ -601,6 +611,7 @@ class Activity:
         finally:
             if not run.answered.is_set():  # the step is cancelled: so is its call
                 run.scope.cancel()
+                run.settle(None)
             step.outcomes[call.call_id] = (run.answer if run.answer is not None
                                            else cancelled_outcome(
                                                call, closing=self.session.closing))
@@ -660,9 +671,11 @@ class Activity:
 
     @property
     def floor_free(self) -> bool:
-        """No speech of this agent is queued or generating (running tools do not count, as
-        in LiveKit: a speech waiting for its tools has finished its generation)."""
-        return not any(h.scheduled and not h.generation_done and not h.done()
+        """No speech of this agent is queued, generating, or about to reply to its tools
+        (running tools do not count, as in LiveKit: a speech waiting for calls not answered
+        yet holds no floor)."""
+        return not any(h.scheduled and not h.done()
+                       and not (h.generation_done and h in self._unanswered)
                        for h in self._speeches)
 
     async def wait_for_floor(self) -> None:

@@ -13,7 +13,7 @@ ask for a reply are voiced together by one deferred reply once the agent is idle
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol
 
@@ -90,8 +90,10 @@ class ToolRun:
     """One dispatched call, from start to end (it is the call's ``RunContext`` progress)."""
 
     def __init__(self, call: FunctionCall, tools: BackgroundTools, *, cancellable: bool,
-                 scope: trio.CancelScope, speech: SpeechHandle) -> None:
+                 scope: trio.CancelScope, speech: SpeechHandle,
+                 on_answer: Callable[[], None]) -> None:
         self.call = call
+        self._on_answer = on_answer
         self.speech = speech  # the speech whose step made the call
         self.cancellable = cancellable
         self.scope = scope  # the scope the tool runs in
@@ -106,6 +108,7 @@ class ToolRun:
         if not self.answered.is_set():
             self.answer = outcome
             self.answered.set()
+            self._on_answer()
 
     def update(self, *, entry_id: str, message: str, output: object, silent: bool) -> None:
         self._tools.host.emit_tool_update(ToolExecutionUpdatedEvent(update=ToolCallUpdated(
@@ -183,8 +186,10 @@ class BackgroundTools:
         self._nursery = nursery
 
     def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,
-            speech: SpeechHandle) -> ToolRun:
-        return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech)
+            speech: SpeechHandle, on_answer: Callable[[], None]) -> ToolRun:
+        """A run of ``call``; ``on_answer`` is called once, when it is first answered."""
+        return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech,
+                       on_answer=on_answer)
 
     async def wait_delivered(self) -> None:
         """Wait until the deferred reply being prepared (if any) has been asked for.
