@@ -134,7 +134,6 @@ PARAMETER_GAPS: dict[str, list[str]] = {
 #: compared: the protocols (what a model author implements is Trio-native), instance
 #: attributes of plain classes, and the parameters of methods.
 MEMBER_GAPS: dict[str, list[str]] = {
-    ":RunContext": ["with_filler()", "foreground()", "update()"],
     ":AgentFalseInterruptionEvent": ["message", "extra_instructions"],
     ":AgentServer": ["run()", "aclose()"],
     ":JobContext": ["delete_room()", "add_sip_participant()", "transfer_sip_participant()"],

@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from agents_trio import (Agent, AgentSession, FunctionCall, FunctionCallOutput, FunctionToolCall,
-                         RunContext, function_tool)
+                         RunContext, ToolFlag, function_tool)
 from agents_trio.background_tools import REPLY_AT_TAIL, UPDATE_TEMPLATE
 from agents_trio.testing import FakeActions, FakeLLM
 
@@ -187,3 +187,67 @@ async def test_interrupting_the_reply_does_not_cancel_the_background_tool(autoju
     assert history[:3] == [("user", "go"), ("call", "s1"), ("output", "s1")]
     assert history[-3:] == [("call", "s1_final"), ("output", "s1_final"),
                             ("assistant", "three results")]
+
+
+class Other(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="other")
+
+
+class Handing(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="handing")
+        self.log: list[str] = []
+
+    @function_tool(flags=ToolFlag.CANCELLABLE)
+    async def fetch(self, ctx: RunContext) -> str:
+        """Cancellable background work."""
+        await ctx.update("fetching")
+        try:
+            await trio.sleep(100)
+        finally:
+            self.log.append(f"fetch ended at {trio.current_time():.1f}")
+        return "fetched"
+
+    @function_tool
+    async def save(self, ctx: RunContext) -> str:
+        """Background work that may not be cancelled."""
+        await ctx.update("saving")
+        await trio.sleep(10)
+        self.log.append(f"save ended at {trio.current_time():.1f}")
+        return "saved"
+
+    @function_tool
+    async def transfer(self, ctx: RunContext) -> Agent:
+        """Hand off."""
+        await trio.sleep(1)
+        return Other()
+
+    async def on_exit(self) -> None:
+        self.log.append(f"on_exit at {trio.current_time():.1f}")
+
+
+async def test_a_handoff_cancels_cancellable_background_tools_and_waits_for_the_rest(
+        autojump_clock):
+    a = FakeActions()
+    a.add_llm("", tool_calls=[FunctionToolCall(name="fetch", arguments="{}", call_id="f1"),
+                              FunctionToolCall(name="save", arguments="{}", call_id="s1"),
+                              FunctionToolCall(name="transfer", arguments="{}", call_id="t1")],
+              input="go")
+    agent = Handing()
+    async with _session(agent, a) as (session, llm, events):
+        with trio.fail_after(60):
+            await session.run(user_input="go")
+            await trio.sleep(30)
+        assert session.current_agent is not agent
+        ended = {ev.update.call_id: ev.update for ev in events
+                 if ev.update.type == "tool_call_ended"}
+        assert ended["f1"].status == "cancelled" and ended["f1"].id == "f1_final"
+        assert (ended["s1"].status, ended["s1"].message) == ("done", "saved")
+    # fetch was cancelled once the old agent's speeches were done; save ran to its end
+    assert agent.log[0].startswith("on_exit")
+    assert agent.log[1] == "fetch ended at 1.3"
+    assert agent.log[2] == "save ended at 10.3"
+    history = _history(session)
+    for call_id in ("f1", "s1", "t1", "s1_final"):
+        assert history.count(("output", call_id)) == 1
