@@ -138,6 +138,10 @@ class ToolRun:
 
     @asynccontextmanager
     async def foreground(self) -> AsyncIterator[Any]:
+        """See ``RunContext.foreground``.
+
+        Cancellation: cancelling the wait or the body releases the floor.
+        """
         host = self._tools.host
         await self._tools.wait_delivered()
         while True:
@@ -150,6 +154,10 @@ class ToolRun:
     @asynccontextmanager
     async def filler(self, source: FillerSource, *, delay: float, interval: float | None,
                      max_steps: int | None) -> AsyncIterator[Filler]:
+        """See ``RunContext.with_filler``.
+
+        Cancellation: the filler stops with the body.
+        """
         host = self._tools.host
         filler = Filler(source, delay=delay, interval=interval, max_steps=max_steps,
                         say=host.say_filler, wait_idle=host.wait_for_floor)
