@@ -609,9 +609,13 @@ class Activity:
         try:
             await run.answered.wait()
         finally:
-            if not run.answered.is_set():  # the step is cancelled: so is its call
+            if not run.answered.is_set():
+                # the step is cancelled (the session closes): so is its call, which answers
+                # before the step ends, as a child of the step would (a tool shielding itself
+                # holds the step, and the close reports it)
                 run.scope.cancel()
-                run.settle(None)
+                with trio.CancelScope(shield=True):
+                    await run.answered.wait()
             step.outcomes[call.call_id] = (run.answer if run.answer is not None
                                            else cancelled_outcome(
                                                call, closing=self.session.closing))
