@@ -15,6 +15,7 @@ from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusEr
                       APITimeoutError, SessionClosedError, StopResponse, ToolError)
 from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
+from .background_audio import AudioConfig, BackgroundAudioPlayer, BuiltinAudioClip, PlayHandle
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContent, ChatContext, ChatItem,
                    ChatMessage, ChatRole, FunctionCall, FunctionCallOutput)
 from .conversation import Conversation
@@ -62,6 +63,7 @@ from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
 
 __all__ = [
+    "AudioConfig", "BackgroundAudioPlayer", "BuiltinAudioClip", "PlayHandle",
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",

@@ -835,9 +835,9 @@ class Activity:
         handle.set_error(error)
         self.session.conversation.report_error(error, source)
 
-    def forward_transcription_nowait(self, text: str) -> None:
+    def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None:
         self.session.conversation.send_transcription(
-            text, enabled=self.session.output.transcription is not None)
+            text, enabled=self.session.output.transcription is not None, final=final)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
         self.agent_state.on_playback_started(handle)

@@ -89,6 +89,8 @@ class SessionView(Protocol):
 
     def on(self, name: str, callback: Callable[[Any], object] | None = None) -> object: ...
 
+    def off(self, name: str, callback: Callable[[Any], Any]) -> None: ...
+
 
 class AgentActivity(Protocol):
     """What a running agent needs from the activity that runs it."""
@@ -112,6 +114,9 @@ class AgentActivity(Protocol):
                           tts: TTS | None | NotGiven) -> None: ...
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
+
+    def start_soon(self, async_fn: Callable[[], Awaitable[object]]) -> None:
+        """Run ``async_fn`` in the activity's nursery (cancelled when the activity ends)."""
 
 
 def _snake_case(name: str) -> str:

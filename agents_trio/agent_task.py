@@ -23,6 +23,7 @@ import trio
 from ._errors import ToolError
 from .activity import Activity, InlineScope, current_inline
 from .agent import NOT_GIVEN, Agent, NotGiven
+from .instructions import Instructions
 from .chat import AgentHandoff, ChatContext
 from .hosts import ActivityHost
 from .models import LLM, STT, TTS, VAD
@@ -51,7 +52,7 @@ class AgentTask(Agent, Generic[T]):
             min_consecutive_speech_delay: As for ``Agent``.
     """
 
-    def __init__(self, *, instructions: str, preserve_function_call_history: bool = False,
+    def __init__(self, *, instructions: str | Instructions, preserve_function_call_history: bool = False,
                  id: str | None = None, chat_ctx: ChatContext | None = None,
                  tools: list[FunctionTool] | None = None,
                  stt: STT | str | None | NotGiven = NOT_GIVEN,

@@ -92,8 +92,8 @@ class Conversation:
         self._error_counts: dict[str, int] = {}
         self._run: RunResult[object] | None = None
         self._progress = trio.lowlevel.ParkingLot()
-        self._transcripts_send: trio.MemorySendChannel[str] | None = None
-        self._transcripts_recv: trio.MemoryReceiveChannel[str] | None = None
+        self._transcripts_send: trio.MemorySendChannel[tuple[str, bool]] | None = None
+        self._transcripts_recv: trio.MemoryReceiveChannel[tuple[str, bool]] | None = None
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, name: str, event: object) -> None:
@@ -220,25 +220,30 @@ class Conversation:
     # -- transcription --------------------------------------------------------------------
     def open_transcription(self) -> None:
         """Start accepting transcription texts (they queue until ``forward_transcription``)."""
-        self._transcripts_send, self._transcripts_recv = trio.open_memory_channel[str](
-            math.inf)
+        self._transcripts_send, self._transcripts_recv = trio.open_memory_channel[
+            tuple[str, bool]](math.inf)
 
     def close_transcription(self) -> None:
         """No more texts: the forwarder delivers what was sent, then returns."""
         if self._transcripts_send is not None:
             self._transcripts_send.close()
 
-    def send_transcription(self, text: str, *, enabled: bool) -> None:
-        """Queue ``text`` for the transcription output (dropped when it is disabled)."""
-        if self._transcripts_send is not None and text and enabled:
-            self._transcripts_send.send_nowait(text)
+    def send_transcription(self, text: str, *, enabled: bool, final: bool = True) -> None:
+        """Queue ``text`` for the transcription output (dropped when it is disabled).
+
+        ``final=False`` sends part of a segment (the transcript synchronizer releases a
+        segment word by word): the output gets it at once, and the segment ends (``flush``)
+        with the next ``final`` text, which may be empty.
+        """
+        if self._transcripts_send is not None and enabled and (text or final):
+            self._transcripts_send.send_nowait((text, final))
 
     async def forward_transcription(self, output: Callable[[], TextSink | None],
                                     node: Callable[[], TranscriptionNode | None],
                                     done: trio.Event) -> None:
         """Deliver the agent's transcription in order until ``close_transcription`` (at the
         end of the session, so texts sent while closing are delivered too), through the
-        current agent's transcription node.
+        current agent's transcription node: one node stream per segment.
 
         Cancellation: stops delivering; ``done`` is set either way.
         """
@@ -246,22 +251,50 @@ class Conversation:
             recv = self._transcripts_recv
             if recv is None:
                 return
-            async for text in recv:
-                sink, transform = output(), node()
-                if sink is None or transform is None:
-                    continue
-                try:
-                    async with aclosing(node_output(
-                            transform(_once(text), ModelSettings()))) as chunks:
-                        async for chunk in chunks:
-                            await sink.capture_text(chunk)
-                    sink.flush()
-                except Exception as e:  # a failing node or output loses this text only
-                    logger.exception("forwarding the agent's transcription failed")
-                    self.emit("error", ErrorEvent(error=e, source=sink))
+            async with trio.open_nursery() as nursery:
+                parts: trio.MemorySendChannel[str] | None = None
+                delivered = trio.Event()
+                skipping = False  # no output or node when the segment began: drop it
+                async for text, final in recv:
+                    if parts is None and not skipping:
+                        sink, transform = output(), node()
+                        if sink is None or transform is None:
+                            skipping = True
+                        else:
+                            parts, parts_recv = trio.open_memory_channel[str](math.inf)
+                            delivered = trio.Event()
+                            nursery.start_soon(self._deliver_segment, sink, transform,
+                                               parts_recv, delivered)
+                    if parts is not None and text:
+                        parts.send_nowait(text)
+                    if final:
+                        skipping = False
+                        if parts is not None:
+                            parts.close()
+                            parts = None
+                            await delivered.wait()
+                if parts is not None:  # the session ended inside a segment: end it too
+                    parts.close()
         finally:
             done.set()
 
+    async def _deliver_segment(self, sink: TextSink, transform: TranscriptionNode,
+                               parts: trio.MemoryReceiveChannel[str],
+                               delivered: trio.Event) -> None:
+        try:
+            async with aclosing(node_output(
+                    transform(_received(parts), ModelSettings()))) as chunks:
+                async for chunk in chunks:
+                    await sink.capture_text(chunk)
+            sink.flush()
+        except Exception as e:  # a failing node or output loses this segment only
+            logger.exception("forwarding the agent's transcription failed")
+            self.emit("error", ErrorEvent(error=e, source=sink))
+        finally:
+            delivered.set()
 
-async def _once(text: str) -> AsyncIterator[str]:
-    yield text
+
+async def _received(parts: trio.MemoryReceiveChannel[str]) -> AsyncIterator[str]:
+    async for text in parts:
+        yield text
+

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionC
 from .instructions import InputModality, Instructions, render_instructions
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
 from .io.resample import output_sample_rate, resample_frames
+from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
 from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall, ModelSettings,
@@ -45,6 +46,27 @@ class Segment:
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
         self.text_complete = trio.Event()  # realtime: the message's text stream ended
+        self.audio_complete = False  # the TTS finished the segment
+        self.timestamps: list[TimedWord] = []  # word timings given by the TTS, if any
+        self.forwarded = ""  # the transcription released so far (paced by the playback)
+        self.transcript_closed = False  # its end was forwarded: nothing more is released
+        self.playback_started = trio.Event()
+        self.pacing = trio.CancelScope()  # the synchronizer's work on it (ended by playout)
+        self.cut = False  # playout ended early (interrupted or stalled)
+
+    def on_playback_started(self, _: object) -> None:
+        self.playback_started.set()
+
+    def release_transcript(self, text: str, *, final: bool,
+                           forward: Callable[..., None]) -> None:
+        """Forward ``text`` (a part, or the segment's end when ``final``). Once the end went
+        out the segment's transcript is closed: a part the synchronizer computed after that
+        is already in the end, and is not released again."""
+        if self.transcript_closed:
+            return
+        self.transcript_closed = final
+        self.forwarded += text
+        forward(text, final=final)
 
 
 class StepState:
@@ -97,6 +119,19 @@ def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
 
 
 _BURST = 64
+
+
+#: how often the transcript synchronizer looks again while it waits for text or audio
+_PACE_POLL = 0.1
+
+
+async def _note_timestamps(segment: Segment, frames: AsyncIterable[rtc.AudioFrame]
+                           ) -> AsyncIterator[rtc.AudioFrame]:
+    """The TTS's frames, keeping the word timestamps they carry (before resampling, which
+    makes new frames)."""
+    async for frame in frames:
+        segment.timestamps.extend(timed_words(frame))
+        yield frame
 
 
 async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
@@ -162,7 +197,7 @@ class GenerationHost(ActivityBasics, Protocol):
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None: ...
 
-    def forward_transcription_nowait(self, text: str) -> None: ...
+    def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None: ...
 
     def dispatch_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
                       tools: list[FunctionTool], tool_nursery: trio.Nursery) -> None: ...
@@ -204,7 +239,9 @@ class Generation:
             self.step.authorized_at = trio.current_time()
             nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
             if audio:
-                await self._play_audio(played_recv)
+                pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
+                nursery.start_soon(self._pace_transcripts, pace_recv)
+                await self._play_audio(played_recv, pace_send)
             else:
                 await self._play_text(segs_recv)
 
@@ -298,8 +335,8 @@ class Generation:
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            node_output(source), output_sample_rate(activity.session.output.audio))
-                            ) as frames:
+                            _note_timestamps(segment, node_output(source)),
+                            output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:
                                 anchor = segment.text_ended_at or started
@@ -312,6 +349,7 @@ class Generation:
                     self.step.error = e
                     activity.report_model_error(self.handle, e, source=activity.tts)
                     return
+                segment.audio_complete = True
                 if segment.text and synthesized:
                     self.step.pending_metrics.append(activity.tts_metrics(
                         self.handle, ttfb=ttfb or 0.0, duration=trio.current_time() - started,
@@ -328,12 +366,13 @@ class Generation:
                 yield out
 
     # -- playout -----------------------------------------------------------------------------
-    async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+    async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
+                          pace_send: trio.MemorySendChannel[Segment]) -> None:
         output = self.activity.session.output.audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
         try:
-            await self._play_segments(output, played_recv)
+            await self._play_segments(output, played_recv, pace_send)
         finally:
             output.off("playback_started", self._on_playback_started)
 
@@ -343,34 +382,51 @@ class Generation:
             self.step.started_speaking_at = ev.created_at
 
     async def _play_segments(self, output: AudioOutput,
-                             played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+                             played_recv: trio.MemoryReceiveChannel[Segment],
+                             pace_send: trio.MemorySendChannel[Segment]) -> None:
         timeout = self.activity.session.audio_write_timeout
-        async for segment in played_recv:
-            assert segment.frames is not None
-            self.step.current_message_id = segment.message_id
-            try:
-                pushed = False
-                async with aclosing(_bursts(segment.frames)) as bursts:
-                    async for burst in bursts:
-                        await capture_frames(output, burst, timeout=timeout)
-                        pushed = True
-                if pushed:
-                    output.flush()
-                    ev = await output.wait_for_playout()
-                    if ev.interrupted:
-                        self._record_played(segment, ev.playback_position)
-                        return
-                self._record_played(segment, math.inf)
-            except trio.Cancelled:
-                self._clear_output(output, segment)
-                raise
-            except AudioOutputStalled as e:
-                # the speech ends as interrupted, keeping what was heard (§4.5); the session
-                # counts the stall and closes if the next speech stalls too
-                self._clear_output(output, segment)
-                self.handle.interrupt(force=True)
-                self.activity.report_model_error(self.handle, e, source=output)
-                return
+        async with pace_send:
+            async for segment in played_recv:
+                assert segment.frames is not None
+                self.step.current_message_id = segment.message_id
+                output.on("playback_started", segment.on_playback_started)
+                pace_send.send_nowait(segment)  # its words are released as it plays
+                try:
+                    await self._play_segment(output, segment, timeout)
+                finally:
+                    output.off("playback_started", segment.on_playback_started)
+                    segment.pacing.cancel()
+                if segment.cut:
+                    return
+
+    async def _play_segment(self, output: AudioOutput, segment: Segment,
+                            timeout: float | None) -> None:
+        assert segment.frames is not None
+        try:
+            pushed = False
+            async with aclosing(_bursts(segment.frames)) as bursts:
+                async for burst in bursts:
+                    await capture_frames(output, burst, timeout=timeout)
+                    pushed = True
+                    segment.playback_started.set()  # an output that does not tell
+            if pushed:
+                output.flush()
+                ev = await output.wait_for_playout()
+                if ev.interrupted:
+                    segment.cut = True
+                    self._record_played(segment, ev.playback_position)
+                    return
+            self._record_played(segment, math.inf)
+        except trio.Cancelled:
+            self._clear_output(output, segment)
+            raise
+        except AudioOutputStalled as e:
+            # the speech ends as interrupted, keeping what was heard (§4.5); the session
+            # counts the stall and closes if the next speech stalls too
+            segment.cut = True
+            self._clear_output(output, segment)
+            self.handle.interrupt(force=True)
+            self.activity.report_model_error(self.handle, e, source=output)
 
     def _clear_output(self, output: AudioOutput, segment: Segment) -> None:
         ev = output.clear_buffer()
@@ -389,13 +445,45 @@ class Generation:
 
     def _record_played(self, segment: Segment, position: float) -> None:
         if position <= 0.0:
-            return
-        if position >= segment.audio_duration:
+            text = ""
+        elif position >= segment.audio_duration:
             text = segment.text
         else:
             text = played_prefix(segment.text, position, segment.audio_duration)
         self.step.played_text += text
-        self.activity.forward_transcription_nowait(text)
+        # the synchronizer released part of it already: the rest, and the segment's end
+        rest = text[len(segment.forwarded):] if text.startswith(segment.forwarded) else ""
+        if segment.forwarded or text:
+            segment.release_transcript(rest, final=True,
+                                       forward=self.activity.forward_transcription_nowait)
+
+    async def _pace_transcripts(self, segments: trio.MemoryReceiveChannel[Segment]) -> None:
+        """The transcript synchronizer: each segment's words are released as its audio plays
+        (see ``io.transcript_sync``), until its playout ends (``segment.pacing``)."""
+        async for segment in segments:
+            with segment.pacing:
+                await self._pace_transcript(segment)
+
+    async def _pace_transcript(self, segment: Segment) -> None:
+        await segment.playback_started.wait()
+        start = trio.current_time()
+        while True:
+            position = trio.current_time() - start
+            complete = segment.audio_complete and segment.text_ended_at is not None
+            starts = word_starts(segment.text, audio_duration=segment.audio_duration,
+                                 complete=complete, timestamps=segment.timestamps)
+            # up to the end of the last word begun: its trailing space comes with the next
+            heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
+            if len(heard) > len(segment.forwarded) and heard.startswith(segment.forwarded):
+                segment.release_transcript(heard[len(segment.forwarded):], final=False,
+                                           forward=self.activity.forward_transcription_nowait)
+            wake = next_start(starts, position)
+            if wake <= segment.audio_duration:
+                await trio.sleep_until(start + wake)
+            elif complete and wake == math.inf:
+                await trio.sleep_forever()  # all released; the playout's end cancels this
+            else:  # the next word waits for more text or audio
+                await trio.sleep(_PACE_POLL)
 
     # -- tools -------------------------------------------------------------------------------
     async def _dispatch_tools(self, calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],

@@ -9,6 +9,7 @@ docs/livekit-names.md.
 from __future__ import annotations
 
 from ._errors import StopResponse, ToolError
+from .fallback.llm import AvailabilityChangedEvent, FallbackAdapter
 from .chat import (AgentConfigUpdate, AgentHandoff, AudioContent, ChatContent, ChatContext,
                    ChatItem, ChatMessage, ChatRole, FunctionCall, FunctionCallOutput,
                    ImageContent)
@@ -21,7 +22,8 @@ from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function
 from .toolsets import ProviderTool, Toolset
 
 __all__ = [
-    "AgentConfigUpdate", "AgentHandoff", "AudioContent", "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage",
+    "AgentConfigUpdate", "AgentHandoff", "AudioContent", "AvailabilityChangedEvent",
+    "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "FallbackAdapter",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "ImageContent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",

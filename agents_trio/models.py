@@ -13,7 +13,7 @@ as much. Run such work in a worker thread when it releases the GIL, else in a su
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
@@ -129,7 +129,15 @@ class VADEvent(msgspec.Struct, kw_only=True, gc=False):
 
 
 class VADStream(Protocol):
-    def push_frame(self, frame: rtc.AudioFrame) -> None: ...
+    """Frames in (``push_frame``), voice-activity events out (async iteration).
+
+    A VAD whose inference runs inside ``push_frame`` (a cheap one: see the module doc) may
+    return the frame's events from it (a sequence, in order) instead of None: the session
+    handles them at once in the pushing task, with no task switch per frame. Events produced
+    later, by inference running elsewhere, come through iteration.
+    """
+
+    def push_frame(self, frame: rtc.AudioFrame) -> Sequence[VADEvent] | None: ...
     def end_input(self) -> None: ...
     def __aiter__(self) -> AsyncIterator[VADEvent]: ...
 

@@ -74,7 +74,9 @@ class RealtimeGeneration(Generation):
             nursery.start_soon(self._receive, generation, played_send, tool_nursery)
             try:
                 if activity.session.output.audio is not None:
-                    await self._play_audio(played_recv)
+                    pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
+                    nursery.start_soon(self._pace_transcripts, pace_recv)
+                    await self._play_audio(played_recv, pace_send)
                 else:
                     await self._play_text_segments(played_recv)
             except trio.Cancelled:

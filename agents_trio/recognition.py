@@ -398,13 +398,15 @@ class AudioRecognition:
 
     # -- decisions -----------------------------------------------------------------------------
     def _on_vad_event(self, ev: VADEvent) -> None:
-        now = trio.current_time()
-        if ev.type is VADEventType.START_OF_SPEECH:
-            self._start_user_speech(ev, now - ev.speech_duration - ev.inference_duration)
-        elif ev.type is VADEventType.INFERENCE_DONE:
+        kind = ev.type
+        if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
-        elif ev.type is VADEventType.END_OF_SPEECH:
-            self._end_user_speech(ev, now - ev.silence_duration - ev.inference_duration)
+        elif kind is VADEventType.START_OF_SPEECH:
+            self._start_user_speech(
+                ev, trio.current_time() - ev.speech_duration - ev.inference_duration)
+        elif kind is VADEventType.END_OF_SPEECH:
+            self._end_user_speech(
+                ev, trio.current_time() - ev.silence_duration - ev.inference_duration)
             self._arm_transcription_timeout(ev)
             if self.turn_detection == "vad":
                 self._run_eot_detection()

@@ -118,8 +118,10 @@ class RecognitionRouter:
             self._activity.interruption.on_start_of_speech()
 
     def on_vad_inference(self, ev: VADEvent) -> None:
-        if self._activity is not None:
-            self._activity.interruption.on_vad_inference(ev.speech_duration)
+        # once per input frame: the activity is looked up once
+        activity = self._activity
+        if activity is not None:
+            activity.interruption.on_vad_inference(ev.speech_duration)
 
     def on_end_of_speech(self, ev: VADEvent | None, stopped_at: float) -> None:
         self._conversation.set_user_state("listening", stopped_at)

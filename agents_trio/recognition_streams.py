@@ -8,6 +8,12 @@ backoff (0.5 s, doubling up to 5 s). A stream that delivered an event before fai
 working: the count of consecutive failures restarts. When that count exceeds the policy's
 bound the stream is given up and the failure is reported as final.
 
+A stream may return from ``push_frame`` the events that frame produced at once (a VAD whose
+inference runs inside ``push_frame``): they are handled right there, in the pushing task and
+in order, as if they had come through the iteration, without a hop to the owner task; a
+failure while handling them is the incarnation's failure, as a failing push is. Events
+produced later (by work running elsewhere) come through the iteration as before.
+
 Frames pushed while no incarnation is open (between a failure and the reopening) are dropped:
 a recognizer cannot use audio from before it was connected.
 """
@@ -97,6 +103,7 @@ class SupervisedStream:
         self._push_error: BaseException | None = None
         self._input_ended = False
         self._reopen = False
+        self._delivered = False   # whether the open incarnation handled an event
 
     @property
     def state(self) -> StreamState:
@@ -108,7 +115,13 @@ class SupervisedStream:
         if stream is None:
             return
         try:
-            stream.push_frame(frame)
+            events = stream.push_frame(frame)
+            if events:
+                # produced at once by the push: handled here, in the pushing task
+                on_event = self._hooks.on_event
+                for ev in events:
+                    on_event(ev)
+                    self._delivered = True
         except Exception as e:
             self._fail_from_outside(e)
 
@@ -193,7 +206,7 @@ class SupervisedStream:
         self._state = StreamState.OPENING
         self._push_error = None
         error: BaseException | None = None
-        delivered = False
+        self._delivered = False
         with trio.CancelScope() as self._incarnation:
             try:
                 async with self._open_stream() as stream:
@@ -202,9 +215,10 @@ class SupervisedStream:
                     ready()
                     if self._input_ended:
                         stream.end_input()
+                    on_event = self._hooks.on_event
                     async for ev in stream:
-                        self._hooks.on_event(ev)
-                        delivered = True
+                        on_event(ev)
+                        self._delivered = True
             except Exception as e:
                 error = e
             except BaseExceptionGroup as group:   # model errors mixed with a cancellation
@@ -216,7 +230,7 @@ class SupervisedStream:
                 self._incarnation = None
         if self._push_error is not None:
             error = self._push_error
-        return (None if error is None else single_leaf(error)), delivered
+        return (None if error is None else single_leaf(error)), self._delivered
 
 
 class _Once:

@@ -3,6 +3,7 @@ protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.ada
 
 from __future__ import annotations
 
+from .fallback.tts import AvailabilityChangedEvent, FallbackAdapter
 from .models import TTS
 
-__all__ = ["TTS"]
+__all__ = ["TTS", "AvailabilityChangedEvent", "FallbackAdapter"]

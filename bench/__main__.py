@@ -246,7 +246,8 @@ def notes(meta: dict) -> list[str]:
         "frame; `gc.freeze()` after warm-up everywhere (`--gc default` turns it off). "
         "LiveKit's `aclose()` includes its fixed 2.0 s wait for a last STT transcript "
         "(`session_close_transcript_timeout`); ours has no such wait. Our model protocol "
-        "lets the fake VAD/STT work inside `push_frame`, while LiveKit's stream base "
+        "lets the fake VAD/STT work inside `push_frame` (and the VAD return that frame's "
+        "events from it, handled in the pushing task), while LiveKit's stream base "
         "classes put every frame through an input channel and a task: part of the "
         "per-frame difference is the model interface, not the session. The “default "
         "transforms” rows do not compare like with like: LiveKit's markdown/emoji filters "
@@ -515,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
         results.update(runs=[], saturation={})
     else:
         results.update(sweep(args, log))
+        from . import turn_cost
+        log("CPU per text turn as the conversation grows … ")
+        results["turn_cost"] = turn_cost.measure_all(with_asyncio=args.with_asyncio, tree=TREE)
+        log("done\n")
     if args.context_sweep != "off":
         results["context_sweep"] = context_sweep(args, log)
     if args.context_sweep == "only":

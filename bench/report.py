@@ -355,6 +355,9 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
             lines.append(f"| {n} | {NAMES[rt]} | {fmt(s['interruption_ms'].get('p50'), 2)} | "
                          f"{fmt(st['llm_cancelled'].get('p50'), 2)} | "
                          f"{fmt(st['tts_cancelled'].get('p50'), 2)} |")
+    if results.get("turn_cost"):
+        from .turn_cost import markdown as turn_cost_markdown
+        lines += ["", *turn_cost_markdown(results["turn_cost"])]
     notes = results.get("notes") or []
     if notes:
         lines += ["", *notes]

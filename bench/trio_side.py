@@ -145,26 +145,30 @@ class RealtimeSink(AudioOutput):
 
 # -- models ----------------------------------------------------------------------------------
 class _VADStream:
+    """Inference inside ``push_frame``, whose events it returns (the runtime's protocol lets
+    a synchronous VAD hand them over there); the iteration only ends with the input."""
+
     def __init__(self, probe: Probe) -> None:
         self.core = core.VadCore(probe, now)
         self._send, self._recv = trio.open_memory_channel[VADEvent](math.inf)
 
-    def push_frame(self, frame: rtc.AudioFrame) -> None:
+    def push_frame(self, frame: rtc.AudioFrame) -> list[VADEvent]:
         c = self.core
         event, speaking, speech, silence = c.process(frame.data[0])
-        self._send.send_nowait(VADEvent(
+        out = [VADEvent(
             type=VADEventType.INFERENCE_DONE, speech_duration=speech * FRAME,
             silence_duration=silence * FRAME, speaking=speaking,
-            probability=1.0 if speaking else 0.0))
+            probability=1.0 if speaking else 0.0)]
         if event == 1:
             c.threshold_emitted()
-            self._send.send_nowait(VADEvent(type=VADEventType.START_OF_SPEECH,
-                                            speech_duration=speech * FRAME, speaking=True))
+            out.append(VADEvent(type=VADEventType.START_OF_SPEECH,
+                                speech_duration=speech * FRAME, speaking=True))
         elif event == 2:
-            self._send.send_nowait(VADEvent(type=VADEventType.END_OF_SPEECH,
-                                            speech_duration=speech * FRAME,
-                                            silence_duration=silence * FRAME))
+            out.append(VADEvent(type=VADEventType.END_OF_SPEECH,
+                                speech_duration=speech * FRAME,
+                                silence_duration=silence * FRAME))
             c.ended()
+        return out
 
     def end_input(self) -> None:
         self._send.close()

@@ -21,12 +21,15 @@ class ManualStream:
         self.push_error = push_error
         self.pushed = 0.0        # seconds of audio pushed
         self.input_ended = False
+        self.on_push: list[Any] = []   # events the next push returns (produced at once)
         self._send, self._recv = trio.open_memory_channel[Any](math.inf)
 
-    def push_frame(self, frame: Any) -> None:
+    def push_frame(self, frame: Any) -> list[Any]:
         if self.push_error is not None:
             raise self.push_error
         self.pushed += frame.duration
+        events, self.on_push = self.on_push, []
+        return events
 
     def end_input(self) -> None:
         self.input_ended = True

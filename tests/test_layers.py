@@ -82,12 +82,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "instructions"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
-     "model_resolution"),
+     "model_resolution", "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle", "fillers",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
-    ("background_tools", "activity", "agent_task", "workflows", "manual_turns"),
+    ("background_tools", "activity", "agent_task", "workflows", "manual_turns",
+     "prebuilt._capture", "prebuilt.email", "prebuilt.address", "prebuilt.phone", "prebuilt.dob",
+     "prebuilt.name", "prebuilt.credit_card"),
     ("session", "recognition_router"),
 )
 

@@ -72,31 +72,22 @@ MISSING = frozenset({
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
     ":RoomInputOptions", ".room_io:RoomInputOptions", ":RoomOutputOptions",
-    ".room_io:RoomOutputOptions", ":BackgroundAudioPlayer", ":AudioConfig",
-    ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
+    ".room_io:RoomOutputOptions", ":mock_tools",
     # text_transforms
     ".text_transforms:replace",
     # llm
-    ".llm:ChoiceDelta", ".llm:FallbackAdapter",
+    ".llm:ChoiceDelta",
     # metrics
     ".metrics:RealtimeModelMetrics",
     # room_io
     ".room_io:AudioInputOptions", ".room_io:AudioOutputOptions", ".room_io:TextInputOptions",
     ".room_io:TextOutputOptions", ".room_io:VideoInputOptions",
     # beta
-    ".beta:EndCallTool",
-    ".beta.workflows:GetEmailTask", ".beta.workflows:GetEmailResult",
-    ".beta.workflows:GetAddressTask", ".beta.workflows:GetAddressResult",
-    ".beta.workflows:GetDOBTask", ".beta.workflows:GetDOBResult",
-    ".beta.workflows:GetNameTask", ".beta.workflows:GetNameResult",
-    ".beta.workflows:GetPhoneNumberTask", ".beta.workflows:GetPhoneNumberResult",
-    ".beta.workflows:GetCreditCardTask", ".beta.workflows:GetCreditCardResult",
-    ".beta.workflows:GetDtmfTask", ".beta.workflows:GetDtmfResult",
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
-    ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
+    ".inference:TurnDetector", ".stt:STTCapabilities",
     ".stt:StreamAdapter", ".tts:SynthesizedAudio", ".tts:TTSCapabilities",
-    ".tts:FallbackAdapter", ".tts:StreamAdapter", ".tokenize.basic:SentenceTokenizer",
+    ".tts:StreamAdapter", ".tokenize.basic:SentenceTokenizer",
     ".utils.audio:audio_frames_from_file",
 })
 
@@ -140,6 +131,8 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
     ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
+    ".stt:FallbackAdapter": ["recognize()"],
+    ".tts:FallbackAdapter": ["synthesize()"],
     ".llm:ChatChunk": ["has_response()", "delta"],
     ".llm:FunctionToolCall": ["extra"],
     ".room_io:RoomOptions": ["get_text_input_options()", "get_audio_input_options()",

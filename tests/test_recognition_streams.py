@@ -129,3 +129,56 @@ async def test_a_handler_that_raises_counts_as_a_failure_without_delivery(autoju
             await trio.sleep(0.6)
             model.current.send("event")
     assert len(errors) == 2 and len(given_up) == 1
+
+
+async def test_events_returned_by_a_push_are_handled_in_order_by_the_pushing_task(
+        autojump_clock):
+    model = ManualRecognizer()
+    seen: list[tuple[str, object]] = []
+    hooks = StreamHooks(
+        on_event=lambda ev: seen.append((ev, trio.lowlevel.current_task())),
+        on_lost=lambda: None, on_error=lambda e: None, on_given_up=lambda e: None)
+    stream = SupervisedStream(model.stream, hooks=hooks, policy=RestartPolicy(), name="VAD")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(stream.run)
+            model.current.send("queued")
+            await trio.sleep(0.1)
+            model.current.on_push = ["first", "second"]
+            stream.push_frame(silence_frame(0.02))
+            me = trio.lowlevel.current_task()
+            assert seen[1:] == [("first", me), ("second", me)]
+            assert seen[0][0] == "queued" and seen[0][1] is not me
+            stream.end_input()
+            model.current._send.close()
+
+
+async def test_a_handler_failing_on_a_pushed_event_restarts_the_stream(autojump_clock):
+    model = ManualRecognizer()
+    log = Log()
+    errors: list[BaseException] = []
+
+    def handle(ev) -> None:
+        if ev == "bad":
+            raise ValueError("handler bug")
+        log.entries.append((trio.current_time(), "event", ev))
+
+    hooks = StreamHooks(on_event=handle, on_lost=lambda: None, on_error=errors.append,
+                        on_given_up=errors.append)
+    stream = SupervisedStream(model.stream, hooks=hooks, policy=RestartPolicy(max_failures=1),
+                              name="VAD")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(stream.run)
+            for _ in range(3):   # an event delivered before each failure: never given up
+                model.current.on_push = ["good", "bad", "never"]
+                stream.push_frame(silence_frame(0.02))
+                await trio.sleep(0.1)
+                assert stream.state is StreamState.RESTARTING
+                await trio.sleep(1.0)
+                assert stream.state is StreamState.OPEN
+            stream.end_input()
+            model.current._send.close()
+    assert [type(e) for e in errors] == [ValueError] * 3
+    assert [e for _, _, e in log.entries] == ["good"] * 3
+    assert len(model.streams) == 4

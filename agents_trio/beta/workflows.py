@@ -1,8 +1,16 @@
-"""``agents_trio.beta.workflows``: LiveKit's ``livekit.agents.beta.workflows`` names. The
-prebuilt tasks (``GetEmailTask``, …) are not implemented yet (docs/livekit-names.md)."""
+"""``agents_trio.beta.workflows``: LiveKit's ``livekit.agents.beta.workflows`` names."""
 
 from __future__ import annotations
 
+from ..prebuilt import (GetAddressResult, GetAddressTask, GetCreditCardResult,
+                        GetCreditCardTask, GetDOBResult, GetDOBTask, GetDtmfResult, GetDtmfTask,
+                        GetEmailResult, GetEmailTask, GetNameResult, GetNameTask,
+                        GetPhoneNumberResult, GetPhoneNumberTask)
 from ..workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 
-__all__ = ["TaskCompletedEvent", "TaskGroup", "TaskGroupResult"]
+__all__ = [
+    "GetAddressResult", "GetAddressTask", "GetCreditCardResult", "GetCreditCardTask",
+    "GetDOBResult", "GetDOBTask", "GetDtmfResult", "GetDtmfTask", "GetEmailResult",
+    "GetEmailTask", "GetNameResult", "GetNameTask", "GetPhoneNumberResult",
+    "GetPhoneNumberTask", "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
+]
