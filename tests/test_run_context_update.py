@@ -12,12 +12,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 
 from agents_trio import (Agent, AgentSession, FunctionCall, FunctionCallOutput, FunctionToolCall,
                          RunContext, ToolFlag, function_tool)
 from agents_trio.background_tools import REPLY_AT_TAIL, UPDATE_TEMPLATE
-from agents_trio.testing import FakeActions, FakeLLM
+from agents_trio.testing import FakeActions, FakeLLM, Schedule
+from agents_trio.testing.conversation import ConversationRecord, live_tasks, watch_session
+from agents_trio.testing.invariants import (close_is_last_event, nothing_left_running,
+                                            tool_calls_answered_once,
+                                            tool_calls_executed_at_most_once, violations)
 
 
 def _update_text(message: str, name: str = "search", call_id: str = "s1") -> str:
@@ -251,3 +256,24 @@ async def test_a_handoff_cancels_cancellable_background_tools_and_waits_for_the_
     history = _history(session)
     for call_id in ("f1", "s1", "t1", "s1_final"):
         assert history.count(("output", call_id)) == 1
+
+
+@pytest.mark.parametrize("close_at", [0.2, 0.35, 0.5, 1.0, 5.0, 10.4, 11.0, 30.0])
+async def test_closing_at_any_point_leaves_each_call_answered_once_and_nothing_running(
+        autojump_clock, close_at):
+    a = _script(extra=((_reply_text("s1_update_1"), "halfway"),
+                       (_reply_text("s1_final"), "three results")))
+    record = ConversationRecord(schedule=Schedule(close_at=close_at))
+    session = AgentSession(llm=FakeLLM(a.llm_responses))
+    watch_session(session, record)
+    before = live_tasks()
+    with trio.fail_after(60):
+        async with session:
+            await session.start(Searcher(updates=("looking", "half done")))
+            session.generate_reply(user_input="go")
+            await trio.sleep(close_at)
+            await session.aclose()
+    record.history = list(session.history.items)
+    record.leftover_tasks = sorted(t.name for t in live_tasks() - before)
+    assert violations(record, (nothing_left_running, tool_calls_answered_once,
+                               tool_calls_executed_at_most_once, close_is_last_event)) == []
