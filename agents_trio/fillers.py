@@ -13,9 +13,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Union
 
+import logging
+
 import trio
 
+from ._errors import SessionClosedError
 from .speech_handle import SpeechHandle
+
+logger = logging.getLogger("agents_trio")
 
 __all__ = ["Filler", "FillerSource", "filler_running"]
 
@@ -93,7 +98,13 @@ async def filler_running(filler: Filler, speech: SpeechHandle) -> AsyncIterator[
     async def until_interrupted() -> None:
         async with trio.open_nursery() as inner:
             async def run_then_stop() -> None:
-                await filler.run()
+                try:
+                    await filler.run()
+                except SessionClosedError:
+                    logger.debug("filler stopped: the agent left")
+                except Exception:  # a filler's failure is not the tool's: report it, stop
+                    logger.exception("filler stopped on an error; no further filler will "
+                                     "play for this tool call")
                 inner.cancel_scope.cancel()
             inner.start_soon(run_then_stop)
             await speech.wait_for_interruption()

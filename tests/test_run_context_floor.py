@@ -195,3 +195,12 @@ async def test_bad_filler_options_fail_at_entry(autojump_clock):
         with trio.fail_after(60):
             await session.run(user_input="go")
     assert len(agent.errors) == 3
+
+
+async def test_a_failing_filler_stops_without_failing_the_tool(autojump_clock, caplog):
+    def source(step: int) -> str:
+        raise RuntimeError("no filler today")
+
+    said = await _fill(Filling(work=10, source=source, delay=1, interval=1))
+    assert said == ["finished"]  # the tool still answered "slow done"
+    assert any("filler stopped on an error" in r.getMessage() for r in caplog.records)
