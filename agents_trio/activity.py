@@ -2,7 +2,8 @@
 
 The activity owns a nursery; every speech of the agent runs in it. The scheduler plays one
 speech at a time (priority, then FIFO). A speech's generation step runs in the handle's step
-scope, and its tools in a tool nursery outside that scope (see ``generation``).
+scope; its tools run in the activity's nursery, outside that scope, and the step waits for
+each call's first answer (see ``generation`` and ``background_tools``).
 """
 
 from __future__ import annotations
