@@ -887,6 +887,11 @@ class Activity:
     def tools_running(self) -> bool:
         return self.session.running_tools.owned_by(self)
 
+    @property
+    def background_running(self) -> bool:
+        """A call answered by an update still runs (it holds the user-away timer off)."""
+        return len(self.background) > 0
+
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools() if isinstance(t, FunctionTool)]
 

@@ -451,13 +451,15 @@ class AgentSession(Generic[Userdata_T]):
         return self._aec_warmup_ends is not None and trio.current_time() < self._aec_warmup_ends
 
     def _refresh_away(self) -> None:
-        """Arm the away timer while both sides listen and no tool runs; cancel it otherwise."""
+        """Arm the away timer while both sides listen and no tool runs (background tools
+        included, as in LiveKit); cancel it otherwise."""
         slot = self._away_slot
         if slot is None or self.user_away_timeout is None:
             return
         activity = self._activity
         if (self.agent_state == "listening" and self.user_state == "listening"
-                and not (activity is not None and activity.tools_running)):
+                and not (activity is not None and (activity.tools_running
+                                                   or activity.background_running))):
             slot.replace(self._away_after, self.user_away_timeout)
         else:
             slot.cancel()

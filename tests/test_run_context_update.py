@@ -277,3 +277,33 @@ async def test_closing_at_any_point_leaves_each_call_answered_once_and_nothing_r
     record.leftover_tasks = sorted(t.name for t in live_tasks() - before)
     assert violations(record, (nothing_left_running, tool_calls_answered_once,
                                tool_calls_executed_at_most_once, close_is_last_event)) == []
+
+
+class QuietSearcher(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="quiet")
+
+    @function_tool
+    async def search(self, ctx: RunContext) -> None:
+        """Search quietly."""
+        await ctx.update("looking", silent=True)
+        await trio.sleep(20)
+
+
+async def test_a_background_tool_holds_the_away_timer_off_until_it_ends(autojump_clock):
+    a = FakeActions()
+    a.add_llm("", tool_calls=[FunctionToolCall(name="search", arguments="{}", call_id="s1")],
+              input="go")
+    away_at: list[float] = []
+    ended_at: list[float] = []
+    async with AgentSession(llm=FakeLLM(a.llm_responses), user_away_timeout=5.0) as session:
+        session.on("user_state_changed", lambda ev: away_at.append(trio.current_time())
+                   if ev.new_state == "away" else None)
+        session.on("tool_execution_updated", lambda ev: ended_at.append(trio.current_time())
+                   if ev.update.type == "tool_call_ended" else None)
+        await session.start(QuietSearcher())
+        with trio.fail_after(60):
+            await session.run(user_input="go")
+            await trio.sleep(40)
+    (end,) = ended_at
+    assert away_at and away_at[0] == pytest.approx(end + 5.0)
