@@ -24,8 +24,10 @@ from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseE
                      CloseReason, ConversationItemAddedEvent, EOUMetrics, ErrorEvent,
                      FunctionToolsExecutedEvent, LLMMetrics, MetricsCollectedEvent,
                      PlaybackFinishedEvent, PlaybackStartedEvent, SpeechCreatedEvent, STTMetrics,
-                     TTSMetrics, UserInputTranscribedEvent, UserStateChangedEvent,
-                     UserTranscriptionTimeoutEvent, UserTurnExceededEvent, VADMetrics)
+                     ToolCallEnded, ToolCallStarted, ToolCallUpdated, ToolExecutionUpdatedEvent,
+                     ToolReplyUpdated, TTSMetrics, UserInputTranscribedEvent,
+                     UserStateChangedEvent, UserTranscriptionTimeoutEvent, UserTurnExceededEvent,
+                     VADMetrics)
 from .io.audio import AudioOutputStalled
 from .io.bridge import AsyncioBridge, BridgeError, BridgeStatistics, open_bridge
 from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, RoomDisconnectedError,
@@ -86,7 +88,8 @@ __all__ = [
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
     "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
-    "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
+    "SpeechEventType", "SpeechHandle", "StopResponse", "ToolCallEnded", "ToolCallStarted", "ToolCallUpdated",
+    "ToolExecutionUpdatedEvent", "ToolReplyUpdated", "STT", "stt", "STTMetrics",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",

@@ -2,7 +2,8 @@
 
 The activity owns a nursery; every speech of the agent runs in it. The scheduler plays one
 speech at a time (priority, then FIFO). A speech's generation step runs in the handle's step
-scope, and its tools in a tool nursery outside that scope (see ``generation``).
+scope; its tools run in the activity's nursery, outside that scope, and the step waits for
+each call's first answer (see ``generation`` and ``background_tools``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from livekit import rtc
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
-                     UserTurnExceededEvent)
+                     ToolExecutionUpdatedEvent, UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
 from .agent import Agent, NotGiven
 from .agent_state import AgentStateRules
@@ -39,7 +40,12 @@ from .run_context import RunContext
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
+from ._errors import SessionClosedError
+from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
+from .fillers import Filler
+from .floor import Floor
 from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tool_events import call_ended, call_started
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
@@ -106,6 +112,9 @@ class Activity:
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
         self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
+        self.background = BackgroundTools(self)  # calls answered by an update, still running
+        # per speech, its calls not answered yet: a speech waiting only for them holds no floor
+        self._unanswered: dict[SpeechHandle, int] = {}
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
@@ -157,6 +166,7 @@ class Activity:
                                           name=f"activity:{self.agent.id}") as owner:
                         self._nursery = owner.nursery
                         self.interruption.bind(owner.nursery)
+                        self.background.bind(owner.nursery)
                         self._record_config()
                         await setup_toolsets([*self.session.tools, *self.agent.tools])
                         if self.realtime is not None:
@@ -215,6 +225,7 @@ class Activity:
         self._state = ActivityState.DRAINING
         while self._speeches or len(self._queue):
             await self._speeches_changed.park()
+        await self.background.drain()
         self._stop.set()
         await self._stopped.wait()
 
@@ -575,6 +586,7 @@ class Activity:
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
+        self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         # judged now, in the order the LLM made the calls (on_duplicate)
         admission = self.tool_calls.admit(by_name.get(call.name), call,
@@ -583,28 +595,150 @@ class Activity:
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
                         tools: dict[str, FunctionTool], admission: Admission) -> None:
+        """Wait for the call's first answer (see ``background_tools``): the call itself runs
+        in the activity's nursery, so one answered by an update outlives the step."""
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
         scope = InlineScope(activity=self, speech_handle=handle, function_call=call)
-        token = current_inline.set(scope)
         self.session.conversation.record_run_item(call, handle)
+        tool = tools.get(call.name)
+        def on_answer() -> None:
+            self._unanswered[handle] -= 1
+            if not self._unanswered[handle]:
+                del self._unanswered[handle]
+            self._note_progress()
+
+        run = self.background.run(call, scope=admission.scope, speech=handle,
+                                  on_answer=on_answer, cancellable=(
+            tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
+        assert self._nursery is not None
+        self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
         try:
-            step.outcomes[call.call_id] = await execute_admitted(
-                call, tools, admission,
-                make_context=lambda c: RunContext(session=self.session,
-                                                  speech_handle=handle, function_call=c),
-                is_agent=_is_agent)
+            await run.answered.wait()
         finally:
-            admission.release()
-            if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)
-                step.outcomes[call.call_id] = cancelled_outcome(
-                    call, closing=self.session.closing)
-            current_inline.reset(token)
+            if not run.answered.is_set():
+                # the step is cancelled (the session closes): so is its call, which answers
+                # before the step ends, as a child of the step would (a tool shielding itself
+                # holds the step, and the close reports it)
+                run.scope.cancel()
+                with trio.CancelScope(shield=True):
+                    await run.answered.wait()
+            step.outcomes[call.call_id] = (run.answer if run.answer is not None
+                                           else cancelled_outcome(
+                                               call, closing=self.session.closing))
             step.gained.extend(scope.gained)
             self.session.running_tools.discard(call)
             self._note_progress()
             self.session.conversation.refresh()  # the away window restarts in full after a tool
+
+    async def _execute_tool(self, handle: SpeechHandle, call: FunctionCall,
+                            tools: dict[str, FunctionTool], admission: Admission, run: ToolRun,
+                            scope: InlineScope) -> None:
+        token = current_inline.set(scope)
+        started = False
+
+        def on_start() -> None:
+            nonlocal started
+            started = True
+            self.emit_tool_update(call_started(call))
+
+        outcome = None
+        try:
+            outcome = await execute_admitted(
+                call, tools, admission, on_start=on_start,
+                make_context=lambda c: RunContext(session=self.session, speech_handle=handle,
+                                                  function_call=c, progress=run),
+                is_agent=_is_agent)
+        finally:
+            admission.release()
+            cancelled = outcome is None or admission.cancelled
+            if run.updated and outcome is not None and not cancelled:
+                run.finish(outcome)
+            run.settle(outcome)
+            if started:
+                self.emit_tool_update(call_ended(
+                    call, None if cancelled else outcome,
+                    entry_id=f"{call.call_id}_final" if run.updated else None))
+            current_inline.reset(token)
+            run.end()
+            if run.updated:
+                self.session.conversation.refresh()
+
+    # -- background tools (BackgroundHost) ----------------------------------------------------
+    @property
+    def accepts_tool_replies(self) -> bool:
+        return self._state is ActivityState.RUNNING and not self.session.closing
+
+    def emit_tool_update(self, event: ToolExecutionUpdatedEvent) -> None:
+        self.session.conversation.emit("tool_execution_updated", event)
+
+    def last_item_id(self) -> str | None:
+        items = self.agent.live_chat_ctx.items
+        return items[-1].id if items else None
+
+    @property
+    def floor(self) -> Floor:
+        return self.session.floor
+
+    @property
+    def floor_free(self) -> bool:
+        """No speech of this agent is queued, generating, or about to reply to its tools
+        (running tools do not count, as in LiveKit: a speech waiting for calls not answered
+        yet holds no floor)."""
+        return not any(h.scheduled and not h.done()
+                       and not (h.generation_done and h in self._unanswered)
+                       for h in self._speeches)
+
+    async def wait_for_floor(self) -> None:
+        """Wait until this agent is idle (the user is not speaking and no end of turn is being
+        decided or handled, no speech is queued or generating) and no one else holds the
+        floor.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes, or this agent stops running.
+        """
+        conversation = self.session.conversation
+        while True:
+            if not self.accepts_tool_replies:
+                raise SessionClosedError("the agent is no longer running")
+            recognition = self.session.recognition
+            if recognition is not None:
+                await recognition.wait_user_idle()
+            await self.wait_turns_handled()
+            await conversation.wait_until(lambda: not self.accepts_tool_replies or (
+                self.floor_free and not self.floor.held_by_other))
+            if (self.accepts_tool_replies and self.floor_free and not self.floor.held_by_other
+                    and not self.turns.handling
+                    and (recognition is None or not (recognition.user_speaking
+                                                     or recognition.end_of_turn_pending))):
+                return
+
+    def say_filler(self, text: str) -> SpeechHandle:
+        token = current_inline.set(None)  # the agent's speech, not the tool's
+        try:
+            return self.say(text)
+        finally:
+            current_inline.reset(token)
+
+    def on_state_events(self, filler: Filler, *, listen: bool) -> None:
+        events = self.session.conversation.events
+        if listen:
+            events.on("agent_state_changed", filler.on_agent_state)
+            events.on("user_state_changed", filler.on_user_state)
+        else:
+            events.off("agent_state_changed", filler.on_agent_state)
+            events.off("user_state_changed", filler.on_user_state)
+
+    def background_reply(self, instructions: str, tool_choice: ToolChoice | None
+                         ) -> SpeechHandle:
+        token = current_inline.set(None)  # a reply of the agent, not of the tool
+        try:
+            return self.generate_reply(instructions=instructions, tool_choice=tool_choice)
+        finally:
+            current_inline.reset(token)
 
     def _finish_tools(self, handle: SpeechHandle, request: ReplyRequest, step: StepState, *,
                       may_reply: bool) -> ReplyRequest | None:
@@ -656,8 +790,15 @@ class Activity:
         if (steps_before >= self.session.max_tool_steps + 1 or self._state is not
                 ActivityState.RUNNING or tool_choice == "none" or ev.has_agent_handoff):
             tool_choice = "none"
-        elif tool_choice is None or tool_choice == "required":
-            tool_choice = "auto"
+        else:
+            # a reply to progress reports calls no tool (see background_tools)
+            requested = {"none" if call.extra.get(NON_BLOCKING) else None
+                         for call, out in zip(step.calls, outputs)
+                         if out is not None and out.reply_required}
+            if requested == {"none"}:
+                tool_choice = "none"
+            elif tool_choice is None or tool_choice == "required":
+                tool_choice = "auto"
         handle.next_step()
         self.schedule(handle, force=True)
         return ReplyRequest(chat_ctx=chat_ctx, tools=request.tools,
@@ -752,6 +893,11 @@ class Activity:
     @property
     def tools_running(self) -> bool:
         return self.session.running_tools.owned_by(self)
+
+    @property
+    def background_running(self) -> bool:
+        """A call answered by an update still runs (it holds the user-away timer off)."""
+        return len(self.background) > 0
 
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools() if isinstance(t, FunctionTool)]

@@ -114,6 +114,70 @@ class FunctionToolsExecutedEvent(_Event):
         self.has_agent_handoff = False
 
 
+class ToolCallStarted(msgspec.Struct, kw_only=True, tag_field="type",
+                      tag="tool_call_started"):
+    """A function call started running (a refused duplicate or an unknown tool never does)."""
+
+    function_call: FunctionCall
+
+    @property
+    def type(self) -> Literal["tool_call_started"]:
+        return "tool_call_started"
+
+
+class ToolCallUpdated(msgspec.Struct, kw_only=True, tag_field="type",
+                      tag="tool_call_updated"):
+    """A progress update a running call reported (``RunContext.update``): ``id`` is the
+    entry's call id (``call_id`` for the first, ``{call_id}_update_N`` after it)."""
+
+    id: str
+    call_id: str
+    message: str
+    silent: bool = False
+
+    @property
+    def type(self) -> Literal["tool_call_updated"]:
+        return "tool_call_updated"
+
+
+class ToolCallEnded(msgspec.Struct, kw_only=True, tag_field="type", tag="tool_call_ended"):
+    """A call's one terminal report: ``done``, ``error`` (``message`` is the error) or
+    ``cancelled``; ``message`` is the result text, None when there is nothing to say."""
+
+    id: str
+    call_id: str
+    status: Literal["done", "error", "cancelled"]
+    message: str | None = None
+
+    @property
+    def type(self) -> Literal["tool_call_ended"]:
+        return "tool_call_ended"
+
+
+class ToolReplyUpdated(msgspec.Struct, kw_only=True, tag_field="type",
+                       tag="tool_reply_updated"):
+    """The reply that voices background tool results: ``scheduled``, then ``completed``,
+    ``interrupted`` or ``skipped`` (it said nothing)."""
+
+    update_ids: list[str]
+    status: Literal["scheduled", "completed", "interrupted", "skipped"]
+    speech_id: str
+
+    @property
+    def type(self) -> Literal["tool_reply_updated"]:
+        return "tool_reply_updated"
+
+
+ToolExecutionUpdate = Union[ToolCallStarted, ToolCallUpdated, ToolCallEnded, ToolReplyUpdated]
+
+
+class ToolExecutionUpdatedEvent(_Event):
+    """One step of a tool call's life; tell the kinds apart by ``update.type``."""
+
+    update: ToolExecutionUpdate
+    type: Literal["tool_execution_updated"] = "tool_execution_updated"
+
+
 class Metadata(msgspec.Struct, kw_only=True):
     """Which model produced a metrics record (LiveKit's ``metrics.base.Metadata``)."""
 
@@ -256,4 +320,4 @@ class PlaybackFinishedEvent(_Event):
 SessionEvent = Union[AgentStateChangedEvent, UserStateChangedEvent, UserInputTranscribedEvent,
                      ConversationItemAddedEvent, FunctionToolsExecutedEvent,
                      MetricsCollectedEvent, SpeechCreatedEvent, AgentFalseInterruptionEvent,
-                     ErrorEvent, CloseEvent]
+                     ErrorEvent, CloseEvent, ToolExecutionUpdatedEvent]

@@ -16,6 +16,7 @@ from .agent import Agent, SessionView
 from .chat import AgentHandoff
 from .conversation import Conversation
 from .events import AgentMetrics
+from .floor import Floor
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
 from .options import TurnHandling
@@ -85,6 +86,16 @@ class ActivityHost(SessionView, Protocol[A]):
     def switch_current(self, activity: A, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:
         """Point the session at ``activity`` (an AgentTask starting or returning)."""
+        ...
+
+    @property
+    def floor(self) -> Floor: ...
+
+    async def wait_for_idle(self) -> object:
+        """The current activity, once nothing is in flight (see ``AgentSession``).
+
+        Cancellation: a checkpoint only.
+        """
         ...
 
 

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Generic, Protocol, TypeVar
+
+import trio
 
 from .agent import SessionView
 from .chat import FunctionCall
+from .fillers import Filler, FillerSource
 from .speech_handle import SpeechHandle
 from .tools import ToolContext
 
 Userdata_T = TypeVar("Userdata_T")
+
+#: how a progress message reaches the model (``{function_name}``, ``{call_id}``, ``{message}``)
+UPDATE_TEMPLATE = ("The tool `{function_name}` has updated, message: {message}\n"
+                   "The task is still running, so DON'T make up or give information not "
+                   "included in the message above.")
+
+
+class ToolProgress(Protocol):
+    """Where a running call's progress goes (the activity that runs it)."""
+
+    def update(self, *, entry_id: str, message: str, output: object, silent: bool) -> None: ...
+
+    def foreground(self) -> AbstractAsyncContextManager[Any]: ...
+
+    def filler(self, source: FillerSource, *, delay: float, interval: float | None,
+               max_steps: int | None) -> AbstractAsyncContextManager[Filler]: ...
+
+
+def render_template(template: str | Callable[[dict[str, Any]], str],
+                    args: dict[str, Any]) -> str:
+    """A ``str.format`` template filled with ``args``, or a callable's answer to them."""
+    return template(args) if callable(template) else template.format(**args)
 
 
 class RunContext(ToolContext, Generic[Userdata_T]):
@@ -22,10 +49,13 @@ class RunContext(ToolContext, Generic[Userdata_T]):
     """
 
     def __init__(self, *, session: SessionView, speech_handle: SpeechHandle,
-                 function_call: FunctionCall) -> None:
+                 function_call: FunctionCall, progress: ToolProgress | None = None) -> None:
         self.session = session
         self.speech_handle = speech_handle
         self.function_call = function_call
+        self._progress = progress
+        self._updates = 0
+        self._fillers: list[Filler] = []
 
     @property
     def userdata(self) -> Userdata_T:
@@ -42,7 +72,85 @@ class RunContext(ToolContext, Generic[Userdata_T]):
         """
         await self.speech_handle.wait_for_generation()
 
+    async def update(self, message: object, *,
+                     template: str | Callable[[dict[str, Any]], str] | None = None,
+                     silent: bool = False) -> None:
+        """Report progress; the tool keeps running.
+
+        The first update answers the call: its message (a string is wrapped in ``template``,
+        by default :data:`UPDATE_TEMPLATE`) becomes the call's output, the model replies to it
+        (without calling tools) and the tool goes on in the background. Each later update,
+        and the value the tool finally returns, is recorded as a call of its own
+        (``{call_id}_update_N``, ``{call_id}_final``) and voiced by one reply once the agent is
+        idle. ``silent=True``: recorded for the model, no reply. Outside a session's tool
+        dispatch the update is only counted.
+
+        Cancellation: a checkpoint; the update was recorded before it.
+        """
+        for filler in self._fillers:  # the tool just spoke up: fillers wait a full delay again
+            filler.reset_dwell()
+        raw = message if isinstance(message, str) else str(message)
+        output: object = message
+        if isinstance(message, str):
+            output = render_template(template if template is not None else UPDATE_TEMPLATE,
+                                     {"function_name": self.function_call.name,
+                                      "call_id": self.function_call.call_id,
+                                      "message": message})
+        step, self._updates = self._updates, self._updates + 1
+        call_id = self.function_call.call_id
+        entry_id = call_id if step == 0 else f"{call_id}_update_{step}"
+        if self._progress is not None:
+            self._progress.update(entry_id=entry_id, message=raw, output=output, silent=silent)
+        await trio.lowlevel.checkpoint()
+
+    @asynccontextmanager
+    async def foreground(self) -> AsyncIterator[Any]:
+        """Wait until the agent is idle, then hold the floor for the body (yields the
+        activity): no other ``foreground()`` body, deferred tool reply or filler starts
+        until it ends. Use it around an ``await AgentTask()``, a ``say`` / ``generate_reply``,
+        or several of them, so they do not race the agent's own speech. A deferred reply
+        already due for this agent's background tools is asked for first.
+
+        Cancellation: cancelling the wait or the body releases the floor.
+
+        Raises:
+            RuntimeError: outside a session's tool dispatch.
+            SessionClosedError: the session closes, or the agent running the tool left.
+        """
+        if self._progress is None:
+            raise RuntimeError("foreground() needs the tool to run in a session")
+        async with self._progress.foreground() as activity:
+            yield activity
+
+    @asynccontextmanager
+    async def with_filler(self, source: FillerSource, *, delay: float = 0,
+                          interval: float | None = None, max_steps: int | None = None
+                          ) -> AsyncIterator[None]:
+        """Say ``source`` while the body keeps the user waiting.
+
+        While the block runs, the filler waits for the agent to be idle and then for
+        ``delay`` seconds of quiet (the agent speaking or thinking, the user speaking or an
+        ``update()`` start the quiet over), and says ``source`` (``session.say``), or calls it
+        with the number of fillers said so far: it returns a SpeechHandle, a text to say, or
+        None to say nothing this time. With ``interval`` it rests that long and goes again
+        (at most ``max_steps`` fillers in all); without, it says at most one. It stops when the
+        speech that called the tool is interrupted, and when the block ends.
+
+        Cancellation: the filler stops with the body; fillers already said go on.
+
+        Raises:
+            ValueError: a negative ``delay`` or ``interval``, or ``max_steps`` below 1.
+            RuntimeError: outside a session's tool dispatch.
+        """
+        if self._progress is None:
+            raise RuntimeError("with_filler() needs the tool to run in a session")
+        async with self._progress.filler(source, delay=delay, interval=interval,
+                                         max_steps=max_steps) as filler:
+            self._fillers.append(filler)
+            try:
+                yield
+            finally:
+                self._fillers.remove(filler)
+
     def __repr__(self) -> str:
         return f"RunContext(function_call={self.function_call!r})"
-
-

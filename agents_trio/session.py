@@ -31,6 +31,7 @@ from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation, TranscriptionNode
+from .floor import Floor
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
                      PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
 from .in_flight import InlineTaskStack, RunningTools
@@ -227,6 +228,8 @@ class AgentSession(Generic[Userdata_T]):
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
         self._metrics = SessionUsage(self.conversation.emit)
+        #: held by tool code around what must not race the agent's speech (foreground())
+        self.floor = Floor(on_release=self.conversation.progressed)
         self._manual_turns = ManualTurns(
             nursery=lambda: self._nursery, recognition=lambda: self._recognition,
             activity=lambda: self._activity, generate_reply=self.generate_reply)
@@ -484,13 +487,15 @@ class AgentSession(Generic[Userdata_T]):
         return self._aec_warmup_ends is not None and trio.current_time() < self._aec_warmup_ends
 
     def _refresh_away(self) -> None:
-        """Arm the away timer while both sides listen and no tool runs; cancel it otherwise."""
+        """Arm the away timer while both sides listen and no tool runs (background tools
+        included, as in LiveKit); cancel it otherwise."""
         slot = self._away_slot
         if slot is None or self.user_away_timeout is None:
             return
         activity = self._activity
         if (self.agent_state == "listening" and self.user_state == "listening"
-                and not (activity is not None and activity.tools_running)):
+                and not (activity is not None and (activity.tools_running
+                                                   or activity.background_running))):
             slot.replace(self._away_after, self.user_away_timeout)
         else:
             slot.cancel()

@@ -62,6 +62,7 @@ class SpeechHandle:
         self._item_callbacks: list[Callable[[ChatItem], Any]] = []
         self._done_event = trio.Event()
         self._scheduled_event = trio.Event()
+        self._interrupted_event = trio.Event()
         self._new_step()
 
     def _new_step(self) -> None:
@@ -123,8 +124,16 @@ class SpeechHandle:
         if not self._allow_interruptions and not force:
             raise RuntimeError("This speech handle does not allow interruptions")
         self._interrupted = True
+        self._interrupted_event.set()
         self._step_scope.cancel()
         return self
+
+    async def wait_for_interruption(self) -> None:
+        """Wait until the speech is interrupted (forever if it never is).
+
+        Cancellation: a checkpoint only.
+        """
+        await self._interrupted_event.wait()
 
     async def wait_for_playout(self) -> None:
         """Wait until the speech is done.

@@ -72,6 +72,9 @@ class Admission:
         self.answer = answer  # the call does not run: this is its output
         self.error = error  # the call does not run: this is its error output
         self.replaces = replaces
+        #: the call's scope was cancelled while it ran (a later duplicate replaced it,
+        #: or its agent left)
+        self.cancelled = False
 
     @property
     def scope(self) -> trio.CancelScope:
@@ -185,12 +188,15 @@ def duplicate_key(tool: FunctionTool, data: Mapping[str, Any]) -> DuplicateKey:
 
 
 async def execute_admitted(call: FunctionCall, tools: Mapping[str, FunctionTool],
-                           admission: Admission, **options: Any) -> ToolOutcome:  # noqa: ANN401
+                           admission: Admission, *,
+                           on_start: Callable[[], None] = lambda: None,
+                           **options: Any) -> ToolOutcome:  # noqa: ANN401
     """Run an admitted call (``options`` go to ``execute_function_call``).
 
     A refused call answers at once; a replacing call first cancels the calls it replaces and
     waits for them to end; a call replaced while it runs answers with an empty output that
-    asks for no reply.
+    asks for no reply (and ``admission.cancelled`` is then True). ``on_start`` is called when
+    a known tool starts running (after the calls it replaces ended; never for a refused call).
 
     Cancellation: cancels the call's tool (the caller records it as cancelled).
     """
@@ -203,8 +209,11 @@ async def execute_admitted(call: FunctionCall, tools: Mapping[str, FunctionTool]
     for replaced in admission.replaces:
         await replaced.ended.wait()
     outcome: ToolOutcome | None = None
+    if call.name in tools:
+        on_start()
     with admission.scope:
         outcome = await execute_function_call(call, tools, **options)
     if outcome is None:  # replaced by a later duplicate
+        admission.cancelled = True
         return outcome_from_value(call, None)
     return outcome

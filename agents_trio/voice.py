@@ -8,6 +8,8 @@ from .agent_task import AgentTask
 from .events import (AgentFalseInterruptionEvent, AgentStateChangedEvent, CloseEvent,
                      CloseReason, ConversationItemAddedEvent, ErrorEvent,
                      FunctionToolsExecutedEvent, MetricsCollectedEvent, SpeechCreatedEvent,
+                     ToolCallEnded, ToolCallStarted, ToolCallUpdated, ToolExecutionUpdatedEvent,
+                     ToolReplyUpdated,
                      UserInputTranscribedEvent, UserStateChangedEvent,
                      UserTranscriptionTimeoutEvent, UserTurnExceededEvent)
 from .models import ModelSettings
@@ -20,7 +22,9 @@ __all__ = [
     "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
-    "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "UserInputTranscribedEvent",
+    "SessionUsageUpdatedEvent", "SpeechCreatedEvent", "SpeechHandle", "ToolCallEnded",
+    "ToolCallStarted", "ToolCallUpdated", "ToolExecutionUpdatedEvent", "ToolReplyUpdated",
+    "UserInputTranscribedEvent",
     "UserStateChangedEvent", "UserTranscriptionTimeoutEvent",
     "UserTurnExceededEvent",
 ]

@@ -77,19 +77,19 @@ def test_activity_helpers_do_not_import_activity_or_session() -> None:
 # from its own layer and the ones below; entry points (demo, job, worker, remote/, testing/…)
 # sit above them all.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms",
+    ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms", "floor",
      "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
      "instructions", "deprecated_turn_options"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
-     "tools", "tool_schema", "tool_calls", "toolsets", "testing.expect", "model_resolution",
-     "fallback"),
-    ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
+     "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
+     "model_resolution", "fallback"),
+    ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle", "fillers",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
-    ("activity", "agent_task", "workflows", "manual_turns", "prebuilt._capture",
-     "prebuilt.email", "prebuilt.address", "prebuilt.phone", "prebuilt.dob", "prebuilt.name",
-     "prebuilt.credit_card"),
+    ("background_tools", "activity", "agent_task", "workflows", "manual_turns",
+     "prebuilt._capture", "prebuilt.email", "prebuilt.address", "prebuilt.phone", "prebuilt.dob",
+     "prebuilt.name", "prebuilt.credit_card"),
     ("session", "recognition_router"),
 )
 

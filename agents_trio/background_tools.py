@@ -1,0 +1,281 @@
+"""Background tools: calls that reported progress (``RunContext.update``) and went on running.
+
+Every dispatched call is a :class:`ToolRun`. The call's *step* waits only for the run's first
+answer: its outcome, or its first update (whose message then answers the call). A call answered
+by an update keeps running in the activity's nursery (not the step's): interrupting a speech
+does not cancel it, a handoff cancels it if it is ``CANCELLABLE`` and waits for it otherwise,
+and the session closing cancels it. What it reports afterwards (later updates, its final value)
+is committed as calls and outputs of their own (``{call_id}_update_N``, ``{call_id}_final``),
+each answered at once, so every call in the history is answered exactly once; the ones that
+ask for a reply are voiced together by one deferred reply once the agent is idle.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal, Protocol
+
+import msgspec
+import trio
+
+from ._errors import SessionClosedError
+from .chat import ChatItem, FunctionCall, FunctionCallOutput, new_item_id
+from .events import ToolCallUpdated, ToolExecutionUpdatedEvent, ToolReplyUpdated
+from .models import ToolChoice
+from .speech_handle import SpeechHandle
+from .fillers import Filler, FillerSource, filler_running
+from .floor import Floor
+from .run_context import UPDATE_TEMPLATE
+from .tools import ToolOutcome, outcome_from_value, tool_error_outcome
+
+__all__ = ["BackgroundTools", "NON_BLOCKING", "REPLY_AT_TAIL", "REPLY_MAYBE_COVERED",
+           "ToolRun", "UPDATE_TEMPLATE"]
+
+logger = logging.getLogger("agents_trio")
+
+#: set in ``FunctionCall.extra`` of a call answered by its first update (LiveKit's key)
+NON_BLOCKING = "__livekit_agents_tool_non_blocking"
+
+#: the deferred reply's instructions when the results are the newest items of the context
+REPLY_AT_TAIL = ("New results arrived from background tool calls (call_ids: {call_ids}).\n"
+                 "Summarize the results naturally. Do NOT repeat information you have "
+                 "already told the user.")
+#: ... and when something was said after them (the agent may have covered them already)
+REPLY_MAYBE_COVERED = (
+    "New results arrived from background tool calls (call_ids: {call_ids}).\n"
+    "You may have already mentioned them in your most recent replies.\n"
+    "If you already told the user everything in these results, reply with an empty response "
+    "(no text at all).\nOtherwise, summarize only what you have not said yet, with a natural "
+    "transition.\nNever repeat information you have already told the user.")
+
+HANDOFF_AFTER_UPDATE = "the agent handoff did not happen"
+
+
+class BackgroundHost(Protocol):
+    """What background tools need from the activity that runs them."""
+
+    @property
+    def accepts_tool_replies(self) -> bool: ...
+
+    def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
+
+    def emit_tool_update(self, event: ToolExecutionUpdatedEvent) -> None: ...
+
+    def last_item_id(self) -> str | None: ...
+
+    async def wait_for_floor(self) -> None:
+        """Wait until this agent is idle and no one else holds the floor.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes, or the agent stops running.
+        """
+        ...
+
+    @property
+    def floor(self) -> Floor: ...
+
+    def say_filler(self, text: str) -> SpeechHandle: ...
+
+    def on_state_events(self, filler: Filler, *, listen: bool) -> None: ...
+
+    def background_reply(self, instructions: str, tool_choice: ToolChoice | None
+                         ) -> SpeechHandle: ...
+
+
+class ToolRun:
+    """One dispatched call, from start to end (it is the call's ``RunContext`` progress)."""
+
+    def __init__(self, call: FunctionCall, tools: BackgroundTools, *, cancellable: bool,
+                 scope: trio.CancelScope, speech: SpeechHandle,
+                 on_answer: Callable[[], None]) -> None:
+        self.call = call
+        self._on_answer = on_answer
+        self.speech = speech  # the speech whose step made the call
+        self.cancellable = cancellable
+        self.scope = scope  # the scope the tool runs in
+        self.answered = trio.Event()
+        self.answer: ToolOutcome | None = None  # None: cancelled before answering
+        self.updated = False  # answered by an update: the rest runs in the background
+        self.ended = trio.Event()
+        self._tools = tools
+
+    def settle(self, outcome: ToolOutcome | None) -> None:
+        """The call's first answer (later ones are ignored)."""
+        if not self.answered.is_set():
+            self.answer = outcome
+            self.answered.set()
+            self._on_answer()
+
+    def update(self, *, entry_id: str, message: str, output: object, silent: bool) -> None:
+        self._tools.host.emit_tool_update(ToolExecutionUpdatedEvent(update=ToolCallUpdated(
+            id=entry_id, call_id=self.call.call_id, message=message, silent=silent)))
+        outcome = outcome_from_value(self.call, output)
+        outcome.output.reply_required = not silent
+        if not self.answered.is_set():
+            self.call.extra[NON_BLOCKING] = True
+            self.updated = True
+            self._tools.started(self)
+            self.settle(outcome)
+            return
+        # a report is not a result: the reply to it may call no tool
+        self._tools.report(self.call, entry_id, outcome, tool_choice="none")
+
+    def finish(self, outcome: ToolOutcome) -> None:
+        """The tool returned after answering with an update: report its value."""
+        if outcome.agent is not None:
+            logger.error("tool %r returned an Agent after ctx.update(); no handoff",
+                         self.call.name)
+            outcome = tool_error_outcome(self.call, HANDOFF_AFTER_UPDATE)
+        self._tools.report(self.call, f"{self.call.call_id}_final", outcome, tool_choice=None)
+
+    def end(self) -> None:
+        self.ended.set()
+        self._tools.ended(self)
+
+    @asynccontextmanager
+    async def foreground(self) -> AsyncIterator[Any]:
+        """See ``RunContext.foreground``.
+
+        Cancellation: cancelling the wait or the body releases the floor.
+        """
+        host = self._tools.host
+        await self._tools.wait_delivered()
+        while True:
+            await host.wait_for_floor()
+            if not host.floor.held_by_other:  # no checkpoint between the check and the hold
+                break
+        async with host.floor.hold():
+            yield host
+
+    @asynccontextmanager
+    async def filler(self, source: FillerSource, *, delay: float, interval: float | None,
+                     max_steps: int | None) -> AsyncIterator[Filler]:
+        """See ``RunContext.with_filler``.
+
+        Cancellation: the filler stops with the body.
+        """
+        host = self._tools.host
+        filler = Filler(source, delay=delay, interval=interval, max_steps=max_steps,
+                        say=host.say_filler, wait_idle=host.wait_for_floor)
+        host.on_state_events(filler, listen=True)
+        try:
+            async with filler_running(filler, self.speech) as running:
+                yield running
+        finally:
+            host.on_state_events(filler, listen=False)
+
+
+def _reply_tool_choice(requests: list[ToolChoice | None]) -> ToolChoice | None:
+    """One reply answering several outputs honours their request if they share it."""
+    distinct: list[ToolChoice | None] = []
+    for request in requests:
+        if request not in distinct:
+            distinct.append(request)
+    return distinct[0] if len(distinct) == 1 else None
+
+
+class BackgroundTools:
+    """The background calls of one activity and their deferred replies."""
+
+    def __init__(self, host: BackgroundHost) -> None:
+        self.host = host
+        self._running: set[ToolRun] = set()
+        self._changed = trio.lowlevel.ParkingLot()
+        self._pending: list[tuple[list[ChatItem], ToolChoice | None]] = []
+        self._delivering = False
+        self._nursery: trio.Nursery | None = None
+
+    def bind(self, nursery: trio.Nursery) -> None:
+        """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's)."""
+        self._nursery = nursery
+
+    def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,
+            speech: SpeechHandle, on_answer: Callable[[], None]) -> ToolRun:
+        """A run of ``call``; ``on_answer`` is called once, when it is first answered."""
+        return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech,
+                       on_answer=on_answer)
+
+    async def wait_delivered(self) -> None:
+        """Wait until the deferred reply being prepared (if any) has been asked for.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while self._delivering:
+            await self._changed.park()
+
+    def started(self, run: ToolRun) -> None:
+        self._running.add(run)
+
+    def ended(self, run: ToolRun) -> None:
+        self._running.discard(run)
+        self._changed.unpark_all()
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    async def drain(self) -> None:
+        """Cancel the cancellable background calls and wait for all of them to end.
+
+        Cancellation: stops waiting; the calls go on until the activity's nursery ends.
+        """
+        for run in list(self._running):
+            if run.cancellable:
+                run.scope.cancel()
+        while self._running:
+            await self._changed.park()
+
+    def report(self, call: FunctionCall, entry_id: str, outcome: ToolOutcome, *,
+               tool_choice: ToolChoice | None) -> None:
+        """Commit a background report as a call and its output; a report asking for a reply
+        joins the next deferred reply."""
+        entry = FunctionCall(call_id=entry_id, name=call.name, arguments=call.arguments,
+                             extra=dict(call.extra), group_id=None)
+        output: FunctionCallOutput = msgspec.structs.replace(
+            outcome.output, call_id=entry_id, id=new_item_id())
+        self.host.commit_item(entry)
+        self.host.commit_item(output)
+        if not output.reply_required:
+            return
+        self._pending.append(([entry, output], tool_choice))
+        if not self._delivering and self._nursery is not None:
+            self._delivering = True
+            self._nursery.start_soon(self._deliver)
+
+    async def _deliver(self) -> None:
+        try:
+            await self.host.wait_for_floor()
+            idle = True
+        except SessionClosedError:
+            idle = False
+        finally:
+            self._delivering = False
+            self._changed.unpark_all()
+        pending, self._pending = self._pending, []
+        if not idle or not self.host.accepts_tool_replies:
+            logger.debug("dropping a background tool reply: the agent left")
+            return
+        items = [item for entry, _ in pending for item in entry]
+        if not items:
+            return
+        call_ids = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
+        template = (REPLY_AT_TAIL if self.host.last_item_id() == items[-1].id
+                    else REPLY_MAYBE_COVERED)
+        handle = self.host.background_reply(
+            template.format(call_ids=call_ids), _reply_tool_choice([c for _, c in pending]))
+        self._emit_reply(call_ids, "scheduled", handle)
+        await handle
+        status: Literal["completed", "interrupted", "skipped"] = (
+            "interrupted" if handle.interrupted
+            else "skipped" if not handle.chat_items else "completed")
+        self._emit_reply(call_ids, status, handle)
+
+    def _emit_reply(self, call_ids: list[str],
+                    status: Literal["scheduled", "completed", "interrupted", "skipped"],
+                    handle: SpeechHandle) -> None:
+        self.host.emit_tool_update(ToolExecutionUpdatedEvent(update=ToolReplyUpdated(
+            update_ids=list(call_ids), status=status, speech_id=handle.id)))
