@@ -31,6 +31,7 @@ from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, Roo
                       RoomIO, RoomOptions, RoomTranscriptionOutput, TextInputEvent,
                       TextInputStatistics)
 from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
+from .io.room_options import RoomInputOptions, RoomOutputOptions
 from .job import get_job_context, JobContext, run_job
 from .job_process import JobProcess
 from .server import AgentServer
@@ -80,7 +81,8 @@ __all__ = [
     "RealtimeModel", "RealtimeResponseStalledError", "RealtimeSession",
     "RealtimeSessionClosedError", "RemoteConnectionError", "RemoteSession",
     "RemoteSessionClosedError", "RemoteSessionError", "room_io", "RoomAudioInput",
-    "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
+    "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomInputOptions", "RoomIO",
+    "RoomOptions", "RoomOutputOptions",
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
     "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",

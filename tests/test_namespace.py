@@ -72,8 +72,7 @@ MISSING = frozenset({
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
-    ":RoomInputOptions", ".room_io:RoomInputOptions", ":RoomOutputOptions",
-    ".room_io:RoomOutputOptions", ":BackgroundAudioPlayer", ":AudioConfig",
+    ":BackgroundAudioPlayer", ":AudioConfig",
     ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
     # text_transforms
     ".text_transforms:replace",
@@ -81,9 +80,6 @@ MISSING = frozenset({
     ".llm:ChoiceDelta", ".llm:FallbackAdapter",
     # metrics
     ".metrics:RealtimeModelMetrics",
-    # room_io
-    ".room_io:AudioInputOptions", ".room_io:AudioOutputOptions", ".room_io:TextInputOptions",
-    ".room_io:TextOutputOptions", ".room_io:VideoInputOptions",
     # beta
     ".beta:EndCallTool",
     ".beta.workflows:GetEmailTask", ".beta.workflows:GetEmailResult",
@@ -122,7 +118,6 @@ PARAMETER_GAPS: dict[str, list[str]] = {
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
     ".llm:ChatChunk": ["delta"],
     ".llm:FunctionToolCall": ["extra"],
-    ".room_io:RoomOptions": ["video_input", "text_output", "delete_room_on_close"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
                          "speech_end_time"],
     ".stt:SpeechData": ["speaker_id", "is_primary_speaker", "words", "source_languages",
@@ -144,10 +139,6 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
     ".llm:ChatChunk": ["has_response()", "delta"],
     ".llm:FunctionToolCall": ["extra"],
-    ".room_io:RoomOptions": ["get_text_input_options()", "get_audio_input_options()",
-                             "get_video_input_options()", "get_audio_output_options()",
-                             "get_text_output_options()", "video_input", "text_output",
-                             "delete_room_on_close"],
     ".room_io:TextInputEvent": ["info", "participant"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
                          "speech_end_time"],
