@@ -32,9 +32,10 @@ from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, Roo
                       TextInputStatistics)
 from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
 from .io.room_options import RoomInputOptions, RoomOutputOptions
-from .job import get_job_context, JobContext, run_job
+from .job import AutoSubscribe, get_job_context, JobContext, run_job
 from .job_process import JobProcess
 from .server import AgentServer
+from .worker_options import WorkerOptions
 from .models import (ChatChunk, FlushSentinel, FunctionToolCall, LLM, ModelSettings, SpeechData,
                      SpeechEvent, SpeechEventType, STT, TTS, TurnDetector, VAD, VADEvent,
                      VADEventType)
@@ -64,7 +65,7 @@ __all__ = [
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
-    "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
+    "AsyncioBridge", "AudioOutputStalled", "AutoSubscribe", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
     "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli",
     "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
@@ -91,18 +92,23 @@ __all__ = [
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
     "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
-    "WireError",
+    "WireError", "WorkerOptions",
 ]
 
 
 if _typing.TYPE_CHECKING:  # loaded on first use: importing agents_trio does not load the test DSL
     from .testing.expect import EventAssert, RunAssert
+    from livekit.agents import JobRequest as JobRequest
 
 
 def __getattr__(name: str) -> object:
     """``RunAssert`` and ``EventAssert`` (LiveKit has them at the top level) come from
-    ``agents_trio.testing.expect``, and ``inference`` (LiveKit's gateway models, which need
+    ``agents_trio.testing.expect``, ``JobRequest`` is LiveKit's (what an ``on_request`` hook
+    receives, in LiveKit's worker: it needs livekit-agents), and ``inference`` (LiveKit's gateway models, which need
     livekit-agents) is imported, when first asked for."""
+    if name == "JobRequest":   # what an on_request hook receives: LiveKit's own
+        from livekit.agents import JobRequest
+        return JobRequest
     if name in ("RunAssert", "EventAssert"):
         from .testing import expect
         return getattr(expect, name)

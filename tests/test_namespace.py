@@ -71,7 +71,6 @@ MISSING = frozenset({
     ":ToolExecutionUpdatedEvent", ".voice:ToolExecutionUpdatedEvent",
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
-    ":JobRequest", ":WorkerOptions", ":AutoSubscribe",
     ":BackgroundAudioPlayer", ":AudioConfig",
     ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
     # text_transforms
