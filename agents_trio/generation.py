@@ -322,10 +322,8 @@ class Generation:
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
                            transforms: list[TextTransform]) -> AsyncIterator[str]:
-        async for text in recv:
-            out = apply(transforms, text)
-            if out:
-                yield out
+        async for text in apply(transforms, recv):
+            yield text
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:

@@ -73,8 +73,6 @@ MISSING = frozenset({
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":BackgroundAudioPlayer", ":AudioConfig",
     ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
-    # text_transforms
-    ".text_transforms:replace",
     # llm
     ".llm:ChoiceDelta", ".llm:FallbackAdapter",
     # metrics
