@@ -90,8 +90,10 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
 def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
     if isinstance(chunk, str):
         return chunk, []
-    if isinstance(chunk, ChatChunk):
-        return chunk.content, list(chunk.tool_calls)
+    if isinstance(chunk, ChatChunk):   # the delta is what counts (LiveKit's form)
+        if chunk.delta is None:
+            return chunk.content, list(chunk.tool_calls)
+        return chunk.delta.content, list(chunk.delta.tool_calls)
     logger.warning("llm_node yielded an unexpected %s; skipped", type(chunk).__name__)
     return None, []
 

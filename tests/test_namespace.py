@@ -74,7 +74,7 @@ MISSING = frozenset({
     ":BackgroundAudioPlayer", ":AudioConfig",
     ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
     # llm
-    ".llm:ChoiceDelta", ".llm:FallbackAdapter",
+    ".llm:FallbackAdapter",
     # metrics
     ".metrics:RealtimeModelMetrics",
     # beta
@@ -113,7 +113,6 @@ PARAMETER_GAPS: dict[str, list[str]] = {
     ":AgentTask": ["turn_detection", "min_endpointing_delay", "max_endpointing_delay",
                    "mcp_servers"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
-    ".llm:ChatChunk": ["delta"],
     ".llm:FunctionToolCall": ["extra"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
                          "speech_end_time"],
@@ -134,7 +133,6 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
     ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
-    ".llm:ChatChunk": ["has_response()", "delta"],
     ".llm:FunctionToolCall": ["extra"],
     ".room_io:TextInputEvent": ["info", "participant"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
