@@ -59,7 +59,7 @@ from .tools import function_tool, FunctionTool, ToolFlag
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
+from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, vad, voice
 
 __all__ = [
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
@@ -88,7 +88,7 @@ __all__ = [
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
     "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
     "SpeechEventType", "SpeechHandle", "StopResponse", "STT", "stt", "STTMetrics",
-    "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
+    "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent", "tokenize",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
     "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
