@@ -56,6 +56,7 @@ from .run_result import RunHold, RunResult
 from .session import AgentSession
 from .speech_handle import SpeechHandle
 from .tools import function_tool, FunctionTool, ToolFlag
+from .tool_mocks import mock_tools
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
@@ -75,7 +76,7 @@ __all__ = [
     "FunctionToolCall", "FunctionToolsExecutedEvent", "GenerationCreatedEvent", "get_job_context",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
     "InterruptionOptions", "JobContext", "JobProcess", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
-    "MetricsCollectedEvent", "mint_token", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
+    "MetricsCollectedEvent", "mint_token", "mock_tools", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
     "open_bridge", "open_remote_session", "open_room", "open_room_audio_output", "open_room_io",
     "open_session_host", "PlaybackFinishedEvent", "PlaybackStartedEvent",
     "PreemptiveGenerationOptions", "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent",

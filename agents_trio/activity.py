@@ -40,6 +40,7 @@ from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 from .instructions import InputDetails, Instructions, InputModality, render_instructions
 from .tool_calls import Admission, ToolCalls, execute_admitted
+from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
@@ -587,7 +588,7 @@ class Activity:
                 call, tools, admission,
                 make_context=lambda c: RunContext(session=self.session,
                                                   speech_handle=handle, function_call=c),
-                is_agent=_is_agent)
+                is_agent=_is_agent, mock=find_mock(self.session, self.agent, call.name))
         finally:
             admission.release()
             if call.call_id not in step.outcomes:  # cancelled (possibly inside a group)

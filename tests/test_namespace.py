@@ -72,7 +72,7 @@ MISSING = frozenset({
     ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
     ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     ":BackgroundAudioPlayer", ":AudioConfig",
-    ":BuiltinAudioClip", ":PlayHandle", ":mock_tools",
+    ":BuiltinAudioClip", ":PlayHandle",
     # llm
     ".llm:FallbackAdapter",
     # metrics
