@@ -60,7 +60,7 @@ from .tool_mocks import mock_tools
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, vad, voice
+from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, utils, vad, voice
 
 __all__ = [
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
@@ -92,7 +92,7 @@ __all__ = [
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent", "tokenize",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "utils", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
     "WireError", "WorkerOptions",
 ]
 

@@ -90,7 +90,7 @@ MISSING = frozenset({
     # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
     ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
     ".stt:StreamAdapter", ".tts:SynthesizedAudio", ".tts:TTSCapabilities",
-    ".tts:FallbackAdapter", ".tts:StreamAdapter", ".utils.audio:audio_frames_from_file",
+    ".tts:FallbackAdapter", ".tts:StreamAdapter",
 })
 
 #: the protocols a model author implements: Trio-native, so LiveKit's constructor parameters
