@@ -24,6 +24,7 @@ the user closed them.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import enum
 import importlib
@@ -32,7 +33,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -447,6 +448,18 @@ def get_job_context(*, required: bool = True) -> JobContext | None:
 
 
 get_current_job_context = get_job_context
+
+
+@contextlib.contextmanager
+def acting_for_job(ctx: JobContext) -> Iterator[None]:
+    """Make ``ctx`` the job of the calling task for the block (what ``get_job_context()``
+    returns there and in the tasks it starts), for code that drives a job's session from
+    outside its entrypoint (``simulate --agent``)."""
+    token = _current_job.set(ctx)
+    try:
+        yield
+    finally:
+        _current_job.reset(token)
 
 
 class _CloseWatch:
