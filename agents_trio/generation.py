@@ -17,6 +17,7 @@ import msgspec
 import trio
 from livekit import rtc
 
+from .model_capabilities import tts_audio_frames
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing, node_output
 from ._ids import short_id
@@ -300,7 +301,8 @@ class Generation:
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            node_output(source), output_sample_rate(activity.session.output.audio))
+                            tts_audio_frames(node_output(source)),
+                            output_sample_rate(activity.session.output.audio))
                             ) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:

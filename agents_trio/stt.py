@@ -5,10 +5,11 @@ protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.ada
 
 from __future__ import annotations
 
+from .model_capabilities import STTCapabilities
 from .models import STT, SpeechData, SpeechEvent, SpeechEventType, STTStream
 
 RecognizeStream = STTStream
 SpeechStream = STTStream
 
-__all__ = ["STT", "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
+__all__ = ["STT", "STTCapabilities", "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
            "SpeechStream"]

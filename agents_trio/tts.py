@@ -3,6 +3,8 @@ protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.ada
 
 from __future__ import annotations
 
+from .model_capabilities import SynthesizedAudio, TTSCapabilities
 from .models import TTS
+from .tts_stream_adapter import StreamAdapter
 
-__all__ = ["TTS"]
+__all__ = ["StreamAdapter", "SynthesizedAudio", "TTS", "TTSCapabilities"]

@@ -88,9 +88,8 @@ MISSING = frozenset({
     ".beta.workflows:GetDtmfTask", ".beta.workflows:GetDtmfResult",
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
-    ".inference:TurnDetector", ".stt:STTCapabilities", ".stt:FallbackAdapter",
-    ".stt:StreamAdapter", ".tts:SynthesizedAudio", ".tts:TTSCapabilities",
-    ".tts:FallbackAdapter", ".tts:StreamAdapter",
+    ".inference:TurnDetector", ".stt:FallbackAdapter",
+    ".stt:StreamAdapter", ".tts:FallbackAdapter",
 })
 
 #: the protocols a model author implements: Trio-native, so LiveKit's constructor parameters
@@ -132,6 +131,7 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
     ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
+    ".tts:StreamAdapter": ["synthesize()", "aclose()", "once()", "on()", "off()"],
     ".llm:FunctionToolCall": ["extra"],
     ".room_io:TextInputEvent": ["info", "participant"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
