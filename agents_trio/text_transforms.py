@@ -146,7 +146,13 @@ def apply(transforms: list[TextTransform], text: AsyncIterable[str]) -> AsyncIte
 async def _each_chunk(transform: Callable[[str], str], text: AsyncIterable[str]
                       ) -> AsyncIterator[str]:
     async for chunk in text:
-        yield transform(chunk)
+        out = transform(chunk)
+        if not isinstance(out, str):
+            raise TypeError(
+                f"the text transform {transform!r} returned {type(out).__name__}, not str: a "
+                "transform of the stream must be an async generator function (or a "
+                "StreamTextTransform such as replace()'s)")
+        yield out
 
 
 async def _non_empty(text: AsyncIterable[str]) -> AsyncIterator[str]:

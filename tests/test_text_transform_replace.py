@@ -89,3 +89,11 @@ async def test_a_replace_transform_reaches_the_tts_not_the_transcript(autojump_c
     assert "".join(agent.tts_text) == "Welcome to Live Kit, the Live Kit way."
     msg = result.expect.next_event().is_message(role="assistant").event().item
     assert msg.text_content == "Welcome to LiveKit, the livekit way."
+
+
+async def test_a_stream_transform_that_is_not_an_async_generator_function_is_named() -> None:
+    def wrapped(text: AsyncIterable[str]) -> AsyncIterable[str]:
+        return replace({"a": "b"})(text)
+
+    with pytest.raises(TypeError, match="async generator function"):
+        [c async for c in apply(resolve([wrapped]), _chunks(["abc"]))]
