@@ -63,11 +63,11 @@ async def _our_stream(chunks: list[str], flush_after: int | None) -> list[TokenD
 # sentence once white space follows, so that text is compared whole only
 @pytest.mark.parametrize("text", [t for t in TEXTS if t and "example.com" not in t])
 @pytest.mark.parametrize("size", [1, 4, 17])
-async def test_a_stream_sends_livekits_sentences(text: str, size: int) -> None:
+def test_a_stream_sends_livekits_sentences(text: str, size: int) -> None:
     chunks = _chunked(text, size)
     flush_after = None   # a flush inside a word splits it differently (garbage in, out)
-    ours = await _our_stream(chunks, flush_after)
-    theirs = await trio.to_thread.run_sync(_livekit_stream, chunks, flush_after)
+    ours = trio.run(_our_stream, chunks, flush_after)
+    theirs = _livekit_stream(chunks, flush_after)
     assert [t.token for t in ours] == [token for _, token in theirs]
     segments = [t.segment_id for t in ours]
     assert len(set(segments)) <= 2 and segments == sorted(segments, key=segments.index)
