@@ -34,9 +34,11 @@ from .io.room import (mint_token, open_room, open_room_io, RoomConnectError, Roo
                       RoomIO, RoomOptions, RoomTranscriptionOutput, TextInputEvent,
                       TextInputStatistics)
 from .io.room_audio import open_room_audio_output, RoomAudioInput, RoomAudioOutput
-from .job import get_job_context, JobContext, run_job
+from .io.room_options import RoomInputOptions, RoomOutputOptions
+from .job import AutoSubscribe, get_job_context, JobContext, run_job
 from .job_process import JobProcess
 from .server import AgentServer
+from .worker_options import WorkerOptions
 from .models import (ChatChunk, FlushSentinel, FunctionToolCall, LLM, ModelSettings, SpeechData,
                      SpeechEvent, SpeechEventType, STT, TTS, TurnDetector, VAD, VADEvent,
                      VADEventType)
@@ -57,17 +59,18 @@ from .run_result import RunHold, RunResult
 from .session import AgentSession
 from .speech_handle import SpeechHandle
 from .tools import function_tool, FunctionTool, ToolFlag
+from .tool_mocks import mock_tools
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
                            TurnHandlingOptions, UserTurnLimitOptions)
 from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
-from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tts, vad, voice
+from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, utils, vad, voice
 
 __all__ = [
     "AudioConfig", "BackgroundAudioPlayer", "BuiltinAudioClip", "PlayHandle",
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",
     "APIConnectionError", "APIConnectOptions", "APIError", "APIStatusError", "APITimeoutError",
-    "AsyncioBridge", "AudioOutputStalled", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
+    "AsyncioBridge", "AudioOutputStalled", "AutoSubscribe", "beta", "BridgeError", "BridgeStatistics", "ChatChunk",
     "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChatMessageEvent", "ChatRole", "cli",
     "CloseEvent",
     "CloseOverrun", "CloseReason", "connect_remote_session", "Conversation",
@@ -77,35 +80,42 @@ __all__ = [
     "FunctionToolCall", "FunctionToolsExecutedEvent", "GenerationCreatedEvent", "get_job_context",
     "InputSpeechStartedEvent", "InputSpeechStoppedEvent", "InputTranscriptionCompleted",
     "InterruptionOptions", "JobContext", "JobProcess", "LLM", "llm", "LLMMetrics", "MessageGeneration", "metrics",
-    "MetricsCollectedEvent", "mint_token", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
+    "MetricsCollectedEvent", "mint_token", "mock_tools", "ModelSettings", "NOT_GIVEN", "NotGiven", "NotGivenOr",
     "open_bridge", "open_remote_session", "open_room", "open_room_audio_output", "open_room_io",
     "open_session_host", "PlaybackFinishedEvent", "PlaybackStartedEvent",
     "PreemptiveGenerationOptions", "RealtimeCapabilities", "RealtimeError", "RealtimeErrorEvent",
     "RealtimeModel", "RealtimeResponseStalledError", "RealtimeSession",
     "RealtimeSessionClosedError", "RemoteConnectionError", "RemoteSession",
     "RemoteSessionClosedError", "RemoteSessionError", "room_io", "RoomAudioInput",
-    "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
+    "RoomAudioOutput", "RoomConnectError", "RoomDisconnectedError", "RoomInputOptions", "RoomIO",
+    "RoomOptions", "RoomOutputOptions",
     "RoomTranscriptionOutput", "run_job", "RunAssert", "RunContext", "RunHold", "RunResult",
     "serve_session", "SessionClosedError", "SessionHost", "SessionHostStatistics",
     "SessionReconnectedEvent", "SessionUsageUpdatedEvent", "SessionView", "SpeechCreatedEvent", "SpeechData", "SpeechEvent",
-    "SpeechEventType", "SpeechHandle", "StopResponse", "ToolCallEnded", "ToolCallStarted", "ToolCallUpdated",
-    "ToolExecutionUpdatedEvent", "ToolReplyUpdated", "STT", "stt", "STTMetrics",
+    "SpeechEventType", "SpeechHandle", "StopResponse", "ToolCallEnded", "ToolCallStarted",
+    "ToolCallUpdated", "ToolExecutionUpdatedEvent", "ToolReplyUpdated", "STT", "stt", "STTMetrics",
     "TaskCompletedEvent", "TaskGroup", "TaskGroupResult", "text_transforms", "TextInputEvent",
+    "tokenize",
     "TextInputStatistics", "ToolError", "ToolFlag", "TTS", "tts", "TTSMetrics", "TurnDetector",
     "TurnHandlingOptions", "UserInputTranscribedEvent", "UserStateChangedEvent",
-    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
-    "WireError",
+    "UserTranscriptionTimeoutEvent", "UserTurnExceededEvent", "UserTurnLimitOptions", "utils", "VAD", "vad", "VADEvent", "VADEventType", "VADMetrics", "voice",
+    "WireError", "WorkerOptions",
 ]
 
 
 if _typing.TYPE_CHECKING:  # loaded on first use: importing agents_trio does not load the test DSL
     from .testing.expect import EventAssert, RunAssert
+    from livekit.agents import JobRequest as JobRequest
 
 
 def __getattr__(name: str) -> object:
     """``RunAssert`` and ``EventAssert`` (LiveKit has them at the top level) come from
-    ``agents_trio.testing.expect``, and ``inference`` (LiveKit's gateway models, which need
+    ``agents_trio.testing.expect``, ``JobRequest`` is LiveKit's (what an ``on_request`` hook
+    receives, in LiveKit's worker: it needs livekit-agents), and ``inference`` (LiveKit's gateway models, which need
     livekit-agents) is imported, when first asked for."""
+    if name == "JobRequest":   # what an on_request hook receives: LiveKit's own
+        from livekit.agents import JobRequest
+        return JobRequest
     if name in ("RunAssert", "EventAssert"):
         from .testing import expect
         return getattr(expect, name)

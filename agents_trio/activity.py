@@ -46,6 +46,7 @@ from .fillers import Filler
 from .floor import Floor
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
+from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
@@ -649,7 +650,7 @@ class Activity:
                 call, tools, admission, on_start=on_start,
                 make_context=lambda c: RunContext(session=self.session, speech_handle=handle,
                                                   function_call=c, progress=run),
-                is_agent=_is_agent)
+                is_agent=_is_agent, mock=find_mock(self.session, self.agent, call.name))
         finally:
             admission.release()
             cancelled = outcome is None or admission.cancelled

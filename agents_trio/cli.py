@@ -30,15 +30,16 @@ from .console import ConsoleIO, run_console
 from .job import Entrypoint
 from .job_process import JobProcess
 from .server import AgentServer
+from .worker_options import WorkerOptions
 
 __all__ = ["main", "run_app"]
 
 LIVEKIT_COMMANDS = ("start", "dev", "connect")
 
 
-def run_app(server: AgentServer) -> NoReturn:
+def run_app(server: AgentServer | WorkerOptions) -> NoReturn:
     """Run the command given on the command line (``sys.argv``) for ``server``, then exit
-    with its status.
+    with its status. ``server`` may be LiveKit's legacy :class:`WorkerOptions`: its server runs.
 
     Raises:
         SystemExit: Always, with the command's exit status.
@@ -76,8 +77,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def main(server: AgentServer, argv: list[str]) -> int:
-    """Run one command for ``server``; return the exit status."""
+def main(server: AgentServer | WorkerOptions, argv: list[str]) -> int:
+    """Run one command for ``server`` (or the server of a :class:`WorkerOptions`); return the
+    exit status.
+
+    Raises:
+        TypeError: ``server`` is neither.
+    """
+    if isinstance(server, WorkerOptions):
+        server = server.server()
+    if not isinstance(server, AgentServer):
+        raise TypeError(f"cli.run_app takes an AgentServer or WorkerOptions, got "
+                        f"{type(server).__name__}")
     prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "agent"
     if argv and argv[0] in LIVEKIT_COMMANDS:
         return _run_livekit_command(server, prog, argv)

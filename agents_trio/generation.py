@@ -17,6 +17,7 @@ import msgspec
 import trio
 from livekit import rtc
 
+from .model_capabilities import tts_audio_frames
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing, node_output
 from ._ids import short_id
@@ -112,8 +113,10 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
 def _chunk_parts(chunk: object) -> tuple[str | None, list[FunctionToolCall]]:
     if isinstance(chunk, str):
         return chunk, []
-    if isinstance(chunk, ChatChunk):
-        return chunk.content, list(chunk.tool_calls)
+    if isinstance(chunk, ChatChunk):   # the delta is what counts (LiveKit's form)
+        if chunk.delta is None:
+            return chunk.content, list(chunk.tool_calls)
+        return chunk.delta.content, list(chunk.delta.tool_calls)
     logger.warning("llm_node yielded an unexpected %s; skipped", type(chunk).__name__)
     return None, []
 
@@ -338,7 +341,7 @@ class Generation:
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            _note_timestamps(segment, node_output(source)),
+                            _note_timestamps(segment, tts_audio_frames(node_output(source))),
                             output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:
@@ -363,10 +366,8 @@ class Generation:
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
                            transforms: list[TextTransform]) -> AsyncIterator[str]:
-        async for text in recv:
-            out = apply(transforms, text)
-            if out:
-                yield out
+        async for text in apply(transforms, recv):
+            yield text
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],

@@ -24,14 +24,16 @@ the user closed them.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import enum
 import importlib
 import importlib.util
 import logging
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .session import AgentSession
 
-__all__ = ["JobContext", "JobProcess", "get_current_job_context", "get_job_context",
+__all__ = ["AutoSubscribe", "JobContext", "JobProcess", "get_current_job_context", "get_job_context",
            "load_entrypoint", "open_plugin_http_context", "run_job"]
 
 logger = logging.getLogger("agents_trio.job")
@@ -60,6 +62,17 @@ logger = logging.getLogger("agents_trio.job")
 R = TypeVar("R")
 Entrypoint = Callable[["JobContext"], Awaitable[Any]]
 RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
+
+
+class AutoSubscribe(str, enum.Enum):
+    """LiveKit's ``AutoSubscribe``: which tracks ``ctx.connect(auto_subscribe=...)`` subscribes
+    to. The job's room is connected subscribing to every track, so only ``SUBSCRIBE_ALL``
+    is accepted there."""
+
+    SUBSCRIBE_ALL = "subscribe_all"
+    SUBSCRIBE_NONE = "subscribe_none"
+    AUDIO_ONLY = "audio_only"
+    VIDEO_ONLY = "video_only"
 
 
 class JobContext:
@@ -114,7 +127,8 @@ class JobContext:
         """
         self._shutdown_callbacks.add(callback)
 
-    async def connect(self, *, encryption: object = None, auto_subscribe: str = "subscribe_all",
+    async def connect(self, *, encryption: object = None,
+                      auto_subscribe: str = "subscribe_all",
                       rtc_config: object = None, single_peer_connection: bool | None = None,
                       e2ee: object = None) -> None:
         """LiveKit's ``ctx.connect()``: here the room is connected before the entrypoint runs,
@@ -131,7 +145,7 @@ class JobContext:
         if encryption is not None or e2ee is not None:
             raise ValueError("end-to-end encryption is not supported: the job's room is "
                              "connected without it")
-        if str(getattr(auto_subscribe, "value", auto_subscribe)) != "subscribe_all":
+        if str(getattr(auto_subscribe, "value", auto_subscribe)) != AutoSubscribe.SUBSCRIBE_ALL:
             raise ValueError(f"auto_subscribe={auto_subscribe!r} is not supported: the job's "
                              f"room subscribes to every track")
         await trio.lowlevel.checkpoint()
@@ -434,6 +448,18 @@ def get_job_context(*, required: bool = True) -> JobContext | None:
 
 
 get_current_job_context = get_job_context
+
+
+@contextlib.contextmanager
+def acting_for_job(ctx: JobContext) -> Iterator[None]:
+    """Make ``ctx`` the job of the calling task for the block (what ``get_job_context()``
+    returns there and in the tasks it starts), for code that drives a job's session from
+    outside its entrypoint (``simulate --agent``)."""
+    token = _current_job.set(ctx)
+    try:
+        yield
+    finally:
+        _current_job.reset(token)
 
 
 class _CloseWatch:

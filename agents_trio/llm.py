@@ -14,7 +14,8 @@ from .chat import (AgentConfigUpdate, AgentHandoff, AudioContent, ChatContent, C
                    ChatItem, ChatMessage, ChatRole, FunctionCall, FunctionCallOutput,
                    ImageContent)
 from .instructions import Instructions
-from .models import LLM, ChatChunk, CompletionUsage, FunctionToolCall, LLMStream, ToolChoice
+from .models import (LLM, ChatChunk, ChoiceDelta, CompletionUsage, FunctionToolCall, LLMStream,
+                     ToolChoice)
 from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
@@ -23,7 +24,8 @@ from .toolsets import ProviderTool, Toolset
 
 __all__ = [
     "AgentConfigUpdate", "AgentHandoff", "AudioContent", "AvailabilityChangedEvent",
-    "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "FallbackAdapter",
+    "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChoiceDelta",
+    "FallbackAdapter",
     "ChatRole", "CompletionUsage", "FunctionCall", "FunctionCallOutput", "FunctionTool",
     "FunctionToolCall", "GenerationCreatedEvent", "ImageContent", "InputSpeechStartedEvent",
     "InputSpeechStoppedEvent", "InputTranscriptionCompleted", "Instructions", "LLM", "LLMStream",

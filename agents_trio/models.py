@@ -43,13 +43,48 @@ class CompletionUsage(msgspec.Struct, kw_only=True):
     reasoning_tokens: int = 0  # part of completion_tokens
 
 
+class ChoiceDelta(msgspec.Struct, kw_only=True):
+    """LiveKit's ``ChoiceDelta``: what one chunk adds to the reply (its text and tool calls;
+    ``extra``: provider data such as thought signatures)."""
+
+    role: Literal["developer", "system", "user", "assistant"] | None = None
+    content: str | None = None
+    tool_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
+    extra: dict[str, Any] | None = None
+
+
 class ChatChunk(msgspec.Struct, kw_only=True):
-    """One piece of an LLM stream: a text delta and/or tool calls."""
+    """One piece of an LLM stream: a text delta and/or tool calls.
+
+    Built either way: ``ChatChunk(content=..., tool_calls=...)``, or LiveKit's
+    ``ChatChunk(id=..., delta=ChoiceDelta(content=..., tool_calls=...))``. Either way both are
+    filled (``delta`` is None on a chunk with neither, as a usage-only chunk in LiveKit), and
+    ``delta`` is what the reply is read from: change ``chunk.delta.content`` to change it.
+
+    Raises:
+        ValueError: Both ``delta`` and ``content``/``tool_calls`` given, and they differ.
+    """
 
     id: str = ""
     content: str | None = None
     tool_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
     usage: CompletionUsage | None = None
+    delta: ChoiceDelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.delta is not None:
+            given = (self.content, self.tool_calls)
+            if given != (None, []) and given != (self.delta.content, self.delta.tool_calls):
+                raise ValueError("ChatChunk takes delta= (LiveKit's form) or content=/"
+                                 "tool_calls=, not both (unless they agree)")
+            self.content, self.tool_calls = self.delta.content, self.delta.tool_calls
+        elif self.content is not None or self.tool_calls:
+            self.delta = ChoiceDelta(role="assistant", content=self.content,
+                                     tool_calls=self.tool_calls)
+
+    def has_response(self) -> bool:
+        """Whether the chunk carries reply text or tool calls (not only usage or metadata)."""
+        return bool(self.delta and (self.delta.content or self.delta.tool_calls))
 
 
 class FlushSentinel(msgspec.Struct):

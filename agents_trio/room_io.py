@@ -4,6 +4,12 @@ docs/livekit-names.md for how it differs from LiveKit's ``RoomIO(session, room).
 
 from __future__ import annotations
 
-from .io.room import RoomIO, RoomOptions, TextInputEvent, open_room_io
+from .io.room import RoomIO, TextInputEvent, open_room_io
+from .io.room_options import (AudioInputOptions, AudioOutputOptions, RoomInputOptions,
+                              RoomOptions, RoomOutputOptions, TextInputOptions,
+                              TextOutputOptions, UnsupportedRoomOptionError, VideoInputOptions)
 
-__all__ = ["RoomIO", "RoomOptions", "TextInputEvent", "open_room_io"]
+__all__ = ["AudioInputOptions", "AudioOutputOptions", "RoomIO", "RoomInputOptions",
+           "RoomOptions", "RoomOutputOptions", "TextInputEvent", "TextInputOptions",
+           "TextOutputOptions", "UnsupportedRoomOptionError", "VideoInputOptions",
+           "open_room_io"]

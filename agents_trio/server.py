@@ -80,6 +80,12 @@ class ServerEntrypoint:
         return f"ServerEntrypoint({self.entrypoint!r})"
 
 
+def _is_room_type(value: object) -> bool:
+    """LiveKit's ``ServerType.ROOM`` (an enum member whose value is 0), or ``"room"``."""
+    return (str(getattr(value, "name", "")).lower() == "room"
+            or str(getattr(value, "value", value)).lower() == "room")
+
+
 def _check_callable(name: str, value: object) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be a callable or None, got {value!r}")
@@ -198,7 +204,7 @@ class AgentServer:
             TypeError: ``func`` or ``on_session_end`` is not an async function.
             ValueError: A ``type`` other than rooms, or ``on_simulation_end``.
         """
-        if type is not None and str(getattr(type, "value", type)).lower() not in ("room",):
+        if type is not None and not _is_room_type(type):
             raise ValueError(f"type={type!r} is not supported: agents_trio serves rooms only")
         if on_simulation_end is not None:
             raise ValueError("on_simulation_end is not supported")

@@ -57,7 +57,7 @@ from .manual_turns import ManualTurns, PendingTranscript
 from .toolsets import aclose_toolsets
 
 if TYPE_CHECKING:
-    from .io.room import RoomOptions
+    from .io.room_options import RoomInputOptions, RoomOptions, RoomOutputOptions
 
 logger = logging.getLogger("agents_trio")
 
@@ -507,7 +507,10 @@ class AgentSession(Generic[Userdata_T]):
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, agent: Agent, *, capture_run: bool = False,
                     room: rtc.Room | None = None,
-                    room_options: RoomOptions | None = None) -> RunResult[Any] | None:
+                    room_options: RoomOptions | None = None,
+                    room_input_options: RoomInputOptions | None = None,
+                    room_output_options: RoomOutputOptions | None = None
+                    ) -> RunResult[Any] | None:
         """Start the session with ``agent``; returns once its activity runs.
 
         ``on_enter`` is launched, not awaited. Idempotent while started. With
@@ -518,16 +521,25 @@ class AgentSession(Generic[Userdata_T]):
         way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
         session runs in the job's nursery until it closes or the job shuts down, and the job
         waits for it. ``room`` links the job's room as the session's I/O (in console mode, the
-        console's I/O stands in for it); ``room_options`` says how.
+        console's I/O stands in for it); ``room_options`` says how (LiveKit's deprecated
+        ``room_input_options``/``room_output_options`` make one when it is not given).
 
         Raises:
             RuntimeError: Neither inside ``async with session:`` nor in a job, or ``room``
                 given outside a job.
+            TypeError, ValueError: The room options are of the wrong type, or set an option
+                the room I/O cannot honour (``UnsupportedRoomOptionError`` names it).
 
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
             return None
+        if (room_options is not None or room_input_options is not None
+                or room_output_options is not None):
+            from .io.room_options import resolve_room_options
+            room_options = resolve_room_options(room_options,
+                                                room_input_options=room_input_options,
+                                                room_output_options=room_output_options)
         if room is not None or self._state is SessionState.CREATED:
             owner = _session_owner.get(None)
             if owner is None and room is not None:

@@ -6,10 +6,12 @@ protocol a model author implements (LiveKit's plugins: ``agents_trio.plugins.ada
 from __future__ import annotations
 
 from .fallback.stt import AvailabilityChangedEvent, FallbackAdapter
+from .model_capabilities import STTCapabilities
 from .models import STT, SpeechData, SpeechEvent, SpeechEventType, STTStream
 
 RecognizeStream = STTStream
 SpeechStream = STTStream
 
-__all__ = ["STT", "AvailabilityChangedEvent", "FallbackAdapter", "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
+__all__ = ["STT", "STTCapabilities", "AvailabilityChangedEvent", "FallbackAdapter",
+           "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
            "SpeechStream"]

@@ -1,16 +1,108 @@
-"""Text transforms applied to LLM text before it reaches the TTS (not the transcript)."""
+"""Text transforms applied to LLM text before it reaches the TTS (not the transcript).
+
+A transform is either a function of one chunk (``str -> str``) or, as in LiveKit, a function
+of the whole stream (``AsyncIterable[str] -> AsyncIterable[str]``: an async generator
+function, or a :class:`StreamTextTransform` such as :func:`replace`'s), which may hold text
+back until it knows what to do with it.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from typing import cast
 
 _MARKDOWN = re.compile(r"(\*\*|__|\*|`{1,3}|^#{1,6}\s*|^>\s*)", re.MULTILINE)
 _EMOJI = re.compile(
     "[\U0001F300-\U0001FAFF\U00002700-\U000027BF\U0001F000-\U0001F02F\U00002600-\U000026FF"
     "\U0000FE0F\U0000200D]")
 
-TextTransform = Callable[[str], str]
+StreamTransform = Callable[[AsyncIterable[str]], AsyncIterable[str]]
+TextTransform = Callable[[str], str] | StreamTransform
+
+
+class StreamTextTransform:
+    """A transform of the whole text stream (LiveKit's form of a text transform)."""
+
+    def __call__(self, text: AsyncIterable[str]) -> AsyncIterable[str]:
+        raise NotImplementedError
+
+
+def is_stream_transform(transform: object) -> bool:
+    """Whether ``transform`` takes the stream (an async generator function or a
+    :class:`StreamTextTransform`) rather than one chunk at a time."""
+    return isinstance(transform, StreamTextTransform) or inspect.isasyncgenfunction(transform)
+
+
+class _Replacer(StreamTextTransform):
+    """Replaces each key of ``replacements`` with its value, in one pass (a replacement is
+    never scanned again); where keys overlap the longest wins. Keys are matched anywhere in the
+    text, not only as whole words. A trailing piece of text that may still grow into a key is
+    held back until the next chunk (or the end) decides."""
+
+    def __init__(self, replacements: Mapping[str, str], case_sensitive: bool) -> None:
+        keys = sorted((k for k in replacements if k), key=len, reverse=True)
+        self._case_sensitive = case_sensitive
+        self._values = {self._fold(k): v for k, v in replacements.items() if k}
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self._pattern = re.compile("|".join(map(re.escape, keys)), flags) if keys else None
+        starts = sorted({k[:n] for k in keys for n in range(1, len(k))}, key=len, reverse=True)
+        self._partial = (re.compile("(?:" + "|".join(map(re.escape, starts)) + r")\Z", flags)
+                         if starts else None)
+        self._longest_start = max((len(k) - 1 for k in keys), default=0)
+
+    def _fold(self, text: str) -> str:
+        return text if self._case_sensitive else text.lower()
+
+    def substitute(self, text: str) -> str:
+        """``text`` with every key replaced (the whole text at once)."""
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda m: self._values[self._fold(m.group(0))], text)
+
+    def _safe_end(self, pending: str) -> int:
+        """How much of ``pending`` can be replaced and sent now: all but a tail that may
+        still become a key, extended over a match that crosses into that tail."""
+        end = len(pending)
+        if self._partial is not None:
+            tail = self._partial.search(pending[-self._longest_start:])
+            end -= len(tail.group(0)) if tail else 0
+        if self._pattern is not None:
+            for m in self._pattern.finditer(pending):
+                if m.start() >= end:
+                    break
+                end = max(end, m.end())
+        return end
+
+    async def _replaced(self, text: AsyncIterable[str]) -> AsyncIterator[str]:
+        pending = ""
+        async for chunk in text:
+            pending += chunk
+            end = self._safe_end(pending)
+            if end:
+                ready, pending = pending[:end], pending[end:]
+                yield self.substitute(ready)
+        if pending:
+            yield self.substitute(pending)
+
+    def __call__(self, text: AsyncIterable[str]) -> AsyncIterable[str]:
+        return self._replaced(text)
+
+
+def replace(replacements: Mapping[str, str], case_sensitive: bool = False
+            ) -> StreamTextTransform:
+    """LiveKit's ``text_transforms.replace``: a transform (for ``tts_text_transforms``)
+    replacing each key of ``replacements`` with its value, case-insensitively unless
+    ``case_sensitive``; a key split across chunks still matches.
+
+    Raises:
+        TypeError: ``replacements`` is not a mapping of strings to strings.
+    """
+    if not isinstance(replacements, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in replacements.items()):
+        raise TypeError(f"replace() takes a mapping of str to str, got {replacements!r}")
+    return _Replacer(replacements, case_sensitive)
 
 
 def filter_markdown(text: str) -> str:
@@ -40,10 +132,33 @@ def resolve(transforms: Sequence[str | TextTransform] | None) -> list[TextTransf
     return out
 
 
-def apply(transforms: list[TextTransform], text: str) -> str:
+def apply(transforms: list[TextTransform], text: AsyncIterable[str]) -> AsyncIterable[str]:
+    """``text`` through ``transforms`` in order: chunk transforms map each chunk, stream
+    transforms take the stream so far; empty chunks are dropped."""
     for t in transforms:
-        text = t(text)
-    return text
+        if is_stream_transform(t):
+            text = cast(StreamTransform, t)(text)
+        else:
+            text = _each_chunk(cast(Callable[[str], str], t), text)
+    return _non_empty(text)
+
+
+async def _each_chunk(transform: Callable[[str], str], text: AsyncIterable[str]
+                      ) -> AsyncIterator[str]:
+    async for chunk in text:
+        out = transform(chunk)
+        if not isinstance(out, str):
+            raise TypeError(
+                f"the text transform {transform!r} returned {type(out).__name__}, not str: a "
+                "transform of the stream must be an async generator function (or a "
+                "StreamTextTransform such as replace()'s)")
+        yield out
+
+
+async def _non_empty(text: AsyncIterable[str]) -> AsyncIterator[str]:
+    async for chunk in text:
+        if chunk:
+            yield chunk
 
 
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")

@@ -32,6 +32,7 @@ from ._errors import StopResponse, ToolError
 from ._ids import now
 from .chat import FunctionCall, FunctionCallOutput
 from .nurseries import single_leaf
+from .tool_mocks import run_mock
 from .tool_schema import (arguments_model, docstring_summary, fill_defaults, model_name,
                           strict_json_schema)
 
@@ -684,7 +685,8 @@ def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
 async def execute_function_call(
         call: FunctionCall, tools: Mapping[str, FunctionTool], *,
         make_context: Callable[[FunctionCall], ToolContext] | None = None,
-        is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
+        is_agent: Callable[[Any], bool] = _never_agent,
+        mock: Callable[..., Any] | None = None) -> ToolOutcome:
     """Run one function call and map its result to a :class:`ToolOutcome`.
 
     Args:
@@ -694,6 +696,7 @@ async def execute_function_call(
         make_context: Builds the ``RunContext`` passed to the tool's context parameter(s);
             when None such parameters receive None.
         is_agent: Tells whether a returned value is an Agent (a handoff).
+        mock: Runs instead of the tool, with the arguments it declares (``mock_tools``).
 
     Returns:
         The outcome; it always carries an output (created at the time the tool returned).
@@ -716,7 +719,7 @@ async def execute_function_call(
         context = make_context(call) if make_context is not None else None
         kwargs.update(dict.fromkeys(tool.context_params, context))
     try:
-        value = await tool(**kwargs)
+        value = await (tool(**kwargs) if mock is None else run_mock(mock, kwargs))
     except Exception as exc:
         return _outcome_from_exception(call, exc)
     return outcome_from_value(call, value, is_agent)

@@ -79,7 +79,8 @@ def test_activity_helpers_do_not_import_activity_or_session() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms", "floor",
      "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
-     "instructions", "deprecated_turn_options"),
+     "instructions", "deprecated_turn_options", "tokenize", "tool_mocks", "utils",
+     "model_capabilities"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
      "model_resolution", "fallback"),

@@ -34,7 +34,6 @@ session.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import logging
 import math
@@ -56,8 +55,8 @@ from ..events import AgentStateChangedEvent, CloseEvent, CloseReason, UserInputT
 from .bridge import AsyncioBridge, BridgeReceiveChannel, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
 from .session_port import RoomSession
-from .room_chat import (ChatInbox, TextInputCallback, TextInputEvent, TextInputStatistics,
-                        default_text_input)
+from .room_chat import ChatInbox, TextInputEvent, TextInputStatistics
+from .room_options import DEFAULT_TRACK_NAME, RoomOptions
 
 __all__ = ["RoomConnectError", "RoomDisconnectedError", "RoomIO", "RoomOptions",
            "RoomTranscriptionOutput", "TextInputEvent", "TextInputStatistics", "mint_token",
@@ -73,11 +72,6 @@ ATTRIBUTE_TRANSCRIPTION_SEGMENT_ID = "lk.segment_id"
 ATTRIBUTE_TRANSCRIPTION_TRACK_ID = "lk.transcribed_track_id"
 ATTRIBUTE_PUBLISH_ON_BEHALF = "lk.publish_on_behalf"
 
-DEFAULT_PARTICIPANT_KINDS = (
-    rtc.ParticipantKind.PARTICIPANT_KIND_CONNECTOR,
-    rtc.ParticipantKind.PARTICIPANT_KIND_SIP,
-    rtc.ParticipantKind.PARTICIPANT_KIND_STANDARD,
-)
 # a participant leaving for these reasons is gone for good; others may reconnect
 CLOSE_ON_DISCONNECT_REASONS = (
     rtc.DisconnectReason.CLIENT_INITIATED,
@@ -191,62 +185,32 @@ async def _disconnect(bridge: AsyncioBridge, room: rtc.Room) -> None:
 
 
 # -- room I/O ----------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class RoomOptions:
-    """What :func:`open_room_io` connects, and how.
-
-    Attributes:
-        participant_identity: Link this participant (default: the first that joins).
-        participant_kinds: Kinds of participant that can be linked.
-        audio_input, audio_output, transcription, text_input, agent_state: Turn parts off.
-        input_sample_rate, input_num_channels, input_frame_ms: Format of the user's audio.
-        output_sample_rate, output_num_channels: Format of the published voice.
-        output_queue_ms: The SDK's playout queue (how fast an interruption is heard).
-        track_name: Name of the published audio track.
-        close_on_disconnect: Close the session when the linked participant leaves.
-        text_input_cb: Awaited with ``(session, TextInputEvent)`` for ``lk.chat`` text;
-            chat arriving meanwhile is delivered as one input when it returns.
-        text_input_max_messages, text_input_max_chars: Bound of the chat waiting for the
-            agent; messages beyond it are refused (logged, counted).
-    """
-
-    participant_identity: str | None = None
-    participant_kinds: tuple[int, ...] = DEFAULT_PARTICIPANT_KINDS
-    audio_input: bool = True
-    audio_output: bool = True
-    transcription: bool = True
-    text_input: bool = True
-    agent_state: bool = True
-    input_sample_rate: int = 24000
-    input_num_channels: int = 1
-    input_frame_ms: int = 50
-    output_sample_rate: int = 24000
-    output_num_channels: int = 1
-    output_queue_ms: int = 200
-    track_name: str = "roomio_audio"
-    close_on_disconnect: bool = True
-    text_input_cb: TextInputCallback = default_text_input
-    text_input_max_messages: int = 50
-    text_input_max_chars: int = 16_000
-
-
 class RoomTranscriptionOutput(TextOutput):
     """The agent's transcription on the ``lk.transcription`` text stream (one stream per
-    segment: written as the text plays, closed with ``lk.transcription_final`` on flush)."""
+    segment: written as the text plays, closed with ``lk.transcription_final`` on flush);
+    ``next_in_chain`` (``TextOutputOptions.next_in_chain``) receives the same text after."""
 
-    def __init__(self, send: trio.MemorySendChannel[tuple[Any, ...]]) -> None:
+    def __init__(self, send: trio.MemorySendChannel[tuple[Any, ...]], *,
+                 next_in_chain: TextOutput | None = None) -> None:
         self._send = send
+        self.next_in_chain = next_in_chain
 
     async def capture_text(self, text: str) -> None:
-        """Queue ``text`` for the room (sent in order by the room I/O's publisher).
+        """Queue ``text`` for the room (sent in order by the room I/O's publisher), then hand
+        it to ``next_in_chain``.
 
-        Cancellation: not a checkpoint; the text is queued at once.
+        Cancellation: the text is queued for the room at once; cancelling the wait on
+        ``next_in_chain`` drops it there only.
         """
         if text:
             self._put(("agent_text", text))
+        if self.next_in_chain is not None:
+            await self.next_in_chain.capture_text(text)
 
     def flush(self) -> None:
         self._put(("agent_flush",))
+        if self.next_in_chain is not None:
+            self.next_in_chain.flush()
 
     def _put(self, op: tuple[Any, ...]) -> None:
         try:
@@ -370,7 +334,7 @@ class RoomIO:
                 if not room.isconnected():
                     raise RoomDisconnectedError("the room is not connected (it disconnected "
                                                 "before the session was linked to it)")
-                if options.text_input:
+                if options.get_text_input_options() is not None:
                     try:
                         room.register_text_stream_handler(
                             TOPIC_CHAT, lambda reader, identity: push("chat", reader, identity))
@@ -385,23 +349,28 @@ class RoomIO:
                 if chat_registered:
                     nursery.start_soon(self._read_chat)
                     nursery.start_soon(self._deliver_chat)
-                if options.audio_input:
+                audio_in = options.get_audio_input_options()
+                if audio_in is not None:
                     self.audio_input = RoomAudioInput(
-                        bridge, sample_rate=options.input_sample_rate,
-                        num_channels=options.input_num_channels,
-                        frame_size_ms=options.input_frame_ms)
+                        bridge, sample_rate=audio_in.sample_rate,
+                        num_channels=audio_in.num_channels,
+                        frame_size_ms=audio_in.frame_size_ms)
                     session.input.audio = self.audio_input
                 if output is not None:
                     self.audio_output = output
                     output.on_failure = self._on_output_failure
-                    track = await output.create_track(options.track_name)
-                    publish = rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+                    audio_out = options.get_audio_output_options()
+                    assert audio_out is not None  # the output is opened from them
+                    track = await output.create_track(audio_out.track_name or DEFAULT_TRACK_NAME)
+                    publish = audio_out.track_publish_options
                     self._publication = await bridge.run(room.local_participant.publish_track,
                                                          track, publish)
                     nursery.start_soon(self._open_audio_gate, self._publication)
                     session.output.audio = output
-                if options.transcription:
-                    self.transcription_output = RoomTranscriptionOutput(self._texts_send)
+                text_out = options.get_text_output_options()
+                if text_out is not None:
+                    self.transcription_output = RoomTranscriptionOutput(
+                        self._texts_send, next_in_chain=text_out.next_in_chain)
                     session.output.transcription = self.transcription_output
                     nursery.start_soon(self._publish_texts)
                 else:
@@ -576,10 +545,13 @@ class RoomIO:
 
     async def _deliver_chat(self) -> None:
         """The one chat deliverer: the inbox to ``text_input_cb``, one input at a time."""
+        text_options = self._options.get_text_input_options()
+        assert text_options is not None  # the deliverer runs when text input is on
+        text_input_cb = text_options.text_input_cb
         while True:
             ev = await self._chat.take()
             try:
-                await self._options.text_input_cb(self.session, ev)
+                await text_input_cb(self.session, ev)
             except Exception:
                 logger.warning("failed to handle text input from %s", ev.participant_identity,
                                exc_info=True)
@@ -724,11 +696,12 @@ async def _read_texts(readers: list[rtc.TextStreamReader]) -> list[str | None]:
 @asynccontextmanager
 async def _maybe_output(bridge: AsyncioBridge, options: RoomOptions
                         ) -> AsyncIterator[RoomAudioOutput | None]:
-    if not options.audio_output:
+    audio_out = options.get_audio_output_options()
+    if audio_out is None:
         yield None
         return
-    async with open_room_audio_output(bridge, sample_rate=options.output_sample_rate,
-                                      num_channels=options.output_num_channels,
+    async with open_room_audio_output(bridge, sample_rate=audio_out.sample_rate,
+                                      num_channels=audio_out.num_channels,
                                       queue_size_ms=options.output_queue_ms) as output:
         yield output
 

@@ -54,6 +54,10 @@ def add_commands(sub: _Subcommands) -> None:
     simulate.add_argument("scenarios", help="the scenario file (JSON)")
     simulate.add_argument("--connect", metavar="HOST:PORT",
                           help="drive the agent served there (default: the demo, in-process)")
+    simulate.add_argument("--agent", metavar="FILE",
+                          help="run this agent file's entrypoint (an AgentServer written the "
+                               "LiveKit way) in-process and play against its session "
+                               "(default: the file's \"agent\" key, else the demo)")
     _protocol_option(simulate)
 
 
@@ -92,7 +96,8 @@ def run_command(args: argparse.Namespace) -> int:
         from .console import run_console
 
         return trio.run(lambda: run_console(args.connect, connect_timeout=args.timeout))
-    return trio.run(_simulate, args.scenarios, args.connect, _protocol(args, args.connect))
+    return trio.run(_simulate, args.scenarios, args.connect, _protocol(args, args.connect),
+                    args.agent)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -120,18 +125,33 @@ async def _serve_until_signal(args: argparse.Namespace) -> None:
                 break
 
 
-async def _simulate(path: str, connect: str | None, protocol: str = "livekit") -> int:
+async def _simulate(path: str, connect: str | None, protocol: str = "livekit",
+                    agent: str | None = None) -> int:
     from .client import open_remote_session
     from .demo import demo_session
     from .errors import RemoteSessionError
-    from .simulate import ScenarioError, format_results, load_scenarios, run_scenarios
+    from .simulate import (ScenarioError, format_results, load_scenarios, run_scenarios,
+                           scenario_file_agent)
 
     try:
         scenarios = load_scenarios(path)
+        if agent is None and connect is None:
+            agent = scenario_file_agent(path)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if connect is None:
+    if agent is not None:
+        if connect is not None:
+            print("error: give --agent or --connect, not both", file=sys.stderr)
+            return 2
+        from .simulate_agent import load_agent_file, run_scenarios_on_file
+
+        try:
+            results = await run_scenarios_on_file(scenarios, load_agent_file(agent))
+        except ScenarioError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    elif connect is None:
         from ..demo import WeatherAgent
 
         results = await run_scenarios(scenarios,

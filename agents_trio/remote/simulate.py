@@ -96,6 +96,33 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class _ScenarioFile(msgspec.Struct, forbid_unknown_fields=True):
     scenarios: list[Scenario]
+    agent: str | None = None   # an agent file, relative to the scenario file
+
+
+class _AgentKey(msgspec.Struct):
+    agent: str | None = None
+
+
+def scenario_file_agent(path: str | os.PathLike[str]) -> str | None:
+    """The ``"agent"`` of a scenario file (the agent file to play it against), as a path
+    relative to the current directory, or None.
+
+    Raises:
+        ScenarioError: unreadable or not JSON, or ``agent`` is not a string.
+    """
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ScenarioError(f"cannot read {where}: {e.strerror or e}") from e
+    if data.lstrip()[:1] != b"{":
+        return None
+    try:
+        agent = msgspec.json.decode(data, type=_AgentKey).agent
+    except msgspec.DecodeError as e:
+        raise ScenarioError(f"{where}: {e}") from None
+    return None if agent is None else os.path.join(os.path.dirname(where), agent)
 
 
 def load_scenarios(source: str | os.PathLike[str] | bytes) -> list[Scenario]:
