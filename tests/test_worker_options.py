@@ -51,9 +51,13 @@ def test_run_app_takes_worker_options_and_builds_the_server_livekit_would(
     ours = ran["server"]
     theirs = lk_agents.AgentServer.from_server_options(
         lk_agents.WorkerOptions(entrypoint_fnc=_entry, **kwargs))
-    for attribute in ("setup_fnc", "load_fnc", "_request_fnc", "_agent_name",
+    for attribute in ("load_fnc", "_request_fnc", "_agent_name",
                       "_num_idle_processes", "_ws_url", "_shutdown_process_timeout"):
         assert getattr(ours, attribute) == getattr(theirs, attribute), attribute
+    # the prewarm runs inside the job host's per-process preparation (packed worker mode)
+    from agents_trio.worker import PrepareJobThread
+    assert isinstance(ours.setup_fnc, PrepareJobThread)
+    assert ours.setup_fnc.setup == theirs.setup_fnc
     assert ours._entrypoint_fnc.entrypoint.entrypoint is _entry  # noqa: SLF001
 
 
