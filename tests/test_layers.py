@@ -82,6 +82,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "instructions", "deprecated_turn_options"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "toolsets", "testing.expect", "model_resolution",
+     "chat_summary",
      "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle",
      "in_flight", "recognition"),
