@@ -54,8 +54,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     """Runs AgentTasks one after another and completes with their results by id.
 
     Args:
-        summarize_chat_ctx: At the end, replace the group's conversation with a summary made
-            by the session LLM.
+        summarize_chat_ctx: At the end, replace what was said in the group (and its tool
+            calls) with one summary message made by the session LLM, as LiveKit does (see
+            ``agents_trio.chat_summary``); a failing summary keeps the conversation.
         return_exceptions: Store a failing step's exception as its result instead of
             failing the whole group.
         chat_ctx: The conversation the steps start from.
