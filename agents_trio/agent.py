@@ -12,6 +12,7 @@ import trio
 from livekit import rtc
 
 from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
+from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
 from .realtime import RealtimeModel
@@ -161,6 +162,9 @@ class Agent:
         vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
+        turn_detection, min_endpointing_delay, max_endpointing_delay: LiveKit 1.x's deprecated
+            spellings of ``turn_handling`` keys; folded into it (when it is not given) with a
+            ``DeprecationWarning``.
         min_consecutive_speech_delay: Minimum gap between two speeches of this agent.
 
     Raises:
@@ -178,7 +182,19 @@ class Agent:
                  tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
-                 min_consecutive_speech_delay: float | None = None) -> None:
+                 min_consecutive_speech_delay: float | None = None,
+                 turn_detection: object = NOT_GIVEN,
+                 min_endpointing_delay: float | NotGiven = NOT_GIVEN,
+                 max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
+        # LiveKit 1.x's flat keywords: folded into turn_handling (unless given) with a warning
+        migrated = turn_handling_from_deprecated(type(self).__name__, {
+            name: value for name, value in (
+                ("turn_detection", turn_detection),
+                ("min_endpointing_delay", min_endpointing_delay),
+                ("max_endpointing_delay", max_endpointing_delay))
+            if not isinstance(value, NotGiven)})
+        if turn_handling is None and migrated:
+            turn_handling = migrated
         if not isinstance(vad, NotGiven):
             # LiveKit runs the agent's own VAD; here one recognition serves the whole session
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "

@@ -61,11 +61,17 @@ class AgentTask(Agent, Generic[T]):
                  tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
-                 min_consecutive_speech_delay: float | None = None) -> None:
+                 min_consecutive_speech_delay: float | None = None,
+                 turn_detection: object = NOT_GIVEN,
+                 min_endpointing_delay: float | NotGiven = NOT_GIVEN,
+                 max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
         super().__init__(instructions=instructions, id=id, chat_ctx=chat_ctx, tools=tools,
                          stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling,
                          allow_interruptions=allow_interruptions,
-                         min_consecutive_speech_delay=min_consecutive_speech_delay)
+                         min_consecutive_speech_delay=min_consecutive_speech_delay,
+                         turn_detection=turn_detection,
+                         min_endpointing_delay=min_endpointing_delay,
+                         max_endpointing_delay=max_endpointing_delay)
         self.preserve_function_call_history = preserve_function_call_history
         self._phase = _TaskPhase.CREATED
         self._completed = trio.Event()

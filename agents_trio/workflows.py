@@ -20,13 +20,12 @@ import msgspec
 from ._errors import ToolError
 from .agent_task import AgentTask
 from .chat import ChatContext
+from .chat_summary import summarize_chat_ctx
 from .models import LLM
 from .tools import FunctionTool, ToolFlag, function_tool
 
 logger = logging.getLogger("agents_trio")
 
-SUMMARY_INSTRUCTIONS = ("Summarize the conversation so far in a few sentences, keeping every "
-                        "fact the user gave.")
 
 
 class TaskCompletedEvent(msgspec.Struct, kw_only=True):
@@ -55,8 +54,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     """Runs AgentTasks one after another and completes with their results by id.
 
     Args:
-        summarize_chat_ctx: At the end, replace the group's conversation with a summary made
-            by the session LLM.
+        summarize_chat_ctx: At the end, replace what was said in the group (and its tool
+            calls) with one summary message made by the session LLM, as LiveKit does (see
+            ``agents_trio.chat_summary``); a failing summary keeps the conversation.
         return_exceptions: Store a failing step's exception as its result instead of
             failing the whole group.
         chat_ctx: The conversation the steps start from.
@@ -152,18 +152,7 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         if not isinstance(llm, LLM):  # a realtime model has no chat to summarize with
             logger.error("summarizing the task group's conversation needs an LLM; keeping it")
             return
-        ctx = self._chat_ctx.copy(exclude_instructions=True, exclude_function_calls=True)
-        ctx.add_message(role="system", content=SUMMARY_INSTRUCTIONS)
-        parts: list[str] = []
         try:
-            async with llm.chat(chat_ctx=ctx, tools=[], tool_choice="none") as stream:
-                async for chunk in stream:
-                    if chunk.content:
-                        parts.append(chunk.content)
+            self._chat_ctx = await summarize_chat_ctx(self._chat_ctx, llm)
         except Exception:
             logger.exception("summarizing the task group's conversation failed; keeping it")
-            return
-        summary = "".join(parts).strip()
-        if summary:
-            self._chat_ctx = ChatContext()
-            self._chat_ctx.add_message(role="assistant", content=summary)

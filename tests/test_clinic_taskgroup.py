@@ -129,7 +129,6 @@ async def test_out_of_scope_goes_back_to_an_earlier_task(autojump_clock):
 
 async def test_group_summary_and_return_exceptions(autojump_clock):
     from agents_trio import AgentTask, ToolError
-    from agents_trio.workflows import SUMMARY_INSTRUCTIONS
     from agents_trio.testing import FakeActions
 
     class Failing(AgentTask[str]):
@@ -148,7 +147,8 @@ async def test_group_summary_and_return_exceptions(autojump_clock):
             self.complete("fine")
 
     a = FakeActions()
-    a.add_llm("The user answered a quick question.", input=SUMMARY_INSTRUCTIONS)
+    a.add_llm("The user answered a quick question.",
+              input="Conversation to summarize:\n\n<assistant>\nquick question\n</assistant>")
     results = {}
 
     class Host(clinic.Receptionist):
@@ -157,7 +157,8 @@ async def test_group_summary_and_return_exceptions(autojump_clock):
             group.add(Failing, id="failing", description="fails")
             group.add(Quick, id="quick", description="quick")
             results["group"] = await group
-            results["ctx"] = [i.text_content for i in group.chat_ctx.items if i.type == "message"]
+            results["ctx"] = [i.text_content for i in group.chat_ctx.items
+                              if i.type == "message" and i.role != "system"]
 
     async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
         await session.start(Host())
@@ -167,4 +168,5 @@ async def test_group_summary_and_return_exceptions(autojump_clock):
     task_results = results["group"].task_results
     assert isinstance(task_results["failing"], ToolError)
     assert task_results["quick"] == "fine"
-    assert results["ctx"] == ["The user answered a quick question."]
+    assert results["ctx"] == [
+        "<chat_history_summary>\nThe user answered a quick question.\n</chat_history_summary>"]

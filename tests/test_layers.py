@@ -83,7 +83,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "model_capabilities"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
-     "model_resolution", "fallback"),
+     "model_resolution", "chat_summary", "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle", "fillers",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",

@@ -86,14 +86,12 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 
 #: LiveKit parameter names (or enum members) not accepted yet, per "path:name". Exact.
 PARAMETER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "turn_detection",
-               "min_endpointing_delay", "max_endpointing_delay", "mcp_servers"],
+    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "mcp_servers"],
     ":AgentSession": [
         "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
         "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
         "keyterms_options"],
-    ":AgentTask": ["turn_detection", "min_endpointing_delay", "max_endpointing_delay",
-                   "mcp_servers"],
+    ":AgentTask": ["mcp_servers"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
     ".llm:FunctionToolCall": ["extra"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
