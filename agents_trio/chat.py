@@ -190,9 +190,15 @@ class ChatContext:
         ``exclude_function_calls`` is this runtime's first spelling of ``exclude_function_call``.
         """
         exclude_function_call = exclude_function_call or exclude_function_calls
+        if not (exclude_function_call or exclude_instructions or exclude_empty_message
+                or exclude_handoff or exclude_config_update or tools is not None):
+            # every turn copies the agent's context: a plain copy stays one C-level list copy
+            # (per-turn CPU flat as the history grows; bench.turn_cost)
+            return ChatContext(self._items)
         kept_names = set(tool_names(tools)) if tools is not None else set()
-        kept_calls = {i.call_id for i in self._items
-                      if isinstance(i, FunctionCall) and i.name in kept_names}
+        kept_calls = ({i.call_id for i in self._items
+                       if isinstance(i, FunctionCall) and i.name in kept_names}
+                      if tools is not None else set())
         items: list[ChatItem] = []
         for item in self._items:
             if exclude_function_call and isinstance(item, (FunctionCall, FunctionCallOutput)):
