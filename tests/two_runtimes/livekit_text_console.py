@@ -68,13 +68,26 @@ async def _run(session: Any, text: str) -> None:
     await result
 
 
+async def _idle(session: Any) -> None:
+    # LiveKit's wait_for_idle raises when it catches an activity closing in a handoff (an
+    # AgentTask returning); the next activity is current a moment later: look again
+    from livekit.agents.voice.agent_activity import ActivityClosedError
+
+    while True:
+        try:
+            await session.wait_for_idle()
+            return
+        except ActivityClosedError:
+            await asyncio.sleep(0.05)
+
+
 async def _settle(session: Any) -> None:
     # idle, and still idle a moment later with nothing added (a tool's reply is scheduled
     # just after the tool returns)
     count = -1
     while count != len(session.history.items):
         count = len(session.history.items)
-        await session.wait_for_idle()
+        await _idle(session)
         await asyncio.sleep(0.3)
 
 
