@@ -5,6 +5,7 @@ children write), never on elapsed time."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -86,11 +87,17 @@ def test_a_crashed_process_is_restarted(tmp_path: Path) -> None:
 
 
 def test_a_process_that_keeps_failing_stops_the_pool(tmp_path: Path) -> None:
-    # fails at once, but only once the healthy one is up (so it is up to be drained)
-    failing = ("import pathlib, sys, time\n"
-               "while not list(pathlib.Path(sys.argv[1]).glob('up-1-*')): time.sleep(0.01)\n"
+    # fails at once, but only once the healthy one is up (so it is up to be drained): each
+    # failing run blocks reading a FIFO until the healthy one, up, holds it open with a byte
+    # per run in it
+    os.mkfifo(tmp_path / "gate")
+    failing = ("import os, pathlib, sys\n"
+               "os.read(os.open(str(pathlib.Path(sys.argv[1]) / 'gate'), os.O_RDONLY), 1)\n"
                "raise SystemExit(3)\n")
-    pool = WorkerPool([command(failing, tmp_path, 0), command(DRAINING, tmp_path, 1)],
+    opens_gate = DRAINING.replace(
+        "signal.sigwait(", "import os; g = os.open(str(d / 'gate'), os.O_RDWR); "
+        "os.write(g, b'x' * 8)\nsignal.sigwait(")
+    pool = WorkerPool([command(failing, tmp_path, 0), command(opens_gate, tmp_path, 1)],
                       restart_delay=0.01, max_quick_failures=3)
     assert trio.run(pool.run) == 1
     assert pool.slots[0].starts == 3

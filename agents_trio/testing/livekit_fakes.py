@@ -499,6 +499,7 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
         self.reply_delay = 0.2  # seconds from generate_reply()/say() to response.created
         self.created: list[tuple[str, bool]] = []  # (text, created after its future was done)
         self._chat_ctx = llm.ChatContext.empty()
+        self._responses: set[asyncio.Future[None]] = set()  # pending generate_reply/say
 
     @property
     def chat_ctx(self) -> llm.ChatContext:
@@ -583,7 +584,10 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
             if not late:
                 future.set_result(ev)
 
-        asyncio.ensure_future(respond())
+        # owned by the session: aclose() cancels what is still pending
+        task = asyncio.ensure_future(respond())
+        self._responses.add(task)
+        task.add_done_callback(self._responses.discard)
         return future
 
     def commit_audio(self) -> None:
@@ -602,9 +606,13 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
     async def aclose(self) -> None:
         """asyncio: mark the session closed.
 
-        Cancellation: nothing to cancel (it returns at once).
+        Cancellation: cancels the responses still pending and waits for them.
         """
         self.closed = True
+        pending = list(self._responses)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     # server side, driven by the test (asyncio side) ------------------------------------------
     def server_turn(self) -> None:
