@@ -27,7 +27,6 @@ Needs ``trio-asyncio`` (the bridge); imports nothing of ``livekit-agents``.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import collections
 import functools
@@ -41,10 +40,9 @@ import outcome
 import trio
 
 from ._errors import AgentsTrioError
-from .io.bridge import AsyncioBridge, open_bridge
+from .io.bridge import AsyncioBridge, TrioResult, open_bridge
 
-__all__ = ["JobHost", "JobHostError", "LoopUtilisation", "job_host_load",
-           "plain_asyncio_in_this_thread", "process_job_host"]
+__all__ = ["JobHost", "JobHostError", "LoopUtilisation", "job_host_load", "process_job_host"]
 
 logger = logging.getLogger("agents_trio.job_host")
 
@@ -119,35 +117,18 @@ class LoopUtilisation(trio.abc.Instrument):
 
 
 class _Job(Generic[T]):
-    """One submitted job: the asyncio future its caller waits on, and the cancel scope the
-    Trio side runs it in. Created on the caller's loop; resolved from the Trio thread."""
+    """One submitted job: the result its asyncio caller waits on (the first result counts),
+    and the cancel scope the Trio side runs it in."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[T]],
-                 name: str) -> None:
-        self.loop = loop
+    def __init__(self, fn: Callable[[], Awaitable[T]], name: str) -> None:
         self.fn = fn
         self.name = name
-        self.future: asyncio.Future[T | None] = loop.create_future()
+        self.result: TrioResult[T] = TrioResult()  # made on the caller's loop
         self.scope = trio.CancelScope()
-        self._resolved = False
 
     def resolve(self, result: outcome.Outcome[T | None]) -> None:
-        """In the Trio thread; the first result counts."""
-        if self._resolved:
-            return
-        self._resolved = True
-        try:
-            self.loop.call_soon_threadsafe(self._settle, result)
-        except RuntimeError:  # the caller's loop is closed: nobody waits any more
-            pass
-
-    def _settle(self, result: outcome.Outcome[T | None]) -> None:
-        if self.future.done():
-            return
-        if isinstance(result, outcome.Error):
-            self.future.set_exception(result.error)
-        elif isinstance(result, outcome.Value):
-            self.future.set_result(result.value)
+        """In the Trio thread."""
+        self.result.resolve(result)
 
 
 class JobHost:
@@ -264,25 +245,14 @@ class JobHost:
             the cancellation.
         """
         self.start()
-        job: _Job[T] = _Job(asyncio.get_running_loop(), functools.partial(async_fn, *args),
-                            name)
+        job: _Job[T] = _Job(functools.partial(async_fn, *args), name)
         assert self._token is not None
         try:
             self._token.run_sync_soon(self._spawn, job)
         except trio.RunFinishedError:
             raise JobHostError("the job host is closed") from None
-        try:
-            return await asyncio.shield(job.future)
-        except asyncio.CancelledError:
-            self._cancel(job)
-            try:
-                await asyncio.wait_for(asyncio.shield(job.future), cancel_grace)
-            except asyncio.TimeoutError:
-                logger.warning("job %r did not finish within %.1f s of its cancellation",
-                               name, cancel_grace)
-            except Exception:
-                logger.exception("job %r failed while cancelled", name)
-            raise
+        return await job.result.wait(lambda: self._cancel(job), what=f"job {name!r}",
+                                     cancel_grace=cancel_grace)
 
     def _cancel(self, job: _Job[Any]) -> None:
         assert self._token is not None
@@ -359,17 +329,3 @@ def process_job_host() -> JobHost:
 def job_host_load() -> float:
     """The process job host's :meth:`~JobHost.load` (a LiveKit ``load_fnc``)."""
     return process_job_host().load()
-
-
-def plain_asyncio_in_this_thread() -> None:
-    """Make ``asyncio.new_event_loop()`` in this thread build a plain asyncio loop.
-
-    Importing ``trio_asyncio`` (the job host's bridge does) makes every later
-    ``asyncio.new_event_loop()`` of the process build a trio-asyncio loop, each with a Trio
-    run of its own, unless the thread has set an event loop policy of its own: LiveKit's job
-    threads make their loop that way. Call this in such a thread before its loop is made (the
-    worker calls it from LiveKit's per-job setup). The policy set here is this thread's only.
-    """
-    import trio_asyncio  # noqa: F401 - its policy hooks make the policy below thread-local
-
-    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())

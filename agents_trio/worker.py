@@ -47,10 +47,10 @@ from livekit.agents import JobProcess as LiveKitJobProcess
 from livekit.agents import JobContext as LiveKitJobContext
 from livekit.agents.telemetry import loop_monitor
 
-from .io.bridge import is_asyncio_cancellation
+from .io.bridge import is_asyncio_cancellation, plain_asyncio_in_this_thread
 from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
 from .job_process import JobProcess
-from .job_host import JobHost, job_host_load, plain_asyncio_in_this_thread, process_job_host
+from .job_host import JobHost, job_host_load, process_job_host
 
 __all__ = ["PrepareJobThread", "TrioJobEntrypoint", "create_agent_server"]
 
@@ -146,7 +146,7 @@ class PrepareJobThread:
 
     LiveKit calls it in each job's thread (``THREAD`` executor) or process (``PROCESS``)
     before it makes the job's asyncio loop: it keeps that loop a plain asyncio loop once the
-    job host imported trio-asyncio (:func:`~agents_trio.job_host.plain_asyncio_in_this_thread`),
+    job host imported trio-asyncio (:func:`~agents_trio.io.bridge.plain_asyncio_in_this_thread`),
     turns off LiveKit's blocked-loop monitor for the job loops made from now on (unless
     ``LIVEKIT_AGENTS_LOOP_BLOCK_WARN_MS`` is set: those loops only wait for the job host, and
     each monitor is a thread and a heartbeat every 20 ms, idle job threads included; the

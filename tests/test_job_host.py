@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from agents_trio.job_host import (JobHost, JobHostError, LoopUtilisation,
-                                  plain_asyncio_in_this_thread)
+from agents_trio.io.bridge import plain_asyncio_in_this_thread
+from agents_trio.job_host import JobHost, JobHostError, LoopUtilisation
 
 
 def run_asyncio(main: Callable[[], Coroutine[Any, Any, Any]], timeout: float = 20) -> Any:

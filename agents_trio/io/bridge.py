@@ -118,7 +118,7 @@ from ..nurseries import open_unwrapping_nursery, unwrap_single_error
 __all__ = [
     "AsyncioBridge", "BridgeError", "BridgeFeeder", "BridgeReceiveChannel", "BridgeSendChannel",
     "BridgeStatistics", "current_bridge", "executor_jobs_on_loop", "is_asyncio_cancellation",
-    "open_bridge", "run_trio_in_thread",
+    "open_bridge", "plain_asyncio_in_this_thread", "run_trio_in_thread", "TrioResult",
 ]
 
 logger = logging.getLogger("agents_trio.bridge")
@@ -1164,6 +1164,63 @@ def is_asyncio_cancellation(exc: BaseException) -> bool:
 
 
 # -- asyncio -> Trio in a thread --------------------------------------------------------------
+class TrioResult(Generic[T]):
+    """asyncio-flavoured: the result of Trio work running in another thread, awaited from the
+    asyncio loop that made this object. The Trio side calls :meth:`resolve` (thread-safe; the
+    first result counts); the asyncio side awaits :meth:`wait`."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[T | None] = self._loop.create_future()
+
+    def resolve(self, result: outcome.Outcome[T | None]) -> None:
+        """From any thread: hand the Trio work's outcome to the waiting loop."""
+        try:
+            self._loop.call_soon_threadsafe(self._settle, result)
+        except RuntimeError:  # the asyncio loop is gone: nobody is waiting any more
+            pass
+
+    def _settle(self, result: outcome.Outcome[T | None]) -> None:
+        if self._future.done():
+            return
+        if isinstance(result, outcome.Error):
+            self._future.set_exception(result.error)
+        elif isinstance(result, outcome.Value):
+            self._future.set_result(result.value)
+
+    async def wait(self, cancel: Callable[[], None], *, what: str,
+                   cancel_grace: float) -> T | None:
+        """The result. Cancellation: cancelling the awaiting task calls ``cancel`` (which
+        cancels the Trio work from this thread), waits at most ``cancel_grace`` seconds for the
+        work to end, then re-raises the cancellation."""
+        try:
+            return await asyncio.shield(self._future)
+        except asyncio.CancelledError:
+            cancel()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._future), cancel_grace)
+            except asyncio.TimeoutError:
+                logger.warning("%s did not finish within %.1f s of its cancellation", what,
+                               cancel_grace)
+            except Exception:
+                logger.exception("%s failed while cancelled", what)
+            raise
+
+
+def plain_asyncio_in_this_thread() -> None:
+    """Make ``asyncio.new_event_loop()`` in this thread build a plain asyncio loop.
+
+    Importing ``trio_asyncio`` (the bridge does) makes every later ``asyncio.new_event_loop()``
+    of the process build a trio-asyncio loop, each with a Trio run of its own, unless the
+    thread has set an event loop policy of its own: LiveKit's job threads make their loop that
+    way. Call this in such a thread before its loop is made (the worker calls it from
+    LiveKit's per-job setup). The policy set here is this thread's only.
+    """
+    import trio_asyncio  # noqa: F401 - its policy hooks make the policy below thread-local
+
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+
+
 async def run_trio_in_thread(async_fn: Callable[..., Awaitable[T]], *args: object,
                              name: str = "trio", cancel_grace: float = 10.0,
                              **trio_run_kwargs: object) -> T | None:
@@ -1179,8 +1236,7 @@ async def run_trio_in_thread(async_fn: Callable[..., Awaitable[T]], *args: objec
     Raises:
         Whatever ``async_fn`` raised.
     """
-    loop = asyncio.get_running_loop()
-    finished: asyncio.Future[T | None] = loop.create_future()
+    finished: TrioResult[T] = TrioResult()
     lock = threading.Lock()
     state: dict[str, Any] = {"token": None, "scope": None, "cancelled": False}
 
@@ -1194,22 +1250,11 @@ async def run_trio_in_thread(async_fn: Callable[..., Awaitable[T]], *args: objec
             return await async_fn(*args)
         return None
 
-    def resolve(result: outcome.Outcome[T | None]) -> None:
-        if not finished.done():
-            if isinstance(result, outcome.Error):
-                finished.set_exception(result.error)
-            elif isinstance(result, outcome.Value):
-                finished.set_result(result.value)
-
     def thread_main() -> None:
         def run() -> T | None:
             return trio.run(trio_main, **trio_run_kwargs)  # type: ignore[arg-type]
 
-        result: outcome.Outcome[T | None] = outcome.capture(run)
-        try:
-            loop.call_soon_threadsafe(resolve, result)
-        except RuntimeError:  # the asyncio loop is gone: nobody is waiting any more
-            pass
+        finished.resolve(outcome.capture(run))
 
     def cancel_trio() -> None:
         with lock:
@@ -1223,15 +1268,5 @@ async def run_trio_in_thread(async_fn: Callable[..., Awaitable[T]], *args: objec
 
     thread = threading.Thread(target=thread_main, name=name, daemon=True)
     thread.start()
-    try:
-        return await asyncio.shield(finished)
-    except asyncio.CancelledError:
-        cancel_trio()
-        try:
-            await asyncio.wait_for(asyncio.shield(finished), cancel_grace)
-        except asyncio.TimeoutError:
-            logger.warning("the Trio run in thread %r did not finish within %.1f s of its "
-                           "cancellation", name, cancel_grace)
-        except Exception:
-            logger.exception("the Trio run in thread %r failed while cancelled", name)
-        raise
+    return await finished.wait(cancel_trio, what=f"the Trio run in thread {name!r}",
+                               cancel_grace=cancel_grace)
