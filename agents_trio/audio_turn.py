@@ -38,11 +38,33 @@ from .nurseries import LatestSlot
 logger = logging.getLogger("agents_trio")
 
 __all__ = ["PREDICTION_SILENCE", "AudioTurnDetector", "AudioTurnDetectorStream",
-           "AudioTurnTracker", "PendingPrediction", "TurnPrediction"]
+           "AudioTurnTracker", "PendingPrediction", "TurnPrediction", "check_vad_silence"]
 
 PREDICTION_SILENCE = 0.2
 """Raw VAD silence (seconds) after which a prediction is requested (LiveKit's
 ``MIN_SILENCE_DURATION_MS``); the VAD's ``min_silence_duration`` must exceed it by 50 ms."""
+
+
+def check_vad_silence(detector: object, vad: object) -> None:
+    """An audio turn detector needs the VAD to wait longer than :data:`PREDICTION_SILENCE`
+    (plus 50 ms) before it ends a speech, or the turn is decided before a prediction is asked
+    for. Checked as LiveKit checks it: on the VAD's ``min_silence_duration`` when it has one
+    (an adapted LiveKit VAD: the plugin's).
+
+    Raises:
+        ValueError: the VAD's ``min_silence_duration`` is too short for ``detector``.
+    """
+    if not isinstance(detector, AudioTurnDetector) or vad is None:
+        return
+    current = getattr(vad, "min_silence_duration", None)
+    if current is None:
+        current = getattr(getattr(vad, "vad", None), "min_silence_duration", None)
+    if not isinstance(current, (int, float)):
+        return
+    required = PREDICTION_SILENCE + 0.05
+    if current < required:
+        raise ValueError(f"the VAD's min_silence_duration={current}s is too short for an audio "
+                         f"turn detector; raise it to at least {required:.2f}s")
 
 
 class TurnPrediction(msgspec.Struct, kw_only=True, frozen=True):

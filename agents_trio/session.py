@@ -40,6 +40,7 @@ from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
+from .audio_turn import check_vad_silence
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
@@ -190,6 +191,7 @@ class AgentSession(Generic[Userdata_T]):
                                 turn_handling=turn_handling)
         turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
+        check_vad_silence((turn_handling or {}).get("turn_detection"), models.vad)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
