@@ -110,6 +110,17 @@ class AudioTurnDetectorAdapter(AudioTurnDetector):
         threshold = await bridge.run(self.detector.unlikely_threshold, _lk_language(language))
         return None if threshold is None else float(threshold)
 
+    async def backchannel_threshold(self, language: str | None) -> float | None:
+        """The probability above which a pause invites a backchannel (None: not known, or
+        the model gives none, as the local one).
+
+        Cancellation: as :meth:`unlikely_threshold`.
+        """
+        bridge = await resolve_bridge(self._bridge)
+        threshold = await bridge.run(self.detector.backchannel_threshold,
+                                     _lk_language(language))
+        return None if threshold is None else float(threshold)
+
     async def supports_language(self, language: str | None) -> bool:
         """Whether the detector predicts for ``language``.
 
