@@ -52,7 +52,7 @@ if typing.TYPE_CHECKING:
 
 __all__ = ["AudioTurnDetectorAdapter", "LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
            "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
-           "is_lk_turn_detector", "to_api_error"]
+           "is_lk_audio_turn_detector", "is_lk_turn_detector", "to_api_error"]
 
 
 _M = typing.TypeVar("_M")
