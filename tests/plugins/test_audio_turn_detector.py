@@ -203,3 +203,11 @@ def test_livekit_detectors_are_adapted_where_they_are_given() -> None:
     assert detection.detector is lk_detector
     agent = Agent(instructions="hi", turn_handling={"turn_detection": lk_detector})
     assert isinstance(agent.turn_handling["turn_detection"], AudioTurnDetectorAdapter)
+
+
+def test_update_options_adapts_a_livekit_detector() -> None:
+    session = AgentSession()
+    lk_detector = lk_inference.TurnDetector(version="v1-mini")
+    session.update_options(turn_detection=lk_detector)
+    adapted = session.turn_handling_overrides["turn_detection"]
+    assert isinstance(adapted, AudioTurnDetectorAdapter) and adapted.detector is lk_detector
