@@ -31,9 +31,10 @@ from agents_trio.io.bridge import AsyncioBridge  # noqa: E402
 
 
 class FakeGateway:
-    """Answers each inference request with the next probability (``None``: an error)."""
+    """Answers each inference request with the next probability (``None``: an error,
+    ``"silent"``: no answer at all)."""
 
-    def __init__(self, probabilities: list[float | None]) -> None:
+    def __init__(self, probabilities: list[float | None | str]) -> None:
         self.probabilities = list(probabilities)
         self.received: list[str] = []
         self.sample_rate = 0
@@ -62,10 +63,13 @@ class FakeGateway:
             elif kind == "inference_start":
                 answer = self.probabilities.pop(0) if self.probabilities else 0.5
                 request_id = client.inference_start.request_id
+                if answer == "silent":
+                    continue
                 if answer is None:
                     reply = ServerMessage(request_id=request_id,
                                           error=InferenceError(message="model crashed", code=500))
                 else:
+                    assert isinstance(answer, float)
                     reply = ServerMessage(request_id=request_id,
                                           eot_prediction=EotPrediction(probability=answer))
                 await ws.send_bytes(reply.SerializeToString())
@@ -94,12 +98,13 @@ def _frames(seconds: float, rate: int = 48000) -> list[rtc.AudioFrame]:
     return [rtc.AudioFrame(b"\0\0" * per, rate, 1, per) for _ in range(int(seconds * 100))]
 
 
-async def _detector(bridge: AsyncioBridge, gateway: FakeGateway
+async def _detector(bridge: AsyncioBridge, gateway: FakeGateway, *,
+                    local_fallback: bool = False
                     ) -> tuple[inference.TurnDetector, aiohttp.ClientSession]:
     http = await bridge.run_sync(aiohttp.ClientSession)
     detector = inference.TurnDetector(
         version="v1", base_url=f"http://127.0.0.1:{gateway.port}", api_key="key",
-        api_secret="secret-secret-secret-secret-secret", local_fallback=False,
+        api_secret="secret-secret-secret-secret-secret", local_fallback=local_fallback,
         http_session=http)
     return detector, http
 
@@ -155,6 +160,33 @@ async def test_a_gateway_error_answers_the_pending_request_as_likely() -> None:
                 assert answer is not None and answer.end_of_turn_probability == 1.0
                 later = await stream.predict().wait(10)
                 assert later is not None and later.end_of_turn_probability == 1.0
+        finally:
+            await bridge.run(http.close)
+    assert gateway.received.count("inference_start") == 1
+
+
+async def test_a_timed_out_request_switches_to_the_local_model() -> None:
+    """LiveKit's cloud-to-local fallback: a request the gateway leaves unanswered past the
+    prediction timeout is withdrawn as timed out, and the stream goes on with the local
+    ``v1-mini`` model (real weights), its shipped thresholds rescaled as LiveKit does."""
+    pytest.importorskip("livekit.local_inference")
+    gateway = FakeGateway(["silent"])
+    async with open_bridge() as bridge, _serving(bridge, gateway):
+        detector, http = await _detector(bridge, gateway, local_fallback=True)
+        try:
+            async with detector.stream() as stream:
+                for frame in _frames(1.0):
+                    stream.push_audio(frame)
+                await _connected(gateway)
+                assert await stream.predict().wait(stream.prediction_timeout) is None
+                stream.cancel_inference(timed_out=True)
+                for frame in _frames(1.0):
+                    stream.push_audio(frame)
+                local = await stream.predict().wait(30)
+                assert local is not None and 0.0 <= local.end_of_turn_probability <= 1.0
+                assert detector.model == "turn-detector-v1-mini"
+                # LiveKit's shipped English threshold, scaled by the gateway's own (0.42/0.42)
+                assert await stream.unlikely_threshold("en") == pytest.approx(0.36)
         finally:
             await bridge.run(http.close)
     assert gateway.received.count("inference_start") == 1
