@@ -412,6 +412,8 @@ class AudioRecognition:
         if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
             if self._audio_turns is not None:
+                # the detector in force may change with the agent or update_options
+                self._audio_turns.use(self.turn_detector)
                 self._audio_turns.on_vad_inference(ev, speaking=self._user_speaking)
         elif kind is VADEventType.START_OF_SPEECH:
             self._start_user_speech(

@@ -98,13 +98,16 @@ class ScriptedDetector(lk_inference.TurnDetector):
             local_fallback=self._local_fallback)
 
 
-async def _user_committed_at(detector: object, *, stt: bool = True) -> tuple[float, list[Any]]:
+async def _user_committed_at(detector: object, *, stt: bool = True, on_agent: bool = False
+                             ) -> tuple[float, list[Any]]:
     actions = FakeActions()
     actions.add_user_speech(0.5, 1.5, "I was thinking")
     actions.add_llm("Go on.")
     actions.add_tts(0.5)
-    session = create_session(actions, turn_handling={"turn_detection": detector},
+    turn_handling = {"turn_detection": detector}
+    session = create_session(actions, turn_handling=None if on_agent else turn_handling,
                              with_stt=stt)
+    agent = Agent(instructions="x", turn_handling=turn_handling if on_agent else None)
     committed: list[float] = []
     errors: list[Any] = []
     session.on("conversation_item_added", lambda ev: committed.append(ev.created_at)
@@ -112,23 +115,27 @@ async def _user_committed_at(detector: object, *, stt: bool = True) -> tuple[flo
     session.on("error", errors.append)
     async with open_bridge() as bridge:
         with trio.fail_after(60):
-            t0 = await run_session(session, Agent(instructions="x"), drain_delay=8.0)
+            t0 = await run_session(session, agent, drain_delay=8.0)
         assert bridge.statistics().asyncio_tasks == 0
     (at,) = committed
     return at - t0, errors
 
 
-@pytest.mark.parametrize("probability, committed_at", [
+@pytest.mark.parametrize("probability, committed_at, on_agent", [
     # likely (above v1-mini's shipped 0.36 for English): at the end of speech, 2.0 s
-    (0.9, 2.0),
+    (0.9, 2.0, False),
     # unlikely: max_delay (6.0) after the speech ended at 1.5 s
-    (0.1, 7.5),
+    (0.1, 7.5, False),
+    # the same, the detector given to the agent instead of the session
+    (0.1, 7.5, True),
 ])
 async def test_a_prediction_sets_the_end_of_turn_delay(
-        autojump_clock: trio.testing.MockClock, probability: float, committed_at: float) -> None:
+        autojump_clock: trio.testing.MockClock, probability: float, committed_at: float,
+        on_agent: bool) -> None:
     transport = ScriptedTransport([probability])
     detector = ScriptedDetector(transport, version="v1-mini")
-    at, errors = await _user_committed_at(detector)  # LiveKit's object, adapted on its own
+    # LiveKit's object, adapted on its own
+    at, errors = await _user_committed_at(detector, on_agent=on_agent)
     assert at == pytest.approx(committed_at, abs=0.06)
     assert not errors
     # one request, 0.2 s into the silence that followed the speech (1.5 s)
