@@ -170,6 +170,15 @@ class AudioRecognition:
         value = self._hooks.turn_options().turn_detection
         return None if value is None or isinstance(value, str) else value
 
+    def _audio_detector(self) -> AudioTurnDetector | None:
+        """The audio turn detector to feed: as in LiveKit, none without a VAD (it asks for
+        predictions on the VAD's silence) or while a realtime model detects turns itself."""
+        detector = self.turn_detector
+        if (not isinstance(detector, AudioTurnDetector) or self._vad is None
+                or self._hooks.server_detects_turns()):
+            return None
+        return detector
+
     @property
     def transcript(self) -> str:
         """The final transcripts of the open user turn, joined."""
@@ -270,7 +279,7 @@ class AudioRecognition:
             self._timeout_slot = LatestSlot(nursery)
             self._audio_turns = AudioTurnTracker(nursery,
                                                  on_error=self._hooks.on_recognition_error)
-            self._audio_turns.use(self.turn_detector)
+            self._audio_turns.use(self._audio_detector())
             if self._vad is not None:
                 self._vad_stream = self._supervised(
                     self._vad.stream, source=self._vad, name="VAD",
@@ -413,7 +422,7 @@ class AudioRecognition:
             self._hooks.on_vad_inference(ev)
             if self._audio_turns is not None:
                 # the detector in force may change with the agent or update_options
-                self._audio_turns.use(self.turn_detector)
+                self._audio_turns.use(self._audio_detector())
                 self._audio_turns.on_vad_inference(ev, speaking=self._user_speaking)
         elif kind is VADEventType.START_OF_SPEECH:
             self._start_user_speech(
@@ -435,7 +444,7 @@ class AudioRecognition:
         if self._eot_slot is not None:
             self._eot_slot.cancel()
         if self._audio_turns is not None:
-            self._audio_turns.use(self.turn_detector)  # the agent in force may have changed
+            self._audio_turns.use(self._audio_detector())  # the agent in force may have changed
             self._audio_turns.on_speech_started()
         self._changed.unpark_all()
         self._hooks.on_start_of_speech(ev, started_at)
@@ -576,7 +585,7 @@ class AudioRecognition:
         for ``max_delay``. A failing detector is reported and ignored for this turn."""
         language = self._language or None
         if isinstance(detector, AudioTurnDetector):
-            if self._audio_turns is None:
+            if self._audio_turns is None or self._audio_detector() is None:
                 return False
             try:
                 return await self._audio_turns.end_of_turn_unlikely(language)

@@ -98,8 +98,8 @@ class ScriptedDetector(lk_inference.TurnDetector):
             local_fallback=self._local_fallback)
 
 
-async def _user_committed_at(detector: object, *, stt: bool = True, on_agent: bool = False
-                             ) -> tuple[float, list[Any]]:
+async def _user_committed_at(detector: object, *, stt: bool = True, on_agent: bool = False,
+                             vad: bool = True) -> tuple[float, list[Any]]:
     actions = FakeActions()
     actions.add_user_speech(0.5, 1.5, "I was thinking")
     actions.add_llm("Go on.")
@@ -108,6 +108,8 @@ async def _user_committed_at(detector: object, *, stt: bool = True, on_agent: bo
     session = create_session(actions, turn_handling=None if on_agent else turn_handling,
                              with_stt=stt)
     agent = Agent(instructions="x", turn_handling=turn_handling if on_agent else None)
+    if not vad:
+        session.vad = None
     committed: list[float] = []
     errors: list[Any] = []
     session.on("conversation_item_added", lambda ev: committed.append(ev.created_at)
@@ -174,6 +176,18 @@ async def test_a_failing_gateway_without_local_fallback_commits_on_min_delay(
     # LiveKit answers the request in flight with 1.0 and stops detecting: min_delay (0.5)
     # after the speech, reached at the decision (2.0 s)
     assert at == pytest.approx(2.0, abs=0.06)
+
+
+async def test_without_a_vad_the_detector_is_not_fed(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """As in LiveKit: the detector needs the VAD's silence to ask for predictions, so without
+    a VAD it is left out (no stream) and turns end on the STT and min_delay."""
+    transport = ScriptedTransport([0.1])
+    at, errors = await _user_committed_at(ScriptedDetector(transport, version="v1-mini"),
+                                          vad=False)
+    assert transport.requests == [] and transport.samples == 0 and not transport.detached
+    # min_delay after the user stopped as the STT saw it (not max_delay: 1.5 + 6.0)
+    assert at == pytest.approx(2.2, abs=0.06)
 
 
 def test_construction_checks_values_and_does_not_connect(monkeypatch: pytest.MonkeyPatch
