@@ -102,7 +102,9 @@ class AudioRecognition:
     (``"vad"``, ``"stt"``, ``"manual"``, ``"realtime_llm"``), a turn detector object (the
     mode is then chosen from the models, and the detector may lengthen the endpointing delay),
     or None (VAD when there is one, else STT, else manual). ``"realtime_llm"`` without a
-    realtime model that detects turns falls back to the automatic choice, as in LiveKit.
+    realtime model that detects turns falls back to the automatic choice, as in LiveKit. An
+    audio turn detector (``inference.TurnDetector``) is fed the user's audio and asked while
+    the user pauses (:class:`agents_trio.audio_turn.AudioTurnTracker`).
 
     Args:
         hooks: Receives every decision (the session).
