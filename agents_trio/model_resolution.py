@@ -118,10 +118,10 @@ def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object =
 def resolve_turn_handling(owner: str, turn_handling: object) -> object:
     """``turn_handling`` with a LiveKit end-of-turn model under ``"turn_detection"``
     replaced by its adapter (a copy; anything else is left to the options' own checks).
+    LiveKit's audio turn detector (``inference.TurnDetector``) becomes an audio detector.
 
     Raises:
-        TypeError: LiveKit's audio turn detector (``inference.TurnDetector``), which is not
-            supported, or a LiveKit object that is no end-of-turn model.
+        TypeError: a LiveKit object that is no end-of-turn model.
     """
     if not isinstance(turn_handling, Mapping):
         return turn_handling

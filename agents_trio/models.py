@@ -161,6 +161,9 @@ class VADEvent(msgspec.Struct, kw_only=True, gc=False):
     speaking: bool = False
     probability: float = 0.0
     timestamp: float = 0.0
+    # the VAD's raw counts, without its hysteresis (an audio turn detector needs them)
+    raw_accumulated_silence: float = 0.0
+    raw_accumulated_speech: float = 0.0
 
 
 class VADStream(Protocol):

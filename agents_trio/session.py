@@ -38,8 +38,10 @@ from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
+from .model_resolution import resolve_turn_handling as adapt_turn_handling
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
+from .audio_turn import check_vad_silence
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
@@ -190,6 +192,7 @@ class AgentSession(Generic[Userdata_T]):
                                 turn_handling=turn_handling)
         turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
+        check_vad_silence((turn_handling or {}).get("turn_detection"), models.vad)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
@@ -401,6 +404,11 @@ class AgentSession(Generic[Userdata_T]):
         goes back to the automatic choice. ``min_endpointing_delay`` and
         ``max_endpointing_delay`` are LiveKit's deprecated spellings of
         ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        if turn_detection is not _NOT_GIVEN and turn_detection is not None:
+            # a LiveKit end-of-turn model is adapted as at construction
+            adapted = adapt_turn_handling("AgentSession.update_options",
+                                          {"turn_detection": turn_detection})
+            turn_detection = adapted["turn_detection"]  # type: ignore[index]
         layer = session_options_update(
             endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
             max_endpointing_delay=max_endpointing_delay,

@@ -75,8 +75,7 @@ MISSING = frozenset({
     ".metrics:RealtimeModelMetrics",
     # beta
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
-    # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
-    ".inference:TurnDetector",
+    # stt, tts, tokenize, utils
     ".stt:StreamAdapter",
 })
 
@@ -121,12 +120,12 @@ MEMBER_GAPS: dict[str, list[str]] = {
                          "speech_end_time"],
     ".stt:SpeechData": ["speaker_id", "is_primary_speaker", "words", "source_languages",
                         "source_texts", "target_languages", "target_texts", "metadata"],
-    ".vad:VADEvent": ["samples_index", "frames", "raw_accumulated_silence",
-                      "raw_accumulated_speech"],
+    ".vad:VADEvent": ["samples_index", "frames"],
     ".inference:LLM": ["update_options()", "once()", "on()", "off()"],
     ".inference:STT": ["update_options()", "recognize()", "once()", "on()", "off()"],
     ".inference:TTS": ["update_options()", "synthesize()", "once()", "on()", "off()"],
     ".inference:VAD": ["update_options()", "once()", "on()", "off()"],
+    ".inference:TurnDetector": ["once()", "on()", "off()"],
 }
 
 

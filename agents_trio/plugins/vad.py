@@ -85,4 +85,6 @@ def from_lk_vad_event(ev: lk_vad.VADEvent) -> VADEvent | None:
     return VADEvent(type=kind, speech_duration=ev.speech_duration,
                     silence_duration=ev.silence_duration,
                     inference_duration=ev.inference_duration, speaking=ev.speaking,
-                    probability=ev.probability, timestamp=ev.timestamp)
+                    probability=ev.probability, timestamp=ev.timestamp,
+                    raw_accumulated_silence=ev.raw_accumulated_silence,
+                    raw_accumulated_speech=ev.raw_accumulated_speech)

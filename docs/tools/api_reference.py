@@ -38,6 +38,7 @@ MODULES = (
     ("agents_trio.beta", "LiveKit's `livekit.agents.beta`."),
     ("agents_trio.beta.workflows", "TaskGroup and the prebuilt tasks."),
     ("agents_trio.turn_options", "The `turn_handling=` option types."),
+    ("agents_trio.audio_turn", "Audio end-of-turn detectors (`inference.TurnDetector`): protocol and rules."),
     ("agents_trio.plugins", "LiveKit provider plugins as Trio models (`adapt()`)."),
     ("agents_trio.worker", "Worker mode: LiveKit's AgentServer running Trio jobs."),
     ("agents_trio.remote", "Remote sessions (msgpack protocol) and their hosts."),
