@@ -111,7 +111,6 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ":JobContext": ["delete_room()", "add_sip_participant()", "transfer_sip_participant()"],
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
-    ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
     ".stt:FallbackAdapter": ["recognize()"],
     ".tts:FallbackAdapter": ["synthesize()"],
     ".tts:StreamAdapter": ["synthesize()", "aclose()", "once()", "on()", "off()"],
