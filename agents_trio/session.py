@@ -26,6 +26,7 @@ from typing_extensions import TypeVar
 from livekit import rtc
 
 from .instructions import InputModality, Instructions
+from .mcp import MCPServer, check_mcp_servers
 from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
@@ -111,6 +112,9 @@ class AgentSession(Generic[Userdata_T]):
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
+        mcp_servers: MCP servers whose tools every agent gets (unless the agent gives its
+            own ``mcp_servers``); each agent connects when it starts and disconnects when it
+            ends (see ``agents_trio.mcp``).
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
@@ -148,7 +152,8 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
+                 tools: Sequence[Any] = (), mcp_servers: Sequence[MCPServer] | None = None,
+                 max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -208,6 +213,7 @@ class AgentSession(Generic[Userdata_T]):
         self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
+        self.mcp_servers = check_mcp_servers("AgentSession", mcp_servers)
         self.max_tool_steps = max_tool_steps
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata

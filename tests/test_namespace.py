@@ -86,12 +86,11 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 
 #: LiveKit parameter names (or enum members) not accepted yet, per "path:name". Exact.
 PARAMETER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "mcp_servers"],
+    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript"],
     ":AgentSession": [
         "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
+        "video_sampler", "ivr_detection", "conn_options", "loop",
         "keyterms_options"],
-    ":AgentTask": ["mcp_servers"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
 }
 
