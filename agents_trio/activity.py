@@ -149,7 +149,7 @@ class Activity:
 
     @property
     def audio_output_enabled(self) -> bool:
-        return self.session.output.audio is not None and self.tts is not None
+        return self.session.output.active_audio is not None and self.tts is not None
 
     @property
     def allow_interruptions(self) -> bool:
@@ -418,7 +418,7 @@ class Activity:
         self._check_can_schedule()
         realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
                         and audio is None)
-        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+        if (self.session.output.active_audio is not None and self.tts is None and not realtime_say
                 and audio is None):
             raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
                                "audio=) when audio output is enabled")
@@ -857,7 +857,7 @@ class Activity:
 
     def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None:
         self.session.conversation.send_transcription(
-            text, enabled=self.session.output.transcription is not None, final=final)
+            text, enabled=self.session.output.active_transcription is not None, final=final)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
         self.agent_state.on_playback_started(handle)

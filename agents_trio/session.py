@@ -74,18 +74,86 @@ class SessionState(enum.Enum):
 
 
 class SessionInput:
-    """``session.input``: where the user's audio comes from."""
+    """``session.input`` (LiveKit's ``AgentInput``): where the user's audio comes from, and
+    whether it is listened to (``set_audio_enabled``; push-to-talk turns it off between turns:
+    the frames that arrive meanwhile are dropped, and a user speaking stops speaking)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_audio_enabled: Callable[[bool], None] | None = None) -> None:
         self.audio: AudioInput | None = None
+        self.video: None = None  # no video input in this runtime
+        self._audio_enabled = True
+        self._on_audio_enabled = on_audio_enabled
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    def set_audio_enabled(self, enable: bool) -> None:
+        if enable and self.audio is None:
+            logger.warning("Cannot enable audio input when it's not set")
+        if enable == self._audio_enabled:
+            return
+        self._audio_enabled = enable
+        if self._on_audio_enabled is not None:
+            self._on_audio_enabled(enable)
+
+    def set_video_enabled(self, enable: bool) -> None:
+        if enable:
+            logger.warning("Cannot enable video input: agents_trio has no video input")
 
 
 class SessionOutput:
-    """``session.output``: where the agent's voice and transcription go."""
+    """``session.output`` (LiveKit's ``AgentOutput``): where the agent's voice and
+    transcription go. A disabled output (``set_audio_enabled(False)``,
+    ``set_transcription_enabled(False)``) is left out from the next speech on: replies are
+    then text only, or untranscribed."""
 
     def __init__(self) -> None:
         self.audio: AudioOutput | None = None
         self.transcription: TextOutput | None = None
+        self.video: None = None  # no video output in this runtime
+        self._audio_enabled = True
+        self._transcription_enabled = True
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def transcription_enabled(self) -> bool:
+        return self._transcription_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    @property
+    def active_audio(self) -> AudioOutput | None:
+        """The audio output the next speech plays to: None when unset or disabled."""
+        return self.audio if self._audio_enabled else None
+
+    @property
+    def active_transcription(self) -> TextOutput | None:
+        """The transcription output: None when unset or disabled."""
+        return self.transcription if self._transcription_enabled else None
+
+    def set_audio_enabled(self, enabled: bool) -> None:
+        if enabled and self.audio is None:
+            logger.warning("Cannot enable audio output when it's not set")
+        self._audio_enabled = enabled
+
+    def set_transcription_enabled(self, enabled: bool) -> None:
+        if enabled and self.transcription is None:
+            logger.warning("Cannot enable transcription output when it's not set")
+        self._transcription_enabled = enabled
+
+    def set_video_enabled(self, enabled: bool) -> None:
+        if enabled:
+            logger.warning("Cannot enable video output: agents_trio has no video output")
 
 
 #: the type of ``userdata`` (``AgentSession[MyData]``); unparametrised, ``Any``
@@ -227,7 +295,7 @@ class AgentSession(Generic[Userdata_T]):
         self.audio_write_timeout = audio_write_timeout
         self._aec_warmup_ends: float | None = None  # set when the agent first speaks
         self._away_slot: LatestSlot | None = None
-        self.input = SessionInput()
+        self.input = SessionInput(self._on_audio_input_enabled)
         self.output = SessionOutput()
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
@@ -603,6 +671,7 @@ class AgentSession(Generic[Userdata_T]):
                             transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
+                        self._recognition.set_input_enabled(self.input.audio_enabled)
                         if is_realtime_model(self.llm):
                             self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
@@ -900,6 +969,10 @@ class AgentSession(Generic[Userdata_T]):
         self.shutdown(drain=False, reason=CloseReason.ERROR)
 
     # -- output -------------------------------------------------------------------------------
+    def _on_audio_input_enabled(self, enabled: bool) -> None:
+        if self._recognition is not None:
+            self._recognition.set_input_enabled(enabled)
+
     def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
@@ -919,7 +992,7 @@ class AgentSession(Generic[Userdata_T]):
 
         with scope:
             await self.conversation.forward_transcription(
-                lambda: self.output.transcription, node, done)
+                lambda: self.output.active_transcription, node, done)
 
 
 def _overridden_stt_node(agent: Agent) -> SttNode | None:
