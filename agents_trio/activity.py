@@ -48,6 +48,7 @@ from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .mcp import MCPServer, MCPTool, open_mcp_tools
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
 from .turn_metrics import assistant_message_metrics, llm_step_metrics
@@ -120,6 +121,7 @@ class Activity:
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._mcp_tools: list[MCPTool] = []  # the MCP servers' tools, once connected
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self.scheduling_open = trio.Event()
@@ -147,7 +149,7 @@ class Activity:
 
     @property
     def audio_output_enabled(self) -> bool:
-        return self.session.output.audio is not None and self.tts is not None
+        return self.session.output.active_audio is not None and self.tts is not None
 
     @property
     def allow_interruptions(self) -> bool:
@@ -170,6 +172,8 @@ class Activity:
                         self.background.bind(owner.nursery)
                         self._record_config()
                         await setup_toolsets([*self.session.tools, *self.agent.tools])
+                        self._mcp_tools = await open_mcp_tools(owner.nursery,
+                                                               self._mcp_servers())
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -399,7 +403,14 @@ class Activity:
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
         the function tools, then the provider tools)."""
-        return flatten_tools([*self.session.tools, *self.agent.tools])
+        return flatten_tools([*self.session.tools, *self.agent.tools, *self._mcp_tools])
+
+    def _mcp_servers(self) -> list[MCPServer]:
+        """The agent's MCP servers if it gave any (even none), else the session's."""
+        servers = self.agent.mcp_servers
+        if isinstance(servers, NotGiven):
+            servers = self.session.mcp_servers
+        return servers or []
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True,
@@ -407,7 +418,7 @@ class Activity:
         self._check_can_schedule()
         realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
                         and audio is None)
-        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+        if (self.session.output.active_audio is not None and self.tts is None and not realtime_say
                 and audio is None):
             raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
                                "audio=) when audio output is enabled")
@@ -846,7 +857,7 @@ class Activity:
 
     def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None:
         self.session.conversation.send_transcription(
-            text, enabled=self.session.output.transcription is not None, final=final)
+            text, enabled=self.session.output.active_transcription is not None, final=final)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
         self.agent_state.on_playback_started(handle)

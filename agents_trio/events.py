@@ -275,6 +275,9 @@ class SpeechCreatedEvent(_Event):
 
 class AgentFalseInterruptionEvent(_Event):
     resumed: bool
+    # deprecated in LiveKit (the agent resumes by itself now): always None here
+    message: Any = None
+    extra_instructions: str | None = None
     type: Literal["agent_false_interruption"] = "agent_false_interruption"
 
 

@@ -231,7 +231,7 @@ class Generation:
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
         audio = activity.audio_output_enabled or (
-            self.request.say_audio is not None and activity.session.output.audio is not None)
+            self.request.say_audio is not None and activity.session.output.active_audio is not None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
@@ -342,7 +342,7 @@ class Generation:
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
                             _note_timestamps(segment, tts_audio_frames(node_output(source))),
-                            output_sample_rate(activity.session.output.audio))) as frames:
+                            output_sample_rate(activity.session.output.active_audio))) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:
                                 anchor = segment.text_ended_at or started
@@ -372,7 +372,7 @@ class Generation:
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
                           pace_send: trio.MemorySendChannel[Segment]) -> None:
-        output = self.activity.session.output.audio
+        output = self.activity.session.output.active_audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
         try:

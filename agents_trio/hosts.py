@@ -36,6 +36,12 @@ class SessionOutputs(Protocol):
     @property
     def transcription(self) -> TextOutput | None: ...
 
+    @property
+    def active_audio(self) -> AudioOutput | None: ...
+
+    @property
+    def active_transcription(self) -> TextOutput | None: ...
+
 
 class ActivityHost(SessionView, Protocol[A]):
     """The session as its activities (of type ``A``) see it."""

@@ -73,7 +73,7 @@ class RealtimeGeneration(Generation):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._receive, generation, played_send, tool_nursery)
             try:
-                if activity.session.output.audio is not None:
+                if activity.session.output.active_audio is not None:
                     pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
                     nursery.start_soon(self._pace_transcripts, pace_recv)
                     await self._play_audio(played_recv, pace_send)

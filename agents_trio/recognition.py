@@ -143,6 +143,7 @@ class AudioRecognition:
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
         self._input_done = False
+        self._input_enabled = True  # session.input.set_audio_enabled
         # transcription timeout: the open turn's untranscribed speech, and its timer
         self._transcription_timeout = transcription_timeout
         self._untranscribed = 0.0
@@ -193,8 +194,8 @@ class AudioRecognition:
 
     @property
     def input_detached(self) -> bool:
-        """The user's audio no longer reaches the streams (its input ended)."""
-        return self._input_done
+        """The user's audio no longer reaches the streams (its input ended or is disabled)."""
+        return self._input_done or not self._input_enabled
 
     @property
     def user_speaking(self) -> bool:
@@ -326,6 +327,8 @@ class AudioRecognition:
         vad_stream, stt_stream = self._vad_stream, self._stt_stream
         audio_turns = self._audio_turns
         async for frame in audio:
+            if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
+                continue
             self._sample_rate = frame.sample_rate
             if self.audio_sink is not None:
                 self._push_to_sink(frame)
@@ -335,6 +338,13 @@ class AudioRecognition:
                 vad_stream.push_frame(frame)
             if stt_stream is not None:
                 stt_stream.push_frame(frame)
+
+    def set_input_enabled(self, enabled: bool) -> None:
+        """Listen to the audio input or not (``session.input.set_audio_enabled``): while not,
+        its frames are dropped; turning it off while the user speaks ends their speech."""
+        self._input_enabled = enabled
+        if not enabled and self._user_speaking:
+            self._end_user_speech(None)
 
     def _push_to_sink(self, frame: rtc.AudioFrame) -> None:
         assert self.audio_sink is not None

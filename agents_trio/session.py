@@ -26,6 +26,7 @@ from typing_extensions import TypeVar
 from livekit import rtc
 
 from .instructions import InputModality, Instructions
+from .mcp import MCPServer, check_mcp_servers
 from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
@@ -75,18 +76,86 @@ class SessionState(enum.Enum):
 
 
 class SessionInput:
-    """``session.input``: where the user's audio comes from."""
+    """``session.input`` (LiveKit's ``AgentInput``): where the user's audio comes from, and
+    whether it is listened to (``set_audio_enabled``; push-to-talk turns it off between turns:
+    the frames that arrive meanwhile are dropped, and a user speaking stops speaking)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_audio_enabled: Callable[[bool], None] | None = None) -> None:
         self.audio: AudioInput | None = None
+        self.video: None = None  # no video input in this runtime
+        self._audio_enabled = True
+        self._on_audio_enabled = on_audio_enabled
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    def set_audio_enabled(self, enable: bool) -> None:
+        if enable and self.audio is None:
+            logger.warning("Cannot enable audio input when it's not set")
+        if enable == self._audio_enabled:
+            return
+        self._audio_enabled = enable
+        if self._on_audio_enabled is not None:
+            self._on_audio_enabled(enable)
+
+    def set_video_enabled(self, enable: bool) -> None:
+        if enable:
+            logger.warning("Cannot enable video input: agents_trio has no video input")
 
 
 class SessionOutput:
-    """``session.output``: where the agent's voice and transcription go."""
+    """``session.output`` (LiveKit's ``AgentOutput``): where the agent's voice and
+    transcription go. A disabled output (``set_audio_enabled(False)``,
+    ``set_transcription_enabled(False)``) is left out from the next speech on: replies are
+    then text only, or untranscribed."""
 
     def __init__(self) -> None:
         self.audio: AudioOutput | None = None
         self.transcription: TextOutput | None = None
+        self.video: None = None  # no video output in this runtime
+        self._audio_enabled = True
+        self._transcription_enabled = True
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def transcription_enabled(self) -> bool:
+        return self._transcription_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    @property
+    def active_audio(self) -> AudioOutput | None:
+        """The audio output the next speech plays to: None when unset or disabled."""
+        return self.audio if self._audio_enabled else None
+
+    @property
+    def active_transcription(self) -> TextOutput | None:
+        """The transcription output: None when unset or disabled."""
+        return self.transcription if self._transcription_enabled else None
+
+    def set_audio_enabled(self, enabled: bool) -> None:
+        if enabled and self.audio is None:
+            logger.warning("Cannot enable audio output when it's not set")
+        self._audio_enabled = enabled
+
+    def set_transcription_enabled(self, enabled: bool) -> None:
+        if enabled and self.transcription is None:
+            logger.warning("Cannot enable transcription output when it's not set")
+        self._transcription_enabled = enabled
+
+    def set_video_enabled(self, enabled: bool) -> None:
+        if enabled:
+            logger.warning("Cannot enable video output: agents_trio has no video output")
 
 
 #: the type of ``userdata`` (``AgentSession[MyData]``); unparametrised, ``Any``
@@ -113,6 +182,9 @@ class AgentSession(Generic[Userdata_T]):
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
+        mcp_servers: MCP servers whose tools every agent gets (unless the agent gives its
+            own ``mcp_servers``); each agent connects when it starts and disconnects when it
+            ends (see ``agents_trio.mcp``).
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
@@ -150,7 +222,8 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
+                 tools: Sequence[Any] = (), mcp_servers: Sequence[MCPServer] | None = None,
+                 max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -211,6 +284,7 @@ class AgentSession(Generic[Userdata_T]):
         self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
+        self.mcp_servers = check_mcp_servers("AgentSession", mcp_servers)
         self.max_tool_steps = max_tool_steps
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata
@@ -224,7 +298,7 @@ class AgentSession(Generic[Userdata_T]):
         self.audio_write_timeout = audio_write_timeout
         self._aec_warmup_ends: float | None = None  # set when the agent first speaks
         self._away_slot: LatestSlot | None = None
-        self.input = SessionInput()
+        self.input = SessionInput(self._on_audio_input_enabled)
         self.output = SessionOutput()
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
@@ -605,6 +679,7 @@ class AgentSession(Generic[Userdata_T]):
                             transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
+                        self._recognition.set_input_enabled(self.input.audio_enabled)
                         if is_realtime_model(self.llm):
                             self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
@@ -902,6 +977,10 @@ class AgentSession(Generic[Userdata_T]):
         self.shutdown(drain=False, reason=CloseReason.ERROR)
 
     # -- output -------------------------------------------------------------------------------
+    def _on_audio_input_enabled(self, enabled: bool) -> None:
+        if self._recognition is not None:
+            self._recognition.set_input_enabled(enabled)
+
     def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
@@ -921,7 +1000,7 @@ class AgentSession(Generic[Userdata_T]):
 
         with scope:
             await self.conversation.forward_transcription(
-                lambda: self.output.transcription, node, done)
+                lambda: self.output.active_transcription, node, done)
 
 
 def _overridden_stt_node(agent: Agent) -> SttNode | None:

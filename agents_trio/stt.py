@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from .fallback.stt import AvailabilityChangedEvent, FallbackAdapter
 from .model_capabilities import STTCapabilities
-from .models import STT, SpeechData, SpeechEvent, SpeechEventType, STTStream
+from .models import (STT, RecognitionUsage, SpeechData, SpeechEvent, SpeechEventType, STTStream,
+                     TimedString)
 
 RecognizeStream = STTStream
 SpeechStream = STTStream
 
 __all__ = ["STT", "STTCapabilities", "AvailabilityChangedEvent", "FallbackAdapter",
-           "RecognizeStream", "STTStream", "SpeechData", "SpeechEvent", "SpeechEventType",
+           "RecognitionUsage", "RecognizeStream", "STTStream", "TimedString", "SpeechData", "SpeechEvent", "SpeechEventType",
            "SpeechStream"]

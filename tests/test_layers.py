@@ -82,7 +82,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "instructions", "deprecated_turn_options", "tokenize", "tool_mocks", "utils",
      "model_capabilities", "audio_turn"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
-     "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
+     "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "mcp", "testing.expect",
      "model_resolution", "chat_summary", "fallback"),
     ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle", "fillers",
      "in_flight", "recognition"),

@@ -26,11 +26,14 @@ OUT = ROOT / "docs" / "api.md"
 MODULES = (
     ("agents_trio", "The runtime: sessions, agents, tasks, tools, chat items, events, errors."),
     ("agents_trio.voice", "LiveKit's `livekit.agents.voice`."),
+    ("agents_trio.voice.io", "LiveKit's `livekit.agents.voice.io`: session input and output, "
+     "TimedString."),
     ("agents_trio.llm", "LiveKit's `livekit.agents.llm`: chat context, tools, LLM protocols."),
     ("agents_trio.stt", "LiveKit's `livekit.agents.stt`."),
     ("agents_trio.tts", "LiveKit's `livekit.agents.tts`."),
     ("agents_trio.vad", "LiveKit's `livekit.agents.vad`."),
     ("agents_trio.metrics", "LiveKit's `livekit.agents.metrics`: metrics and usage."),
+    ("agents_trio.mcp", "MCP servers as tool sources (`mcp_servers=`; LiveKit's `llm.mcp`)."),
     ("agents_trio.room_io", "LiveKit's `livekit.agents.room_io`: a session's room I/O."),
     ("agents_trio.job", "The job context an entrypoint receives."),
     ("agents_trio.cli", "`cli.run_app(server)`: console, dev, start, connect."),
