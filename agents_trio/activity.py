@@ -403,7 +403,11 @@ class Activity:
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
         the function tools, then the provider tools)."""
-        return flatten_tools([*self.session.tools, *self.agent.tools, *self._mcp_tools])
+        return flatten_tools(self.tool_sources())
+
+    def tool_sources(self) -> list[Any]:
+        """The session's tools, the agent's and its MCP servers', as given (toolsets whole)."""
+        return [*self.session.tools, *self.agent.tools, *self._mcp_tools]
 
     def _mcp_servers(self) -> list[MCPServer]:
         """The agent's MCP servers if it gave any (even none), else the session's."""
@@ -453,9 +457,11 @@ class Activity:
         # the request's tools) do not see IGNORE_ON_ENTER tools
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
-        tools = [t for t in self.tools()
-                 if not (in_on_enter and isinstance(t, FunctionTool)
-                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+        # as given (toolsets whole): each step flattens them again, so a toolset's tools may
+        # change between the steps of one reply (LiveKit's tool search loads tools that way)
+        tools = ([t for t in self.tools() if not (isinstance(t, FunctionTool)
+                                                  and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if in_on_enter else self.tool_sources())
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=(None if instructions is None else
                                              render_instructions(instructions, input_modality)),

@@ -32,6 +32,7 @@ from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall
                      ToolChoice)
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
+from .toolsets import flatten_tools
 
 logger = logging.getLogger("agents_trio")
 
@@ -94,7 +95,7 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     """Inputs of a pipeline reply step."""
 
     chat_ctx: ChatContext
-    tools: list[FunctionTool]
+    tools: list[Any]  # as given: toolsets whole, flattened at each step
     tool_choice: ToolChoice | None = None
     instructions: str | None = None
     modality: InputModality = "audio"  # of the input the reply answers
@@ -218,7 +219,7 @@ class Generation:
         self.settings = ModelSettings(tool_choice=request.tool_choice)
         # this step's own list: llm_node may add a tool for this call only, and the step's
         # tool calls are looked up in it; the next step starts again from request.tools
-        self.tools = list(request.tools)
+        self.tools = flatten_tools(request.tools)
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
         """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.

@@ -26,6 +26,7 @@ from ._iterators import aclosing
 from .generation import Generation, GenerationHost, Segment
 from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
+from .toolsets import flatten_tools
 
 if TYPE_CHECKING:
     from .chat import FunctionCall
@@ -189,5 +190,6 @@ class RealtimeGeneration(Generation):
                                   response: RealtimeResponse) -> None:
         async for call in calls:
             response.progress()
-            self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
+            self.activity.dispatch_tool(self.handle, call, self.step,
+                                        flatten_tools(self.request.tools),
                                         tool_nursery)

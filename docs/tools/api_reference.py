@@ -40,6 +40,7 @@ MODULES = (
     ("agents_trio.inference", "LiveKit's inference-gateway models (model strings)."),
     ("agents_trio.beta", "LiveKit's `livekit.agents.beta`."),
     ("agents_trio.beta.workflows", "TaskGroup and the prebuilt tasks."),
+    ("agents_trio.beta.toolsets", "Tool search: ToolSearchToolset, ToolProxyToolset."),
     ("agents_trio.turn_options", "The `turn_handling=` option types."),
     ("agents_trio.audio_turn", "Audio end-of-turn detectors (`inference.TurnDetector`): protocol and rules."),
     ("agents_trio.plugins", "LiveKit provider plugins as Trio models (`adapt()`)."),
