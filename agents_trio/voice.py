@@ -16,9 +16,11 @@ from .models import ModelSettings
 from .run_context import RunContext
 from .session import AgentSession
 from .speech_handle import SpeechHandle
+from .stt_context import KeytermDetectionOptions, KeytermsOptions, STTContextOptions
 from .usage import SessionUsageUpdatedEvent
 
 __all__ = [
+    "KeytermDetectionOptions", "KeytermsOptions", "STTContextOptions",
     "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",

@@ -68,8 +68,6 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
-    ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     # llm
     # metrics
     ".metrics:RealtimeModelMetrics",
@@ -88,9 +86,8 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 PARAMETER_GAPS: dict[str, list[str]] = {
     ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "mcp_servers"],
     ":AgentSession": [
-        "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
-        "keyterms_options"],
+        "tool_handling", "use_tts_aligned_transcript", "expressive",
+        "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers"],
     ":AgentTask": ["mcp_servers"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
     ".llm:FunctionToolCall": ["extra"],
