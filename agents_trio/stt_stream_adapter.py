@@ -49,7 +49,13 @@ class RecognizingSTT(Protocol):
     a ``FINAL_TRANSCRIPT`` event (no alternative or empty text: nothing was said)."""
 
     async def recognize(self, buffer: rtc.AudioFrame | list[rtc.AudioFrame], *,
-                        language: str | None = None) -> SpeechEvent: ...
+                        language: str | None = None) -> SpeechEvent:
+        """The transcript of ``buffer``.
+
+        Cancellation: the stream adapter cancels it when its stream closes; the transcript
+        is then not wanted, and the call must let ``trio.Cancelled`` through.
+        """
+        ...
 
 
 class StreamAdapter:

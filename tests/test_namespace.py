@@ -70,12 +70,10 @@ MISSING = frozenset({
     # top level and voice
     # llm
     # metrics
-    ".metrics:RealtimeModelMetrics",
     # beta
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
     ".inference:TurnDetector",
-    ".stt:StreamAdapter",
 })
 
 #: the protocols a model author implements: Trio-native, so LiveKit's constructor parameters
@@ -112,6 +110,7 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ".stt:FallbackAdapter": ["recognize()"],
     ".tts:FallbackAdapter": ["synthesize()"],
     ".tts:StreamAdapter": ["synthesize()", "aclose()", "once()", "on()", "off()"],
+    ".stt:StreamAdapter": ["aclose()", "once()", "on()", "off()"],
     ".llm:FunctionToolCall": ["extra"],
     ".room_io:TextInputEvent": ["info", "participant"],
     ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
