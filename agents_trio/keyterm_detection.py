@@ -27,11 +27,12 @@ from typing import Any
 import trio
 
 from .chat import ChatContext, ChatMessage
-from .events import ConversationItemAddedEvent
+from .events import ConversationItemAddedEvent, LLMMetrics
 from .model_resolution import resolve_model
-from .models import LLM, FunctionToolCall
+from .models import LLM, CompletionUsage, FunctionToolCall
 from .stt_context import ResolvedSTTContext, accepts_keyterms, reads_conversation
 from .tools import function_tool
+from .usage import model_label, model_metadata
 
 __all__ = ["DEFAULT_DETECTION_MODEL", "STTContext", "apply_pass", "detect_keyterms"]
 
@@ -88,17 +89,20 @@ class STTContext:
     Args:
         options: The session's resolved ``stt_context_options``.
         history: The session's conversation history (read when a pass starts).
+        emit_metrics: Where each finished pass's ``LLMMetrics`` go (the session's
+            ``metrics_collected`` and usage, as LiveKit forwards the detection LLM's).
 
     Raises:
         TypeError, ValueError: ``keyterm_detection``'s ``llm`` is not an LLM (as
             ``AgentSession(llm=...)``).
     """
 
-    def __init__(self, options: ResolvedSTTContext, history: Callable[[], ChatContext]
-                 ) -> None:
+    def __init__(self, options: ResolvedSTTContext, history: Callable[[], ChatContext],
+                 emit_metrics: Callable[[LLMMetrics], object] | None = None) -> None:
         detection = options.detection
         self.options = options
         self._history = history
+        self._emit_metrics = emit_metrics
         self._static = list(options.keyterms)
         self._detected: list[str] = []  # confirmed, oldest first
         self._pending: dict[str, int] = {}  # term -> the pass that first saw it
@@ -195,7 +199,8 @@ class STTContext:
         try:
             with trio.move_on_after(timeout):
                 result = await detect_keyterms(llm, history, current,
-                                               instructions=self._instructions)
+                                               instructions=self._instructions,
+                                               on_metrics=self._emit_metrics)
         except Exception:
             logger.exception("keyterm detection failed; the keyterms are unchanged")
             return
@@ -255,11 +260,13 @@ def apply_pass(static: list[str], detected: list[str], pending: dict[str, int],
 
 
 async def detect_keyterms(llm: LLM, history: ChatContext, current: list[tuple[str, bool]], *,
-                          instructions: str = DETECTION_INSTRUCTIONS
+                          instructions: str = DETECTION_INSTRUCTIONS,
+                          on_metrics: Callable[[LLMMetrics], object] | None = None
                           ) -> tuple[list[str], list[str], list[str]]:
     """One detection request: ``(pending, confirm, remove)`` from the model's
     ``record_keyterms`` call (all empty when it made none or it was malformed, or when
     ``history`` has no text yet). ``current`` is each known term with whether it is applied.
+    ``on_metrics`` gets the request's ``LLMMetrics`` once its stream has ended.
 
     Cancellation: cancels the LLM request; nothing is changed.
     """
@@ -270,11 +277,36 @@ async def detect_keyterms(llm: LLM, history: ChatContext, current: list[tuple[st
     request.add_message(role="system", content=instructions)
     request.add_message(role="user", content=prompt)
     calls: list[FunctionToolCall] = []
+    started = trio.current_time()
+    first: float | None = None
+    usage: CompletionUsage | None = None
+    request_id = ""
     async with llm.chat(chat_ctx=request, tools=[_record_keyterms],
                         tool_choice="required") as stream:
         async for chunk in stream:
+            if first is None and chunk.has_response():
+                first = trio.current_time()
+            usage = chunk.usage or usage
+            request_id = chunk.id or request_id
             calls.extend(chunk.tool_calls)
+    if on_metrics is not None:
+        on_metrics(_pass_metrics(llm, started, first, usage, request_id))
     return parse_record_keyterms(calls)
+
+
+def _pass_metrics(llm: LLM, started: float, first: float | None,
+                  usage: CompletionUsage | None, request_id: str) -> LLMMetrics:
+    duration = trio.current_time() - started
+    usage = usage or CompletionUsage()
+    return LLMMetrics(
+        timestamp=started, label=model_label(llm), request_id=request_id,
+        ttft=-1.0 if first is None else first - started, duration=duration,
+        completion_tokens=usage.completion_tokens, prompt_tokens=usage.prompt_tokens,
+        prompt_cached_tokens=usage.prompt_cached_tokens,
+        cache_creation_tokens=usage.cache_creation_tokens,
+        reasoning_tokens=usage.reasoning_tokens, total_tokens=usage.total_tokens,
+        tokens_per_second=usage.completion_tokens / duration if duration > 0 else 0.0,
+        metadata=model_metadata(llm))
 
 
 def detection_prompt(history: ChatContext, current: list[tuple[str, bool]]) -> str | None:

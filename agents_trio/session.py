@@ -240,7 +240,7 @@ class AgentSession(Generic[Userdata_T]):
         #: the STT's keyterms (static and detected) and the turns forwarded to it
         self.stt_context = STTContext(
             resolve_stt_context(stt_context_options, keyterms_options),
-            history=lambda: self.conversation.history)
+            history=lambda: self.conversation.history, emit_metrics=self.emit_metrics)
         self.conversation.events.on("conversation_item_added", self.stt_context.on_item_added)
         #: held by tool code around what must not race the agent's speech (foreground())
         self.floor = Floor(on_release=self.conversation.progressed)

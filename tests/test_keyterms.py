@@ -18,7 +18,8 @@ from agents_trio import Agent, AgentSession, STTContextOptions
 from agents_trio.chat import ChatContext
 from agents_trio.keyterm_detection import apply_pass, detection_prompt, parse_record_keyterms
 from agents_trio.model_capabilities import STTCapabilities
-from agents_trio.models import ChatChunk, FunctionToolCall
+from agents_trio.metrics import LLMMetrics
+from agents_trio.models import ChatChunk, CompletionUsage, FunctionToolCall
 from agents_trio.stt_context import resolve_stt_context
 
 
@@ -54,7 +55,11 @@ class ReplyLLM:
 
 class DetectionLLM:
     """Answers each detection request with the next scripted ``record_keyterms`` call
-    (pending, confirm, remove) after ``delay`` seconds; records the requests."""
+    (pending, confirm, remove) after ``delay`` seconds, then its usage; records the
+    requests."""
+
+    model = "detector-1"
+    provider = "fakeco"
 
     def __init__(self, answers: list[tuple[list[str], list[str], list[str]]], *,
                  delay: float = 0.0, fail: bool = False) -> None:
@@ -76,8 +81,10 @@ class DetectionLLM:
         self.finished += 1
 
         async def chunks() -> AsyncIterator[ChatChunk]:
-            yield ChatChunk(tool_calls=[FunctionToolCall(name="record_keyterms",
-                                                         arguments=args, call_id="c1")])
+            yield ChatChunk(id="kt-1", tool_calls=[FunctionToolCall(
+                name="record_keyterms", arguments=args, call_id="c1")])
+            yield ChatChunk(id="kt-1", usage=CompletionUsage(
+                prompt_tokens=50, completion_tokens=8, total_tokens=58))
         yield chunks()
 
 
@@ -274,3 +281,20 @@ def test_options_are_checked_and_the_old_name_warns() -> None:
         resolve_stt_context(keyterms_options={"forward_chat_context": True})
     with pytest.raises(TypeError, match="keyterm_detection"):
         AgentSession(stt_context_options={"keyterm_detection": {"llm": 42}})
+
+
+async def test_the_detection_llms_usage_is_reported(autojump_clock) -> None:
+    stt = KeytermSTT()
+    detector = DetectionLLM([], delay=0.5)
+    reported: list[LLMMetrics] = []
+    options: STTContextOptions = {"keyterm_detection": {"enabled": True, "llm": detector}}
+    async with _session(stt, options) as session:
+        session.on("metrics_collected", lambda ev: reported.append(ev.metrics))
+        await session.start(Agent(instructions="x"))
+        await _say(session, "hello")
+        await trio.sleep(1)
+        [usage] = [u for u in session.usage.model_usage if u.model == "detector-1"]
+    [metrics] = [m for m in reported if m.request_id == "kt-1"]
+    assert (metrics.prompt_tokens, metrics.completion_tokens) == (50, 8)
+    assert metrics.duration == pytest.approx(0.5) and metrics.ttft == pytest.approx(0.5)
+    assert (usage.input_tokens, usage.output_tokens) == (50, 8)
