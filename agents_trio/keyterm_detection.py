@@ -154,6 +154,15 @@ class STTContext:
                 return
         self._detecting = True
 
+    def swap_stt(self, stt: object) -> None:
+        """The running agent changed its STT: the current keyterms go to ``stt``, and
+        detection, turn count included, carries on (LiveKit's ``swap_stt``)."""
+        if stt is self._stt:
+            return
+        self._stt = stt
+        if stt is not None and self.keyterms:
+            self._apply()
+
     def on_item_added(self, event: ConversationItemAddedEvent) -> None:
         """The session's ``conversation_item_added`` listener: forwards the turn to an STT
         that reads turns, and starts a detection pass every ``turn_interval`` user turns

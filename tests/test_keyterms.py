@@ -298,3 +298,31 @@ async def test_the_detection_llms_usage_is_reported(autojump_clock) -> None:
     assert (metrics.prompt_tokens, metrics.completion_tokens) == (50, 8)
     assert metrics.duration == pytest.approx(0.5) and metrics.ttft == pytest.approx(0.5)
     assert (usage.input_tokens, usage.output_tokens) == (50, 8)
+
+
+async def test_an_agents_new_stt_gets_the_keyterms(autojump_clock) -> None:
+    first, second = KeytermSTT(), KeytermSTT()
+    async with _session(first, {"keyterms": ["Acme"]}) as session:
+        agent = Agent(instructions="x")
+        await session.start(agent)
+        agent.update_options(stt=second)
+        assert second.applied == [["Acme"]]
+        session.update_options(keyterms=["Bix"])
+    assert first.applied == [["Acme"]] and second.applied == [["Acme"], ["Bix"]]
+
+
+async def test_each_agent_binds_its_own_stt(autojump_clock) -> None:
+    own = KeytermSTT()
+
+    class Other(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="y", stt=own)
+
+    shared = KeytermSTT()
+    async with _session(shared, {"keyterms": ["Acme"]}) as session:
+        await session.start(Agent(instructions="x"))
+        session.update_agent(Other())
+        await trio.sleep(1)
+        assert own.applied == [["Acme"]]
+        session.update_options(keyterms=["Bix"])
+    assert shared.applied == [["Acme"]] and own.applied[-1] == ["Bix"]

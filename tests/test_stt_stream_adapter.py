@@ -14,7 +14,7 @@ import trio
 from agents_trio.model_capabilities import STTCapabilities
 from agents_trio.models import (SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                                 VADEventType)
-from agents_trio.stt import StreamAdapter
+from agents_trio.stt import FallbackAdapter, StreamAdapter
 from livekit import rtc
 
 RATE = 16000
@@ -149,3 +149,25 @@ def test_bad_arguments_fail_at_construction() -> None:
         StreamAdapter(stt=WordSTT(), vad=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="prefix_padding"):
         StreamAdapter(stt=WordSTT(), vad=EnergyVAD(inline=True), prefix_padding=-1)
+
+
+async def test_fallback_adapter_wraps_a_batch_stt_and_passes_keyterms_on(autojump_clock
+                                                                         ) -> None:
+    batch = WordSTT()
+    with pytest.raises(ValueError, match="does not stream"):
+        FallbackAdapter([batch])
+    fallback = FallbackAdapter([batch], vad=EnergyVAD(inline=True))
+    [wrapped] = fallback.models
+    assert isinstance(wrapped, StreamAdapter) and wrapped.stt is batch
+    assert fallback.capabilities.keyterms and fallback.capabilities.streaming
+    fallback.update_session_keyterms(["Acme"])
+    assert batch.keyterms == [["Acme"]]
+    events: list[tuple[str, str]] = []
+    async with fallback, fallback.stream() as stream:
+        for code in [0] * 5 + [1] * 5 + [0] * 8:
+            stream.push_frame(frame(code))
+            await trio.sleep(0.01)
+        stream.end_input()
+        async for ev in stream:
+            events.append((ev.type.value, ev.alternatives[0].text if ev.alternatives else ""))
+    assert ("final_transcript", "hello") in events
