@@ -16,8 +16,8 @@ from livekit.agents import voice as lk_voice
 
 from ..chat import ChatMessage
 from ..events import ConversationItemAddedEvent
-from ..io.bridge import (AsyncioBridge, BridgeError, BridgeFeeder, BridgeReceiveChannel,
-                         current_bridge)
+from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ..io.bridge_on_demand import open_bridge_or_none
 from ..models import SpeechData, SpeechEvent, SpeechEventType
 from ._convert import to_lk_chat_message
 from ._common import (
@@ -92,13 +92,10 @@ class STTAdapter:
         self._on_loop(self.stt._push_conversation_item, lk_event)  # noqa: SLF001
 
     def _on_loop(self, fn: Callable[[Any], object], arg: object) -> None:
-        bridge = self._bridge
+        bridge = open_bridge_or_none(self._bridge)
         if bridge is None:
-            try:
-                bridge = current_bridge()
-            except BridgeError:
-                fn(arg)  # no loop yet: no plugin stream either, the plugin only stores it
-                return
+            fn(arg)  # no loop open yet: no plugin stream either, the plugin only stores it
+            return
         bridge.call_soon(fn, arg)
 
     @asynccontextmanager

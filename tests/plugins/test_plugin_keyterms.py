@@ -4,6 +4,7 @@ in the asyncio loop, with LiveKit's event and message types."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -27,10 +28,16 @@ class ContextSTT(FakePluginSTT):
         self._capabilities = lk_stt.STTCapabilities(streaming=True, interim_results=True,
                                                     keyterms=True, chat_context=True)
         self.keyterm_updates: list[list[str]] = []
+        self.on_loop: list[bool] = []  # whether each update ran in the asyncio loop
         self.pushed: list[Any] = []
 
     def _update_session_keyterms(self, keyterms: list[str]) -> None:
         self.keyterm_updates.append(keyterms)
+        try:
+            asyncio.get_running_loop()
+            self.on_loop.append(True)
+        except RuntimeError:
+            self.on_loop.append(False)
 
     def _push_conversation_item(self, ev: lk_voice.ConversationItemAddedEvent) -> None:
         self.pushed.append(ev)
@@ -51,3 +58,17 @@ async def test_a_plugin_stt_gets_keyterms_and_turns(autojump_clock) -> None:
     assert [(ev.item.role, ev.item.text_content) for ev in plugin.pushed] == [
         ("user", "hi"), ("assistant", "hello")]
     assert all(isinstance(ev.item, lk_llm.ChatMessage) for ev in plugin.pushed)
+
+
+async def test_with_the_sessions_bridge_on_demand_keyterms_go_through_the_loop(
+        autojump_clock) -> None:
+    plugin = ContextSTT()
+    async with AgentSession(stt=plugin, llm=FakePluginLLM({"hi": "hello"}),
+                            stt_context_options={"keyterms": ["Acme"]}) as session:
+        await session.start(Agent(instructions="x"))
+        await session.run(user_input="hi")   # the plugin LLM opened the bridge on demand
+        session.update_options(keyterms=["Zyxel"])
+        await trio.sleep(0.1)
+    # before any bridge: stored by a direct call; then through the loop
+    assert plugin.keyterm_updates == [["Acme"], ["Zyxel"]]
+    assert plugin.on_loop == [False, True]
