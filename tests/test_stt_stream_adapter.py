@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 import pytest
 import trio
 
+from agents_trio import Agent, AgentSession
+from agents_trio.io.audio import AudioInput
 from agents_trio.model_capabilities import STTCapabilities
-from agents_trio.models import (SpeechData, SpeechEvent, SpeechEventType, VADEvent,
+from agents_trio.models import (ChatChunk, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                                 VADEventType)
 from agents_trio.stt import FallbackAdapter, StreamAdapter
 from livekit import rtc
@@ -171,3 +174,42 @@ async def test_fallback_adapter_wraps_a_batch_stt_and_passes_keyterms_on(autojum
         async for ev in stream:
             events.append((ev.type.value, ev.alternatives[0].text if ev.alternatives else ""))
     assert ("final_transcript", "hello") in events
+
+
+class CodedAudio(AudioInput):
+    """The user's audio: the coded frames, one every 10 ms, then silence until closed."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.codes = list(codes)
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        await trio.sleep(0.01)
+        return frame(self.codes.pop(0) if self.codes else 0)
+
+
+class EchoLLM:
+    """Answers "heard: <last user text>"."""
+
+    @asynccontextmanager
+    async def chat(self, *, chat_ctx: Any, tools: Any = None,  # noqa: ANN401
+                   tool_choice: Any = None) -> AsyncIterator[Any]:  # noqa: ANN401
+        text = [i.text_content for i in chat_ctx.items
+                if getattr(i, "role", None) == "user"][-1]
+
+        async def chunks() -> AsyncIterator[ChatChunk]:
+            yield ChatChunk(content=f"heard: {text}")
+        yield chunks()
+
+
+async def test_a_session_wraps_a_batch_stt_with_its_vad(autojump_clock) -> None:
+    batch = WordSTT(delay=0.2)
+    with pytest.raises(ValueError, match="does not stream"):
+        AgentSession(stt=batch)
+    session = AgentSession(stt=batch, vad=EnergyVAD(inline=True), llm=EchoLLM())
+    assert isinstance(session.stt, StreamAdapter) and session.stt.stt is batch
+    session.input.audio = CodedAudio([0] * 20 + [1] * 30 + [2] * 30 + [0] * 20)
+    async with session:
+        await session.start(Agent(instructions="x"))
+        await trio.sleep(5)
+    messages = [(m.role, m.text_content) for m in session.history.messages()]
+    assert messages == [("user", "hello world"), ("assistant", "heard: hello world")]
