@@ -23,11 +23,11 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
                      ToolExecutionUpdatedEvent, UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
-from .agent import Agent, NotGiven
+from .agent import NOT_GIVEN, Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import LLM, TTS, CompletionUsage, ToolChoice
+from .models import LLM, STT, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -877,9 +877,11 @@ class Activity:
         return self.turns.on_end_of_turn(info)
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None:
-        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
-        not swapped in or out (its session belongs to the activity)."""
+                          tts: TTS | None | NotGiven,
+                          stt: STT | None | NotGiven = NOT_GIVEN) -> None:
+        """The agent swapped its LLM, TTS or STT: the next steps use them, and the session's
+        keyterms go to the new STT. A realtime model is not swapped in or out (its session
+        belongs to the activity)."""
         if not isinstance(llm, NotGiven):
             if is_realtime_model(llm) or is_realtime_model(self.llm):
                 raise RuntimeError("a realtime model cannot be swapped in or out of a running "
@@ -887,6 +889,9 @@ class Activity:
             self.llm = llm
         if not isinstance(tts, NotGiven):
             self.tts = tts
+        if not isinstance(stt, NotGiven):
+            self.stt = stt
+            self.session.stt_context.swap_stt(stt)
 
     async def wait_turns_handled(self) -> None:
         """Wait until the user turns this agent accepted are handled.

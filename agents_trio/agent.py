@@ -116,7 +116,7 @@ class AgentActivity(Protocol):
     def on_chat_ctx_replaced(self) -> None: ...
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None: ...
+                          tts: TTS | None | NotGiven, stt: STT | None | NotGiven) -> None: ...
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
@@ -360,7 +360,7 @@ class Agent:
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
         if self._activity is not None:
-            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+            self._activity.on_models_updated(llm=llm, tts=tts, stt=stt)  # may refuse: first
         if not isinstance(stt, NotGiven):
             self._stt = stt
         if not isinstance(llm, NotGiven):

@@ -19,6 +19,7 @@ from .events import AgentMetrics
 from .floor import Floor
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
+from .keyterm_detection import STTContext
 from .options import TurnHandling
 from .recognition import AudioRecognition
 from .speech_handle import SpeechHandle
@@ -51,6 +52,9 @@ class ActivityHost(SessionView, Protocol[A]):
 
     @property
     def output(self) -> SessionOutputs: ...
+
+    @property
+    def stt_context(self) -> STTContext: ...
 
     @property
     def turn_handling_overrides(self) -> dict[str, object]: ...

@@ -58,6 +58,8 @@ from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
 from .toolsets import aclose_toolsets
+from .keyterm_detection import STTContext
+from .stt_context import KeytermsOptions, STTContextOptions, resolve_stt_context
 
 if TYPE_CHECKING:
     from .io.room_options import RoomInputOptions, RoomOptions, RoomOutputOptions
@@ -181,6 +183,11 @@ class AgentSession(Generic[Userdata_T]):
             ``tts`` (``"openai/gpt-4.1-mini"``; see ``agents_trio.model_resolution``).
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
+        stt_context_options: Static ``keyterms`` for the STT, background
+            ``keyterm_detection`` with an LLM, and ``forward_chat_context`` (see
+            ``agents_trio.stt_context``).
+        keyterms_options: LiveKit's deprecated older form of ``stt_context_options``
+            (DeprecationWarning; ignored when ``stt_context_options`` is given).
         tools: Session-wide tools, added to every agent's tools.
         mcp_servers: MCP servers whose tools every agent gets (unless the agent gives its
             own ``mcp_servers``); each agent connects when it starts and disconnects when it
@@ -222,6 +229,7 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
+                 stt_context_options: STTContextOptions | None = None,
                  tools: Sequence[Any] = (), mcp_servers: Sequence[MCPServer] | None = None,
                  max_tool_steps: int = 3,
                  max_unrecoverable_errors: int = 3,
@@ -244,7 +252,8 @@ class AgentSession(Generic[Userdata_T]):
                  min_interruption_words: int = _NOT_GIVEN,
                  allow_interruptions: bool = _NOT_GIVEN,
                  resume_false_interruption: bool = _NOT_GIVEN,
-                 agent_false_interruption_timeout: float | None = _NOT_GIVEN) -> None:
+                 agent_false_interruption_timeout: float | None = _NOT_GIVEN,
+                 keyterms_options: KeytermsOptions | None = None) -> None:
         deprecated: dict[str, object] = {
             "preemptive_generation": preemptive_generation,
             "min_endpointing_delay": min_endpointing_delay,
@@ -305,6 +314,11 @@ class AgentSession(Generic[Userdata_T]):
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
         self._metrics = SessionUsage(self.conversation.emit)
+        #: the STT's keyterms (static and detected) and the turns forwarded to it
+        self.stt_context = STTContext(
+            resolve_stt_context(stt_context_options, keyterms_options),
+            history=lambda: self.conversation.history, emit_metrics=self.emit_metrics)
+        self.conversation.events.on("conversation_item_added", self.stt_context.on_item_added)
         #: held by tool code around what must not race the agent's speech (foreground())
         self.floor = Floor(on_release=self.conversation.progressed)
         self._manual_turns = ManualTurns(
@@ -368,6 +382,11 @@ class AgentSession(Generic[Userdata_T]):
     @property
     def history(self) -> ChatContext:
         return self.conversation.history
+
+    @property
+    def keyterms(self) -> list[str]:
+        """The keyterms applied to the STT now: the static ones, then those detected."""
+        return self.stt_context.keyterms
 
     @property
     def current_agent(self) -> Agent:
@@ -472,17 +491,22 @@ class AgentSession(Generic[Userdata_T]):
     def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
                        turn_detection: object = _NOT_GIVEN,
                        min_endpointing_delay: float | None = None,
-                       max_endpointing_delay: float | None = None) -> None:
+                       max_endpointing_delay: float | None = None,
+                       keyterms: list[str] | None = None) -> None:
         """Change the endpointing delays and the turn detection, for the running agent too
         (its endpointing becomes the session's, as in LiveKit). ``turn_detection=None``
         goes back to the automatic choice. ``min_endpointing_delay`` and
         ``max_endpointing_delay`` are LiveKit's deprecated spellings of
-        ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        ``endpointing_opts``'s keys. ``keyterms`` replaces the static keyterms (detected
+        ones stay) and applies them to the STT at once. Bad values raise as at
+        construction."""
         if turn_detection is not _NOT_GIVEN and turn_detection is not None:
             # a LiveKit end-of-turn model is adapted as at construction
             adapted = adapt_turn_handling("AgentSession.update_options",
                                           {"turn_detection": turn_detection})
             turn_detection = adapted["turn_detection"]  # type: ignore[index]
+        if keyterms is not None:
+            self.stt_context.set_static_keyterms(keyterms)
         layer = session_options_update(
             endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
             max_endpointing_delay=max_endpointing_delay,
@@ -669,6 +693,7 @@ class AgentSession(Generic[Userdata_T]):
                         self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
                     self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
+                    await nursery.start(self.stt_context.run)
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
@@ -725,6 +750,7 @@ class AgentSession(Generic[Userdata_T]):
             activity = Activity(self, agent)
             await nursery.start(activity.run)
             self._activity = activity
+            self.stt_context.bind(activity.stt)
             task_status.started()
             async for request in switch_recv:
                 try:
@@ -746,6 +772,7 @@ class AgentSession(Generic[Userdata_T]):
         record ``handoff`` if given."""
         self._activity = activity
         self._agent = activity.agent
+        self.stt_context.bind(activity.stt)
         self.conversation.progressed()
         if handoff is not None:
             self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)

@@ -68,15 +68,11 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
-    ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     # llm
     # metrics
-    ".metrics:RealtimeModelMetrics",
     # beta
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # stt, tts, tokenize, utils
-    ".stt:StreamAdapter",
 })
 
 #: the protocols a model author implements: Trio-native, so LiveKit's constructor parameters
@@ -87,9 +83,8 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 PARAMETER_GAPS: dict[str, list[str]] = {
     ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript"],
     ":AgentSession": [
-        "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop",
-        "keyterms_options"],
+        "tool_handling", "use_tts_aligned_transcript", "expressive",
+        "video_sampler", "ivr_detection", "conn_options", "loop"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
 }
 
@@ -105,6 +100,7 @@ MEMBER_GAPS: dict[str, list[str]] = {
     ".stt:FallbackAdapter": ["recognize()"],
     ".tts:FallbackAdapter": ["synthesize()"],
     ".tts:StreamAdapter": ["synthesize()", "aclose()", "once()", "on()", "off()"],
+    ".stt:StreamAdapter": ["aclose()", "once()", "on()", "off()"],
     ".inference:LLM": ["update_options()", "once()", "on()", "off()"],
     ".inference:STT": ["update_options()", "recognize()", "once()", "on()", "off()"],
     ".inference:TTS": ["update_options()", "synthesize()", "once()", "on()", "off()"],

@@ -12,8 +12,14 @@ from livekit.agents import NOT_GIVEN, APIConnectOptions, NotGivenOr
 from livekit.agents import stt as lk_stt
 from livekit.agents import vad as lk_vad
 
+from livekit.agents import voice as lk_voice
+
+from ..chat import ChatMessage
+from ..events import ConversationItemAddedEvent
 from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ..io.bridge_on_demand import open_bridge_or_none
 from ..models import SpeechData, SpeechEvent, SpeechEventType, TimedString
+from ._convert import to_lk_chat_message
 from ._common import (
     aclose_plugin_stream,
     connect_options,
@@ -66,6 +72,33 @@ class STTAdapter:
     @property
     def label(self) -> str:
         return self.stt.label
+
+    @property
+    def capabilities(self) -> lk_stt.STTCapabilities:
+        """The plugin's own (``keyterms`` and ``chat_context`` decide what the session's STT
+        context gives it)."""
+        return self.stt.capabilities
+
+    def update_session_keyterms(self, keyterms: list[str]) -> None:
+        """Hand the session's keyterms to the plugin through LiveKit's framework hook (its
+        ``_update_session_keyterms``, which LiveKit's session calls), in the asyncio loop."""
+        # LiveKit's hook for the framework: private by name, public to sessions by contract
+        self._on_loop(self.stt._update_session_keyterms, list(keyterms))  # noqa: SLF001
+
+    def push_conversation_item(self, event: ConversationItemAddedEvent) -> None:
+        """Hand a conversation turn to the plugin through LiveKit's framework hook (its
+        ``_push_conversation_item``), as LiveKit's event with the item converted."""
+        if not isinstance(event.item, ChatMessage):
+            return  # LiveKit's plugins read messages only
+        lk_event = lk_voice.ConversationItemAddedEvent(item=to_lk_chat_message(event.item))
+        self._on_loop(self.stt._push_conversation_item, lk_event)  # noqa: SLF001
+
+    def _on_loop(self, fn: Callable[[Any], object], arg: object) -> None:
+        bridge = open_bridge_or_none(self._bridge)
+        if bridge is None:
+            fn(arg)  # no loop open yet: no plugin stream either, the plugin only stores it
+            return
+        bridge.call_soon(fn, arg)
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[RecognitionStream[SpeechEvent]]:

@@ -16,11 +16,13 @@ from ..models import ModelSettings
 from ..run_context import RunContext
 from ..session import AgentSession
 from ..speech_handle import SpeechHandle
+from ..stt_context import KeytermDetectionOptions, KeytermsOptions, STTContextOptions
 from ..usage import SessionUsageUpdatedEvent
 from . import io, room_io
 
 __all__ = [
     "io", "room_io",
+    "KeytermDetectionOptions", "KeytermsOptions", "STTContextOptions",
     "Agent", "AgentFalseInterruptionEvent", "AgentSession", "AgentStateChangedEvent",
     "AgentTask", "CloseEvent", "CloseReason", "ConversationItemAddedEvent", "ErrorEvent",
     "FunctionToolsExecutedEvent", "MetricsCollectedEvent", "ModelSettings", "RunContext",
