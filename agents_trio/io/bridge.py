@@ -82,7 +82,9 @@ Cancellation, and where the two worlds differ:
   a thread round trip.
 - **Ready callbacks run in batches.** The loop runs up to ``CALLBACKS_PER_STEP`` ready asyncio
   callbacks per Trio scheduling step (trio-asyncio alone runs one), in their order, then lets
-  Trio run: a hop of asyncio code no longer waits for a full Trio round each.
+  Trio run: a hop of asyncio code no longer waits for a full Trio round each. ``call_soon``
+  queues C-level callbacks (task wakeups, future callbacks) without trio-asyncio's per-call
+  coroutine-function check, which cannot match them.
 - **Unhandled loop errors are logged, not raised.** trio-asyncio's default handler re-raises
   "task exception was never retrieved" into the loop, which would tear down every session on
   it; the bridge logs them and counts them in :attr:`BridgeStatistics.loop_errors`.
@@ -104,6 +106,7 @@ import inspect
 import logging
 import math
 import threading
+import types
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -243,6 +246,7 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
             bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
             _accept_any_executor(loop)
             _run_callbacks_in_batches(loop)
+            _cheap_call_soon(loop)
             token = _current.set(bridge)
             try:
                 yield bridge
@@ -362,22 +366,54 @@ def _run_callbacks_in_batches(loop: asyncio.AbstractEventLoop) -> None:
     own pace.
     """
     step = getattr(loop, "_main_loop_one", None)
-    queue = getattr(loop, "_q_recv", None)
-    if step is None or not isinstance(queue, trio.MemoryReceiveChannel):
+    if step is None:
         return
-    ready = queue.statistics
 
     async def run_batch(no_wait: bool = False) -> None:
         await step(no_wait)
-        for _ in range(CALLBACKS_PER_STEP - 1):
-            if not ready().current_buffer_used:
-                return
-            try:
-                await step(True)
-            except trio.WouldBlock:
-                return
+        try:
+            for _ in range(CALLBACKS_PER_STEP - 1):
+                await step(True)   # takes a ready callback without waiting, or raises
+        except trio.WouldBlock:
+            pass
 
     setattr(loop, "_main_loop_one", run_batch)
+
+
+# Callables that cannot be coroutine functions: what asyncio's own machinery schedules
+# (a task's wakeup and step, a future's callbacks are C methods).
+_PLAIN_CALLBACK_TYPES = (types.BuiltinMethodType, types.BuiltinFunctionType,
+                         types.MethodWrapperType)
+
+
+def _cheap_call_soon(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the trio-asyncio ``loop``'s ``call_soon`` skip its coroutine-function check for
+    callbacks that cannot be one.
+
+    trio-asyncio checks every callback (``_check_callback``, which asyncio itself does only in
+    debug mode) with ``inspect``: a few microseconds on each of the half a dozen asyncio hops
+    an audio window takes through a plugin stream. A C-level callable (a task's wakeup, a
+    future's ``set_result``) is never a coroutine function, so it is queued directly; anything
+    else goes through the loop's own ``call_soon`` and its check, unchanged.
+
+    Note: this replaces ``call_soon`` on this loop object and queues through trio-asyncio's
+    ``_queue_handle`` (the method its own ``call_soon`` ends in); with a trio-asyncio without
+    it, the loop keeps its own ``call_soon``.
+    """
+    native = loop.call_soon
+    queue_handle: Callable[[asyncio.Handle], asyncio.Handle] | None = getattr(
+        loop, "_queue_handle", None)
+    if queue_handle is None:
+        return
+    handle_type = asyncio.Handle
+
+    def call_soon(callback: Callable[..., object], *args: object,
+                  context: contextvars.Context | None = None) -> asyncio.Handle:
+        if type(callback) in _PLAIN_CALLBACK_TYPES:
+            return queue_handle(handle_type(callback, args, loop, context=context))
+        return native(callback, *args, context=context)
+
+    setattr(loop, "call_soon", call_soon)
 
 
 def _chain_job(loop: asyncio.AbstractEventLoop,
