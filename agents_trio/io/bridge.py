@@ -137,6 +137,10 @@ _jobs_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar(
 # Ready asyncio callbacks run per Trio scheduling step (see _run_callbacks_in_batches).
 CALLBACKS_PER_STEP = 16
 
+# The bridge's own per-frame loop callbacks (functions of methods, added in their classes):
+# never coroutine functions, so queued without trio-asyncio's check (see _cheap_call_soon).
+_PLAIN_METHODS: set[Callable[..., object]] = set()
+
 
 class BridgeError(AgentsTrioError):
     """The asyncio side ended in a way that has no Trio meaning: an asyncio task cancelled
@@ -332,20 +336,34 @@ def _job_on_loop(loop: asyncio.AbstractEventLoop, func: Callable[..., T],
                  args: tuple[object, ...]) -> asyncio.Future[T]:
     """An asyncio future of ``func(*args)`` run as a loop callback (see
     ``executor_jobs_on_loop``)."""
-    future: asyncio.Future[T] = loop.create_future()
+    job = _LoopJob(loop.create_future(), func, args)
+    loop.call_soon(job.run)
+    return job.future
 
-    def run() -> None:
+
+class _LoopJob(Generic[T]):
+    """An executor job run as a loop callback (``run``), settling ``future``."""
+
+    __slots__ = ("args", "func", "future")
+
+    def __init__(self, future: asyncio.Future[T], func: Callable[..., T],
+                 args: tuple[object, ...]) -> None:
+        self.future = future
+        self.func = func
+        self.args = args
+
+    def run(self) -> None:
+        future = self.future
         if future.cancelled():
             return
         try:
-            result = func(*args)
+            result = self.func(*self.args)
         except Exception as error:
             future.set_exception(error)
         else:
             future.set_result(result)
 
-    loop.call_soon(run)
-    return future
+    _PLAIN_METHODS.add(run)   # queued without the coroutine check (_cheap_call_soon)
 
 
 def _run_callbacks_in_batches(loop: asyncio.AbstractEventLoop) -> None:
@@ -381,7 +399,7 @@ def _run_callbacks_in_batches(loop: asyncio.AbstractEventLoop) -> None:
 
 
 # Callables that cannot be coroutine functions: what asyncio's own machinery schedules
-# (a task's wakeup and step, a future's callbacks are C methods).
+# (a task's wakeup and step, a future's callbacks are C methods); also _PLAIN_METHODS.
 _PLAIN_CALLBACK_TYPES = (types.BuiltinMethodType, types.BuiltinFunctionType,
                          types.MethodWrapperType)
 
@@ -393,7 +411,8 @@ def _cheap_call_soon(loop: asyncio.AbstractEventLoop) -> None:
     trio-asyncio checks every callback (``_check_callback``, which asyncio itself does only in
     debug mode) with ``inspect``: a few microseconds on each of the half a dozen asyncio hops
     an audio window takes through a plugin stream. A C-level callable (a task's wakeup, a
-    future's ``set_result``) is never a coroutine function, so it is queued directly; anything
+    future's ``set_result``) is never a coroutine function, nor are the bridge's own per-frame
+    callbacks (a feeder's drain, a job on the loop), so those are queued directly; anything
     else goes through the loop's own ``call_soon`` and its check, unchanged.
 
     Note: this replaces ``call_soon`` on this loop object and queues through trio-asyncio's
@@ -409,7 +428,10 @@ def _cheap_call_soon(loop: asyncio.AbstractEventLoop) -> None:
 
     def call_soon(callback: Callable[..., object], *args: object,
                   context: contextvars.Context | None = None) -> asyncio.Handle:
-        if type(callback) in _PLAIN_CALLBACK_TYPES:
+        kind = type(callback)
+        if kind in _PLAIN_CALLBACK_TYPES or (
+                kind is types.MethodType
+                and callback.__func__ in _PLAIN_METHODS):  # type: ignore[attr-defined]
             return queue_handle(handle_type(callback, args, loop, context=context))
         return native(callback, *args, context=context)
 
@@ -844,6 +866,8 @@ class BridgeFeeder(Generic[T]):
                 self.error = e
                 self._link.counters.callback_errors += 1
                 logger.debug("feeder %r stopped: %r", self._fn, e)
+
+    _PLAIN_METHODS.add(_drain)   # queued without the coroutine check (_cheap_call_soon)
 
 
 class _Call:
