@@ -47,6 +47,7 @@ from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptio
 
 from .events import CloseEvent, CloseReason
 from .job_process import JobProcess, ShutdownCallback, ShutdownCallbacks
+from .livekit_job import InferenceExecutor, open_livekit_job_context
 from .nurseries import open_unwrapping_nursery
 from .session import SessionState, owning_sessions
 
@@ -114,6 +115,10 @@ class JobContext:
         self._scope = trio.CancelScope(shield=True)
         self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
+        #: LiveKit's inference executor for plugins (see agents_trio.livekit_job): the
+        #: packed worker's job gives its own; otherwise one is started for the entrypoint
+        #: when LiveKit inference runners are registered. asyncio: call it on the bridge.
+        self.inference_executor: InferenceExecutor | None = None
 
     def add_shutdown_callback(self, callback: ShutdownCallback) -> None:
         """Call ``callback`` when the job ends: after the entrypoint returned and its sessions
@@ -352,7 +357,8 @@ class JobContext:
         token = _current_job.set(self)
         try:
             with self._scope, owning_sessions(self):
-                async with open_unwrapping_nursery() as owned:
+                async with open_livekit_job_context(self), \
+                        open_unwrapping_nursery() as owned:
                     self._owned = owned
                     try:
                         result = await entrypoint(self)
@@ -519,7 +525,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
                   on_ready: Callable[[JobContext], object] | None = None,
                   proc: JobProcess | None = None,
-                  bridge: AsyncioBridge | None = None) -> R | None:
+                  bridge: AsyncioBridge | None = None,
+                  inference_executor: InferenceExecutor | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -538,6 +545,9 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
 
         bridge: An open bridge to run on (the worker's job host shares one among all the jobs
             of a process); by default the job opens its own and closes it when it ends.
+        inference_executor: LiveKit's inference executor for the job's plugins, callable
+            from the bridge's loop (the packed worker gives its job's; by default one is
+            started when needed, see :mod:`agents_trio.livekit_job`).
 
     The job ends when the entrypoint returned and the sessions it started without ``async
     with`` closed; then the room disconnects and the shutdown callbacks run.
@@ -571,6 +581,7 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                                     connect_timeout=connect_timeout) as room:
                 ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace,
                                  proc=proc)
+                ctx.inference_executor = inference_executor
                 logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                             room.local_participant.identity)
                 return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)
