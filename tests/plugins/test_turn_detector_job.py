@@ -239,3 +239,64 @@ def test_the_cross_loop_executor_runs_on_the_executors_loop() -> None:
         other.call_soon_threadsafe(other.stop)
         thread.join(10)
         other.close()
+
+
+# -- the packed worker: LiveKit's AgentServer, its inference process, a Trio job ------------------
+PACKED: dict[str, Any] = {}
+
+
+async def predicting_entrypoint(ctx: JobContext) -> None:
+    from livekit.plugins.turn_detector.multilingual import MultilingualModel
+
+    from agents_trio import ChatContext
+
+    try:
+        executor = lk.get_job_context().inference_executor
+        adapted = TurnDetectorAdapter(MultilingualModel(), bridge=ctx.bridge)
+        answers = []
+        for text in ("Well...", "Yes, that's it."):
+            chat = ChatContext()
+            chat.add_message(role="user", content=text)
+            answers.append(await adapted.predict_end_of_turn(chat, timeout=120))
+        PACKED["result"] = (executor, answers, ctx.job_id)
+    finally:
+        PACKED["loop"].call_soon_threadsafe(PACKED["done"].set)
+
+
+def test_a_packed_job_uses_the_dispatched_jobs_inference_executor(fake_model_files: Path
+                                                                  ) -> None:
+    """Real time, LiveKit's worker with its inference process (a child process); the Trio
+    job's model reaches it through the job's own executor, on the job thread's loop."""
+    from agents_trio.job_host import JobHost
+    from agents_trio.worker import create_agent_server
+
+    host = JobHost(name="inference jobs")
+
+    async def main() -> None:
+        PACKED["loop"] = asyncio.get_running_loop()
+        PACKED["done"] = asyncio.Event()
+        server = create_agent_server(
+            predicting_entrypoint, job_host=host, open_room_fn=open_fake_room,
+            num_idle_processes=1, port=0, shutdown_grace=2.0, ws_url="ws://fake",
+            api_key="key", api_secret="secret-of-32-bytes-for-the-jwt-hmac")
+        up = asyncio.Event()
+        server.on("worker_started", lambda: up.set())
+        run = asyncio.ensure_future(server.run(unregistered=True))
+        try:
+            await up.wait()
+            await server.simulate_job("room-eou", fake_job=True)
+            await PACKED["done"].wait()
+        finally:
+            await server.aclose()
+            await run
+
+    loop = asyncio.SelectorEventLoop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 150))
+    finally:
+        loop.close()
+        host.close(10)
+    executor, answers, job_id = PACKED["result"]
+    assert isinstance(executor, CrossLoopInferenceExecutor)
+    assert answers == [FakeTurnDetectorRunner.UNLIKELY, FakeTurnDetectorRunner.LIKELY]
+    assert job_id
