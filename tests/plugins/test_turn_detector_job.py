@@ -300,3 +300,28 @@ def test_a_packed_job_uses_the_dispatched_jobs_inference_executor(fake_model_fil
     assert isinstance(executor, CrossLoopInferenceExecutor)
     assert answers == [FakeTurnDetectorRunner.UNLIKELY, FakeTurnDetectorRunner.LIKELY]
     assert job_id
+
+
+def test_console_text_runs_an_agent_built_with_the_plugin_model(tmp_path: Path) -> None:
+    """``python agent.py console --text`` with ``turn_detection=MultilingualModel()``, as
+    LiveKit's basic example after an import-only port."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    cache = write_fake_turn_detector_files(tmp_path / "hf")
+    env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, str(root / "tests" / "data" /
+                                                "turn_detector_agent.py"), "console", "--text"],
+                          input="Hello\nthanks\n", capture_output=True, text=True, env=env,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "  [executor: InferenceProcess]",
+        "agent: Hi, I'm Kelly.",
+        "user: Hello",
+        "agent: Hello to you.",
+        "user: thanks",
+        "agent: Sure.",
+    ]
