@@ -18,8 +18,9 @@ id and an inference executor usable from the bridge's loop:
   cross to that loop (:class:`CrossLoopInferenceExecutor`);
 - in ``console`` and ``connect``, where no LiveKit worker runs, LiveKit's own inference
   process (``InferenceProcExecutor``, the registered ``_InferenceRunner`` classes run in a
-  child process), started on the bridge's loop for the job and closed when it ends, only
-  when runners are registered (importing the turn-detector plugin registers its runners).
+  child process), when runners are registered (importing the turn-detector plugin registers
+  its runners): started on the bridge's loop when a model first asks, closed when the job
+  ends.
 
 Without ``livekit-agents`` installed nothing is set.
 """
@@ -33,14 +34,11 @@ import logging
 import multiprocessing
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 import trio
 
 from .io.bridge import AsyncioBridge
-
-if TYPE_CHECKING:
-    from .job import JobContext
 
 __all__ = ["CrossLoopInferenceExecutor", "InferenceExecutor", "InferenceProcess",
            "open_inference_process",
@@ -96,6 +94,19 @@ class CrossLoopInferenceExecutor:
 
     def __repr__(self) -> str:
         return f"CrossLoopInferenceExecutor({self.executor!r})"
+
+
+class TrioJob(Protocol):
+    """What :func:`open_livekit_job_context` reads of a job
+    (:class:`agents_trio.job.JobContext`)."""
+
+    bridge: AsyncioBridge
+    job_id: str | None
+    inference_executor: InferenceExecutor | None
+
+    @property
+    def room(self) -> Any:  # noqa: ANN401 - an rtc.Room or the console's stand-in
+        """The job's room."""
 
 
 def _livekit_agents_installed() -> bool:
@@ -204,7 +215,7 @@ async def open_inference_process(bridge: AsyncioBridge) -> AsyncIterator[Inferen
 
 
 @contextlib.asynccontextmanager
-async def open_livekit_job_context(ctx: JobContext) -> AsyncIterator[Any]:
+async def open_livekit_job_context(ctx: TrioJob) -> AsyncIterator[Any]:
     """LiveKit's job context for the block (what ``livekit.agents.get_job_context()``
     returns in the calling task and the tasks it starts): LiveKit's public
     ``fake_job_context`` with ``ctx``'s room and job id, and as inference executor
