@@ -19,8 +19,8 @@ becomes LiveKit's, the language a ``LanguageCode``, and failures become
 any ``EOUModelBase``). They are constructed where LiveKit's job context is set: in any job
 of this runtime (``agents_trio.livekit_job`` sets it, with an inference executor usable from
 the bridge), with their model files downloaded (``python agent.py download-files``);
-elsewhere LiveKit raises ``RuntimeError: no job context found``. A detector of your own written against LiveKit's
-protocol (asyncio methods) cannot be told from a Trio one by its shape: wrap it with
+elsewhere LiveKit raises ``RuntimeError: no job context found``. A detector of your own
+written against LiveKit's protocol (asyncio methods) cannot be told from a Trio one by its shape: wrap it with
 ``TurnDetectorAdapter(detector)``.
 
 LiveKit's streaming audio turn detector (``livekit.agents.inference.TurnDetector``, a
