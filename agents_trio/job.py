@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import functools
 import importlib
 import importlib.util
 import logging
@@ -53,6 +54,7 @@ from .session import SessionState, owning_sessions
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .run_result import RunResult
     from .session import AgentSession
 
 __all__ = ["AutoSubscribe", "JobContext", "JobProcess", "get_current_job_context", "get_job_context",
@@ -159,9 +161,13 @@ class JobContext:
 
     async def start_session(self, session: AgentSession, agent: Agent, *,
                             room: rtc.Room | None = None,
-                            room_options: RoomOptions | None = None) -> None:
+                            room_options: RoomOptions | None = None,
+                            capture_run: bool = False) -> RunResult[Any] | None:
         """Run ``session`` with ``agent`` in the job, linked to ``room`` if given; return once
-        it started (what ``session.start(agent, room=...)`` does in a job).
+        it started (what ``session.start(agent, room=...)`` does in a job). With
+        ``capture_run``, return the run of the start (its first turn: what ``on_enter`` said
+        and did), as ``session.start(capture_run=True)``; else, or when the job is already
+        shutting down, None.
 
         A session not yet entered is entered and owned by the job: it runs until it closes or
         the job shuts down, and the job waits for it. A session inside ``async with`` stays
@@ -177,7 +183,10 @@ class JobContext:
         """
         if self._owned is None:
             raise RuntimeError("this job's entrypoint is not running: it cannot own a session")
-        await self._owned.start(self._run_linked, session, agent, room, room_options)
+        run: RunResult[Any] | None = await self._owned.start(
+            functools.partial(self._run_linked, capture_run=capture_run),
+            session, agent, room, room_options)
+        return run
 
     async def run_session(self, session: AgentSession, agent: Agent, *,
                           room_options: RoomOptions | None = None) -> str | None:
@@ -196,11 +205,12 @@ class JobContext:
         return await self._run_linked(session, agent, self.room, room_options)
 
     async def _run_linked(self, session: AgentSession, agent: Agent, room: rtc.Room | None,
-                          room_options: RoomOptions | None, *,
-                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                          ) -> str | None:
+                          room_options: RoomOptions | None, *, capture_run: bool = False,
+                          task_status: trio.TaskStatus[RunResult[Any] | None]
+                          = trio.TASK_STATUS_IGNORED) -> str | None:
         """Link ``room``, enter ``session`` unless its block did, start ``agent``, report the
-        start, and return the close reason once the session closed."""
+        start (with the run of the start when ``capture_run``), and return the close reason
+        once the session closed."""
         if self.shutdown_reason is not None:
             task_status.started()
             return self.shutdown_reason
@@ -220,9 +230,9 @@ class JobContext:
                 if self.shutdown_reason is not None:
                     task_status.started()
                     return self.shutdown_reason
-                await session.start(agent)
+                run = await session.start(agent, capture_run=capture_run)
                 await stack.enter_async_context(self._serve_session(session, room))
-                task_status.started()
+                task_status.started(run)
                 reason = await closed.wait()
                 self._last_close_reason = reason
                 return reason
