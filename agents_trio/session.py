@@ -621,7 +621,8 @@ class AgentSession(Generic[Userdata_T]):
 
         ``on_enter`` is launched, not awaited. Idempotent while started. With
         ``capture_run``, returns the run of the start (``await`` it: it ends when what
-        ``on_enter`` said and did has settled), else None.
+        ``on_enter`` said and did has settled), else None; so does a start the job owns
+        (None when the job is already shutting down and the session is not started).
 
         Inside ``async with session:`` the block owns the session. Outside one (LiveKit's
         way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
@@ -660,12 +661,8 @@ class AgentSession(Generic[Userdata_T]):
                     "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
                     "agents_trio connect`), or write `async with AgentSession(...) as session: "
                     "await session.start(agent)`")
-            if capture_run:
-                raise NotImplementedError(
-                    "session.start(capture_run=True) needs `async with session:`; a session "
-                    "the job owns cannot capture its start yet")
-            await owner.start_session(self, agent, room=room, room_options=room_options)
-            return None
+            return await owner.start_session(self, agent, room=room, room_options=room_options,
+                                             capture_run=capture_run)
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
         run: RunResult[Any] | None = None
@@ -1054,9 +1051,10 @@ class SessionOwner(Protocol):
     """What owns the sessions started without ``async with`` (a job: ``JobContext``)."""
 
     async def start_session(self, session: AgentSession[Any], agent: Agent, *,
-                            room: rtc.Room | None, room_options: RoomOptions | None) -> None:
+                            room: rtc.Room | None, room_options: RoomOptions | None,
+                            capture_run: bool = False) -> RunResult[Any] | None:
         """Run ``session`` (entered or not) with ``agent`` until it closes; return once it
-        started.
+        started (with ``capture_run``, the run of the start, as ``session.start``).
 
         Cancellation: cancelling it before the session started closes the session."""
 
