@@ -46,6 +46,7 @@ from .fillers import Filler
 from .floor import Floor
 from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
+from .tool_handling import resolve_async_tool_options
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
@@ -112,6 +113,10 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
+        #: the background-tool templates: the agent's (completed with the defaults), or the
+        #: session's
+        self.tool_options = (session.async_tool_options if agent.async_tool_options is None
+                             else resolve_async_tool_options(agent.async_tool_options))
         self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
@@ -590,7 +595,7 @@ class Activity:
         self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         # judged now, in the order the LLM made the calls (on_duplicate)
-        admission = self.tool_calls.admit(by_name.get(call.name), call,
+        admission = self.tool_calls.admit(by_name.get(call.name), call, self.tool_options,
                                           interruptible=lambda: handle.allow_interruptions)
         tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
 

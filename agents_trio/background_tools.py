@@ -27,7 +27,8 @@ from .models import ToolChoice
 from .speech_handle import SpeechHandle
 from .fillers import Filler, FillerSource, filler_running
 from .floor import Floor
-from .run_context import UPDATE_TEMPLATE
+from .tool_handling import (REPLY_AT_TAIL, REPLY_MAYBE_COVERED, UPDATE_TEMPLATE,
+                            AsyncToolOptions, Template, render_template)
 from .tools import ToolOutcome, outcome_from_value, tool_error_outcome
 
 __all__ = ["BackgroundTools", "NON_BLOCKING", "REPLY_AT_TAIL", "REPLY_MAYBE_COVERED",
@@ -38,18 +39,6 @@ logger = logging.getLogger("agents_trio")
 #: set in ``FunctionCall.extra`` of a call answered by its first update (LiveKit's key)
 NON_BLOCKING = "__livekit_agents_tool_non_blocking"
 
-#: the deferred reply's instructions when the results are the newest items of the context
-REPLY_AT_TAIL = ("New results arrived from background tool calls (call_ids: {call_ids}).\n"
-                 "Summarize the results naturally. Do NOT repeat information you have "
-                 "already told the user.")
-#: ... and when something was said after them (the agent may have covered them already)
-REPLY_MAYBE_COVERED = (
-    "New results arrived from background tool calls (call_ids: {call_ids}).\n"
-    "You may have already mentioned them in your most recent replies.\n"
-    "If you already told the user everything in these results, reply with an empty response "
-    "(no text at all).\nOtherwise, summarize only what you have not said yet, with a natural "
-    "transition.\nNever repeat information you have already told the user.")
-
 HANDOFF_AFTER_UPDATE = "the agent handoff did not happen"
 
 
@@ -58,6 +47,9 @@ class BackgroundHost(Protocol):
 
     @property
     def accepts_tool_replies(self) -> bool: ...
+
+    @property
+    def tool_options(self) -> AsyncToolOptions: ...
 
     def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
 
@@ -102,6 +94,10 @@ class ToolRun:
         self.updated = False  # answered by an update: the rest runs in the background
         self.ended = trio.Event()
         self._tools = tools
+
+    @property
+    def update_template(self) -> Template:
+        return self._tools.host.tool_options["update_template"]
 
     def settle(self, outcome: ToolOutcome | None) -> None:
         """The call's first answer (later ones are ignored)."""
@@ -263,10 +259,12 @@ class BackgroundTools:
         if not items:
             return
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
-        template = (REPLY_AT_TAIL if self.host.last_item_id() == items[-1].id
-                    else REPLY_MAYBE_COVERED)
+        options = self.host.tool_options
+        template = options["reply_at_tail_template" if self.host.last_item_id() == items[-1].id
+                           else "reply_maybe_covered_template"]
         handle = self.host.background_reply(
-            template.format(call_ids=call_ids), _reply_tool_choice([c for _, c in pending]))
+            render_template(template, {"call_ids": call_ids}),
+            _reply_tool_choice([c for _, c in pending]))
         self._emit_reply(call_ids, "scheduled", handle)
         await handle
         status: Literal["completed", "interrupted", "skipped"] = (

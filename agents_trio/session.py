@@ -54,6 +54,8 @@ from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
+from .tool_handling import (ToolHandlingOptions, check_tool_handling,
+                            resolve_async_tool_options)
 from .toolsets import aclose_toolsets
 
 if TYPE_CHECKING:
@@ -112,6 +114,8 @@ class AgentSession(Generic[Userdata_T]):
             options; every key is optional and defaults as in LiveKit Agents.
         tools: Session-wide tools, added to every agent's tools.
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
+        tool_handling: ``{"async_options": {...}}``: the templates written around background
+            tools (``agents_trio.tool_handling``); an agent's own replace them.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
             (the session then closes with reason ``error``).
@@ -149,6 +153,7 @@ class AgentSession(Generic[Userdata_T]):
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
                  tools: Sequence[Any] = (), max_tool_steps: int = 3,
+                 tool_handling: ToolHandlingOptions | None = None,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -209,6 +214,9 @@ class AgentSession(Generic[Userdata_T]):
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
         self.max_tool_steps = max_tool_steps
+        #: the background-tool templates of agents that set none (``tool_handling``)
+        self.async_tool_options = resolve_async_tool_options(
+            check_tool_handling("AgentSession", tool_handling))
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)

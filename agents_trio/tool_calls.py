@@ -30,20 +30,13 @@ import msgspec
 import trio
 
 from .chat import FunctionCall
+from .tool_handling import (DEFAULT_ASYNC_TOOL_OPTIONS, DUPLICATE_CONFIRM, DUPLICATE_REJECT,
+                            AsyncToolOptions, Template, render_template)
 from .tools import (CONFIRM_DUPLICATE_PARAM, FunctionTool, ToolFlag, ToolOutcome,
                     execute_function_call, outcome_from_value, tool_error_outcome,
                     validated_arguments)
 
-__all__ = ["Admission", "ToolCalls", "execute_admitted"]
-
-DUPLICATE_REJECT = ("Same tool `{function_name}` is already running:\n{fnc_calls_text}\n"
-                    "If you want to cancel the existing one, call `lk_agents_cancel_task` with "
-                    "call_id.\nOnly do this when user explicitly requests it.")
-DUPLICATE_CONFIRM = ("Same tool `{function_name}` is already running:\n{fnc_calls_text}\n"
-                     "Re-call with confirm duplicate True to run a duplicate if needed,\n"
-                     "or if you want to cancel the existing one, call `lk_agents_cancel_task` "
-                     "with call_id.\nOnly run duplicate or cancel the existing one when user "
-                     "explicitly requests it.")
+__all__ = ["Admission", "DUPLICATE_CONFIRM", "DUPLICATE_REJECT", "ToolCalls", "execute_admitted"]
 
 DuplicateKey = tuple[str, str | None]
 
@@ -102,7 +95,8 @@ class ToolCalls:
         if running in self._running:
             self._running.remove(running)
 
-    def admit(self, tool: FunctionTool | None, call: FunctionCall, *,
+    def admit(self, tool: FunctionTool | None, call: FunctionCall,
+              options: AsyncToolOptions = DEFAULT_ASYNC_TOOL_OPTIONS, *,
               interruptible: Callable[[], bool] = lambda: True) -> Admission:
         """Judge ``call`` against the calls running now; an admitted call counts as running
         from here (no checkpoint between the judgement and the registration).
@@ -110,6 +104,7 @@ class ToolCalls:
         Args:
             tool: The tool called (None: unknown; it runs, and fails as unknown).
             call: The call.
+            options: The templates a refusal is written with (``tool_handling``).
             interruptible: Whether the speech that made the call may still be interrupted
                 (a call replacing this one needs it).
         """
@@ -130,7 +125,8 @@ class ToolCalls:
                     admitted = self._register(call, key, _cancellable(tool), interruptible)
                     return Admission(self, admitted, replaces=tuple(running))
                 if mode == "reject" or not confirmed:
-                    template = DUPLICATE_REJECT if mode == "reject" else DUPLICATE_CONFIRM
+                    template = options["duplicate_reject_template" if mode == "reject"
+                                       else "duplicate_confirm_template"]
                     return Admission(self, None, answer=_render(template, tool, running))
         return Admission(self, self._register(call, key, _cancellable(tool), interruptible))
 
@@ -157,10 +153,10 @@ def _replace_refusal(tool: FunctionTool, running: list[_Running]) -> str | None:
     return None
 
 
-def _render(template: str, tool: FunctionTool, running: list[_Running]) -> str:
+def _render(template: Template, tool: FunctionTool, running: list[_Running]) -> str:
     calls = [msgspec.json.encode(r.call).decode() for r in running]
-    return template.format(function_name=tool.name, fnc_calls_json=calls,
-                           fnc_calls_text="\n".join(calls))
+    return render_template(template, {"function_name": tool.name, "fnc_calls_json": calls,
+                                      "fnc_calls_text": "\n".join(calls)})
 
 
 def _decoded(arguments: str) -> dict[str, Any]:

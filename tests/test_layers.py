@@ -80,7 +80,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms", "floor",
      "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
      "instructions", "deprecated_turn_options", "tokenize", "tool_mocks", "utils",
-     "model_capabilities"),
+     "model_capabilities", "tool_handling"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
      "model_resolution", "chat_summary", "fallback"),
