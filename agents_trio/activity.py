@@ -44,7 +44,8 @@ from ._errors import SessionClosedError
 from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
 from .fillers import Filler
 from .floor import Floor
-from .tool_calls import Admission, ToolCalls, execute_admitted
+from .cancel_tools import with_cancel_tools
+from .tool_calls import Admission, ToolCalls, execute_admitted, session_calls
 from .tool_events import call_ended, call_started
 from .tool_handling import resolve_async_tool_options
 from .tool_mocks import find_mock
@@ -117,7 +118,8 @@ class Activity:
         #: session's
         self.tool_options = (session.async_tool_options if agent.async_tool_options is None
                              else resolve_async_tool_options(agent.async_tool_options))
-        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
+        # the calls running now, for on_duplicate and lk_agents_cancel_task
+        self.tool_calls = ToolCalls(session_calls(session))
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
         self._unanswered: dict[SpeechHandle, int] = {}
@@ -403,8 +405,9 @@ class Activity:
 
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
-        the function tools, then the provider tools)."""
-        return flatten_tools([*self.session.tools, *self.agent.tools])
+        the function tools, then the provider tools), and LiveKit's cancel tools when one of
+        them is cancellable (``cancel_tools``)."""
+        return with_cancel_tools(flatten_tools([*self.session.tools, *self.agent.tools]))
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True,

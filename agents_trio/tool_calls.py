@@ -18,17 +18,22 @@ same tool with the same validated arguments (``"name_and_args"``).
 Each admitted call runs inside its own cancel scope, owned by the tool task that runs it (the
 tool nursery of its speech): a replacement cancels that scope and waits for the task to leave
 it; nothing outlives the nursery.
+
+The activities of one session also share a :class:`SessionCalls`, the running calls by call_id,
+through which the model cancels one (``lk_agents_cancel_task``, see ``cancel_tools``).
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 import trio
 
+from ._errors import ToolError
 from .chat import FunctionCall
 from .tool_handling import (DEFAULT_ASYNC_TOOL_OPTIONS, DUPLICATE_CONFIRM, DUPLICATE_REJECT,
                             AsyncToolOptions, Template, render_template)
@@ -36,7 +41,8 @@ from .tools import (CONFIRM_DUPLICATE_PARAM, FunctionTool, ToolFlag, ToolOutcome
                     execute_function_call, outcome_from_value, tool_error_outcome,
                     validated_arguments)
 
-__all__ = ["Admission", "DUPLICATE_CONFIRM", "DUPLICATE_REJECT", "ToolCalls", "execute_admitted"]
+__all__ = ["Admission", "DUPLICATE_CONFIRM", "DUPLICATE_REJECT", "SessionCalls", "ToolCalls",
+           "execute_admitted", "session_calls"]
 
 DuplicateKey = tuple[str, str | None]
 
@@ -82,11 +88,62 @@ class Admission:
             self._running = None
 
 
-class ToolCalls:
-    """The running calls of one activity, for duplicate detection and replacement."""
+class SessionCalls:
+    """The running calls of every activity of one session, by call_id."""
 
     def __init__(self) -> None:
+        self._by_id: dict[str, _Running] = {}
+
+    def add(self, running: _Running) -> None:
+        self._by_id[running.call.call_id] = running
+
+    def remove(self, running: _Running) -> None:
+        if self._by_id.get(running.call.call_id) is running:
+            del self._by_id[running.call.call_id]
+
+    def cancellable(self) -> list[FunctionCall]:
+        """The calls running now that may be cancelled, oldest first."""
+        return [r.call for r in self._by_id.values() if r.cancellable]
+
+    async def cancel(self, call_id: str) -> None:
+        """Cancel the running call ``call_id`` and wait until it has ended.
+
+        Cancellation: stops waiting; the call was cancelled already.
+
+        Raises:
+            ToolError: no such call runs, it is not ``CANCELLABLE``, or the speech that made it
+                may not be interrupted.
+        """
+        running = self._by_id.get(call_id)
+        if running is None:
+            raise ToolError(f"Task {call_id} not found")
+        if not running.cancellable:
+            raise ToolError(f"Tool call {call_id} is not cancellable")
+        if not running.interruptible():
+            raise ToolError(f"Tool call {call_id} is not cancellable because interruptions "
+                            "are disallowed")
+        running.scope.cancel()
+        await running.ended.wait()
+
+
+_by_session: weakref.WeakKeyDictionary[object, SessionCalls] = weakref.WeakKeyDictionary()
+
+
+def session_calls(session: object) -> SessionCalls:
+    """The running calls of ``session`` (created on first use; dropped with the session)."""
+    calls = _by_session.get(session)
+    if calls is None:
+        calls = _by_session[session] = SessionCalls()
+    return calls
+
+
+class ToolCalls:
+    """The running calls of one activity, for duplicate detection and replacement (and, in
+    ``shared``, of its session, for cancellation by call_id)."""
+
+    def __init__(self, shared: SessionCalls | None = None) -> None:
         self._running: list[_Running] = []
+        self._shared = shared if shared is not None else SessionCalls()
 
     def __len__(self) -> int:
         return len(self._running)
@@ -94,6 +151,7 @@ class ToolCalls:
     def remove(self, running: _Running) -> None:
         if running in self._running:
             self._running.remove(running)
+        self._shared.remove(running)
 
     def admit(self, tool: FunctionTool | None, call: FunctionCall,
               options: AsyncToolOptions = DEFAULT_ASYNC_TOOL_OPTIONS, *,
@@ -134,6 +192,7 @@ class ToolCalls:
                   interruptible: Callable[[], bool]) -> _Running:
         running = _Running(call, key, cancellable, interruptible)
         self._running.append(running)
+        self._shared.add(running)
         return running
 
 

@@ -84,7 +84,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "testing.expect",
      "model_resolution", "chat_summary", "fallback"),
-    ("hosts", "conversation", "agent", "run_context", "run_result", "speech_handle", "fillers",
+    ("hosts", "conversation", "agent", "run_context", "cancel_tools", "run_result", "speech_handle", "fillers",
      "in_flight", "recognition"),
     ("generation", "realtime_generation", "interruption", "preemptive", "user_turns",
      "realtime_link", "agent_state", "turn_metrics", "turn_limit"),
