@@ -324,6 +324,7 @@ class Activity:
         if self.scheduling_open.is_set():
             self.scheduling_open = trio.Event()
             self.scheduling_closed.set()
+            self.background.paused()
         while (playing := self.current_speech) is not None:
             await playing.wait_for_generation()
         if self.realtime is not None:
@@ -334,6 +335,7 @@ class Activity:
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
+            self.background.resumed()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=function_tool_names(self.agent.tools)))
 
@@ -740,6 +742,9 @@ class Activity:
         else:
             events.off("agent_state_changed", filler.on_agent_state)
             events.off("user_state_changed", filler.on_user_state)
+
+    def hold_run(self) -> RunHold:
+        return self.session.conversation.hold_run()
 
     def background_reply(self, instructions: str, tool_choice: ToolChoice | None
                          ) -> SpeechHandle:

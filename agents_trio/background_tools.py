@@ -8,6 +8,11 @@ and the session closing cancels it. What it reports afterwards (later updates, i
 is committed as calls and outputs of their own (``{call_id}_update_N``, ``{call_id}_final``),
 each answered at once, so every call in the history is answered exactly once; the ones that
 ask for a reply are voiced together by one deferred reply once the agent is idle.
+
+As in LiveKit, a deferred reply asked for while a ``session.run()`` is active keeps that run
+open (a ``RunHold``) until the reply's speech exists (the run then watches the speech itself),
+except while the agent is paused for an AgentTask: the task may need a run of its own to
+return, so the hold is let go then and taken again, on the run active then, at the resume.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ._errors import SessionClosedError
 from .chat import ChatItem, FunctionCall, FunctionCallOutput, new_item_id
 from .events import ToolCallUpdated, ToolExecutionUpdatedEvent, ToolReplyUpdated
 from .models import ToolChoice
+from .run_result import RunHold
 from .speech_handle import SpeechHandle
 from .fillers import Filler, FillerSource, filler_running
 from .floor import Floor
@@ -71,6 +77,10 @@ class BackgroundHost(Protocol):
     def floor(self) -> Floor: ...
 
     def say_filler(self, text: str) -> SpeechHandle: ...
+
+    def hold_run(self) -> RunHold:
+        """A hold on the active ``session.run()`` (of nothing when none is active)."""
+        ...
 
     def on_state_events(self, filler: Filler, *, listen: bool) -> None: ...
 
@@ -183,6 +193,7 @@ class BackgroundTools:
         self._changed = trio.lowlevel.ParkingLot()
         self._pending: list[tuple[list[ChatItem], ToolChoice | None]] = []
         self._delivering = False
+        self._run_hold = RunHold()  # the active run waits for the deferred reply
         self._nursery: trio.Nursery | None = None
 
     def bind(self, nursery: trio.Nursery) -> None:
@@ -203,6 +214,15 @@ class BackgroundTools:
         await trio.lowlevel.checkpoint()
         while self._delivering:
             await self._changed.park()
+
+    def paused(self) -> None:
+        """The agent is paused for an AgentTask: the run stops waiting for the reply."""
+        self._run_hold.release()
+
+    def resumed(self) -> None:
+        """The AgentTask returned: the run active now waits for the pending reply."""
+        if self._delivering and self._run_hold.released:
+            self._run_hold = self.host.hold_run()
 
     def started(self, run: ToolRun) -> None:
         self._running.add(run)
@@ -240,24 +260,39 @@ class BackgroundTools:
         self._pending.append(([entry, output], tool_choice))
         if not self._delivering and self._nursery is not None:
             self._delivering = True
+            self._run_hold = self.host.hold_run()
             self._nursery.start_soon(self._deliver)
 
     async def _deliver(self) -> None:
         try:
+            asked = self._ask_for_reply(await self._wait_to_reply())
+        finally:  # the run watches the reply's speech from here (the hold may be a new one)
+            self._run_hold.release()
+        if asked is not None:
+            await self._follow_reply(*asked)
+
+    async def _wait_to_reply(self) -> bool:
+        """Wait until this agent may reply (False: it left, or the session closes).
+
+        Cancellation: a checkpoint only.
+        """
+        try:
             await self.host.wait_for_floor()
-            idle = True
+            return True
         except SessionClosedError:
-            idle = False
+            return False
         finally:
             self._delivering = False
             self._changed.unpark_all()
+
+    def _ask_for_reply(self, idle: bool) -> tuple[SpeechHandle, list[str]] | None:
         pending, self._pending = self._pending, []
         if not idle or not self.host.accepts_tool_replies:
             logger.debug("dropping a background tool reply: the agent left")
-            return
+            return None
         items = [item for entry, _ in pending for item in entry]
         if not items:
-            return
+            return None
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
         options = self.host.tool_options
         template = options["reply_at_tail_template" if self.host.last_item_id() == items[-1].id
@@ -266,6 +301,9 @@ class BackgroundTools:
             render_template(template, {"call_ids": call_ids}),
             _reply_tool_choice([c for _, c in pending]))
         self._emit_reply(call_ids, "scheduled", handle)
+        return handle, call_ids
+
+    async def _follow_reply(self, handle: SpeechHandle, call_ids: list[str]) -> None:
         await handle
         status: Literal["completed", "interrupted", "skipped"] = (
             "interrupted" if handle.interrupted
