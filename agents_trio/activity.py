@@ -727,10 +727,39 @@ class Activity:
                                                      or recognition.end_of_turn_pending))):
                 return
 
+    async def wait_for_current_floor(self) -> Activity:
+        """Wait until the session's current agent (this one, the agent it handed off to, or
+        the AgentTask it awaits) is idle and no one else holds the floor; return its activity.
+        Follows handoffs, as LiveKit's ``session.wait_for_idle()``; as there, running tools do
+        not count (see ``floor_free``).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        session = self.session
+        while True:
+            current = session.activity
+            if not isinstance(current, Activity) or session.closing:
+                raise SessionClosedError("the session is closing")
+            try:
+                await current.wait_for_floor()
+            except SessionClosedError:
+                # that agent left: follow the next one once the session points at it
+                await session.conversation.wait_until(
+                    lambda: session.closing or session.activity is not current)
+                continue
+            if session.activity is current:
+                return current
+
     def say_filler(self, text: str) -> SpeechHandle:
+        """Say a filler through the session's current agent (see ``wait_for_current_floor``)."""
+        current = self.session.activity
+        target = current if isinstance(current, Activity) else self
         token = current_inline.set(None)  # the agent's speech, not the tool's
         try:
-            return self.say(text)
+            return target.say(text)
         finally:
             current_inline.reset(token)
 

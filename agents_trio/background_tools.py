@@ -76,7 +76,20 @@ class BackgroundHost(Protocol):
     @property
     def floor(self) -> Floor: ...
 
-    def say_filler(self, text: str) -> SpeechHandle: ...
+    def say_filler(self, text: str) -> SpeechHandle:
+        """Say ``text`` through the session's current agent."""
+        ...
+
+    async def wait_for_current_floor(self) -> object:
+        """Wait until the session's current agent is idle and no one else holds the floor;
+        return that agent's activity (follows handoffs and AgentTasks).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        ...
 
     def hold_run(self) -> RunHold:
         """A hold on the active ``session.run()`` (of nothing when none is active)."""
@@ -151,11 +164,11 @@ class ToolRun:
         host = self._tools.host
         await self._tools.wait_delivered()
         while True:
-            await host.wait_for_floor()
+            activity = await host.wait_for_current_floor()
             if not host.floor.held_by_other:  # no checkpoint between the check and the hold
                 break
         async with host.floor.hold():
-            yield host
+            yield activity
 
     @asynccontextmanager
     async def filler(self, source: FillerSource, *, delay: float, interval: float | None,
@@ -166,7 +179,7 @@ class ToolRun:
         """
         host = self._tools.host
         filler = Filler(source, delay=delay, interval=interval, max_steps=max_steps,
-                        say=host.say_filler, wait_idle=host.wait_for_floor)
+                        say=host.say_filler, wait_idle=host.wait_for_current_floor)
         host.on_state_events(filler, listen=True)
         try:
             async with filler_running(filler, self.speech) as running:

@@ -57,6 +57,11 @@ class ActivityHost(SessionView, Protocol[A]):
     def async_tool_options(self) -> AsyncToolOptions: ...
 
     @property
+    def activity(self) -> object:
+        """The current agent's activity (the innermost AgentTask's while one is awaited)."""
+        ...
+
+    @property
     def min_consecutive_speech_delay(self) -> float: ...
 
     @property

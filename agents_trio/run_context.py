@@ -103,8 +103,9 @@ class RunContext(ToolContext, Generic[Userdata_T]):
 
     @asynccontextmanager
     async def foreground(self) -> AsyncIterator[Any]:
-        """Wait until the agent is idle, then hold the floor for the body (yields the
-        activity): no other ``foreground()`` body, deferred tool reply or filler starts
+        """Wait until the session's current agent is idle, then hold the floor for the body
+        (yields that agent's activity). As in LiveKit, the current agent is followed: the
+        AgentTask this tool's agent awaits, or the agent it handed off to. No other ``foreground()`` body, deferred tool reply or filler starts
         until it ends. Use it around an ``await AgentTask()``, a ``say`` / ``generate_reply``,
         or several of them, so they do not race the agent's own speech. A deferred reply
         already due for this agent's background tools is asked for first.
@@ -113,7 +114,7 @@ class RunContext(ToolContext, Generic[Userdata_T]):
 
         Raises:
             RuntimeError: outside a session's tool dispatch.
-            SessionClosedError: the session closes, or the agent running the tool left.
+            SessionClosedError: the session closes.
         """
         if self._progress is None:
             raise RuntimeError("foreground() needs the tool to run in a session")
@@ -126,7 +127,7 @@ class RunContext(ToolContext, Generic[Userdata_T]):
                           ) -> AsyncIterator[None]:
         """Say ``source`` while the body keeps the user waiting.
 
-        While the block runs, the filler waits for the agent to be idle and then for
+        While the block runs, the filler waits for the session's current agent to be idle and then for
         ``delay`` seconds of quiet (the agent speaking or thinking, the user speaking or an
         ``update()`` start the quiet over), and says ``source`` (``session.say``), or calls it
         with the number of fillers said so far: it returns a SpeechHandle, a text to say, or
