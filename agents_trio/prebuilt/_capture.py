@@ -144,6 +144,7 @@ def confirm_tool(*, name: str, subject: str, asked: object, current: Callable[[]
         return finish()
 
     confirm.__doc__ = f"Call once the user has said the {subject} is right."
+    confirm.__name__ = confirm.__qualname__ = name  # the schema's title is built from it
     return function_tool(confirm, name=name)
 
 
