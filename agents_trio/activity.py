@@ -47,7 +47,9 @@ from .floor import Floor
 from .cancel_tools import with_cancel_tools
 from .tool_calls import Admission, ToolCalls, execute_admitted, session_calls
 from .tool_events import call_ended, call_started
-from .tool_handling import resolve_async_tool_options
+from .async_toolset import async_toolsets_by_tool
+from .session_scope import session_scope
+from .tool_handling import AsyncToolOptions, resolve_async_tool_options
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
@@ -120,6 +122,9 @@ class Activity:
                              else resolve_async_tool_options(agent.async_tool_options))
         # the calls running now, for on_duplicate and lk_agents_cancel_task
         self.tool_calls = ToolCalls(session_calls(session))
+        # the tools of AsyncToolsets: the session's run in the session's scope
+        self._session_scoped = async_toolsets_by_tool(session.tools)
+        self._agent_async = async_toolsets_by_tool(agent.tools)
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
         self._unanswered: dict[SpeechHandle, int] = {}
@@ -599,15 +604,31 @@ class Activity:
         self.session.running_tools.add(call, owner=self)
         self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        scoped = call.name in self._session_scoped
+        calls = session_scope(self.session).tool_calls if scoped else self.tool_calls
+        options = self._call_options(call.name)
         # judged now, in the order the LLM made the calls (on_duplicate)
-        admission = self.tool_calls.admit(by_name.get(call.name), call, self.tool_options,
-                                          interruptible=lambda: handle.allow_interruptions)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
+        admission = calls.admit(by_name.get(call.name), call, options,
+                                interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission,
+                                scoped, options)
+
+    def _call_options(self, name: str) -> AsyncToolOptions:
+        """The templates of tool ``name``: its AsyncToolset's, else for a session-scoped
+        tool the session's, else this agent's (``tool_options``)."""
+        toolset = self._session_scoped.get(name) or self._agent_async.get(name)
+        if toolset is not None and toolset.async_tool_options is not None:
+            return resolve_async_tool_options(toolset.async_tool_options)
+        if name in self._session_scoped:
+            return self.session.async_tool_options
+        return self.tool_options
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: dict[str, FunctionTool], admission: Admission) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission, scoped: bool,
+                        options: AsyncToolOptions) -> None:
         """Wait for the call's first answer (see ``background_tools``): the call itself runs
-        in the activity's nursery, so one answered by an update outlives the step."""
+        in the activity's nursery (the session's scope for a session-scoped AsyncToolset),
+        so one answered by an update outlives the step."""
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -620,11 +641,14 @@ class Activity:
                 del self._unanswered[handle]
             self._note_progress()
 
-        run = self.background.run(call, scope=admission.scope, speech=handle,
-                                  on_answer=on_answer, cancellable=(
+        session_scoped = session_scope(self.session) if scoped else None
+        background = session_scoped.background if session_scoped else self.background
+        run = background.run(call, scope=admission.scope, speech=handle, on_answer=on_answer,
+                             options=options, cancellable=(
             tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
         assert self._nursery is not None
-        self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
+        start_soon = session_scoped.start_soon if session_scoped else self._nursery.start_soon
+        start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
         try:
             await run.answered.wait()
         finally:

@@ -106,8 +106,9 @@ class ToolRun:
 
     def __init__(self, call: FunctionCall, tools: BackgroundTools, *, cancellable: bool,
                  scope: trio.CancelScope, speech: SpeechHandle,
-                 on_answer: Callable[[], None]) -> None:
+                 on_answer: Callable[[], None], options: AsyncToolOptions) -> None:
         self.call = call
+        self.options = options  # the templates of the call's tool (``tool_handling``)
         self._on_answer = on_answer
         self.speech = speech  # the speech whose step made the call
         self.cancellable = cancellable
@@ -120,7 +121,7 @@ class ToolRun:
 
     @property
     def update_template(self) -> Template:
-        return self._tools.host.tool_options["update_template"]
+        return self.options["update_template"]
 
     def settle(self, outcome: ToolOutcome | None) -> None:
         """The call's first answer (later ones are ignored)."""
@@ -141,7 +142,8 @@ class ToolRun:
             self.settle(outcome)
             return
         # a report is not a result: the reply to it may call no tool
-        self._tools.report(self.call, entry_id, outcome, tool_choice="none")
+        self._tools.report(self.call, entry_id, outcome, tool_choice="none",
+                           options=self.options)
 
     def finish(self, outcome: ToolOutcome) -> None:
         """The tool returned after answering with an update: report its value."""
@@ -149,7 +151,8 @@ class ToolRun:
             logger.error("tool %r returned an Agent after ctx.update(); no handoff",
                          self.call.name)
             outcome = tool_error_outcome(self.call, HANDOFF_AFTER_UPDATE)
-        self._tools.report(self.call, f"{self.call.call_id}_final", outcome, tool_choice=None)
+        self._tools.report(self.call, f"{self.call.call_id}_final", outcome, tool_choice=None,
+                           options=self.options)
 
     def end(self) -> None:
         self.ended.set()
@@ -205,6 +208,7 @@ class BackgroundTools:
         self._running: set[ToolRun] = set()
         self._changed = trio.lowlevel.ParkingLot()
         self._pending: list[tuple[list[ChatItem], ToolChoice | None]] = []
+        self._reply_options: AsyncToolOptions | None = None  # the latest report's templates
         self._delivering = False
         self._run_hold = RunHold()  # the active run waits for the deferred reply
         self._nursery: trio.Nursery | None = None
@@ -214,10 +218,13 @@ class BackgroundTools:
         self._nursery = nursery
 
     def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,
-            speech: SpeechHandle, on_answer: Callable[[], None]) -> ToolRun:
-        """A run of ``call``; ``on_answer`` is called once, when it is first answered."""
+            speech: SpeechHandle, on_answer: Callable[[], None],
+            options: AsyncToolOptions | None = None) -> ToolRun:
+        """A run of ``call``; ``on_answer`` is called once, when it is first answered;
+        ``options``: its tool's templates (default: the host's)."""
         return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech,
-                       on_answer=on_answer)
+                       on_answer=on_answer,
+                       options=options if options is not None else self.host.tool_options)
 
     async def wait_delivered(self) -> None:
         """Wait until the deferred reply being prepared (if any) has been asked for.
@@ -259,7 +266,7 @@ class BackgroundTools:
             await self._changed.park()
 
     def report(self, call: FunctionCall, entry_id: str, outcome: ToolOutcome, *,
-               tool_choice: ToolChoice | None) -> None:
+               tool_choice: ToolChoice | None, options: AsyncToolOptions | None = None) -> None:
         """Commit a background report as a call and its output; a report asking for a reply
         joins the next deferred reply."""
         entry = FunctionCall(call_id=entry_id, name=call.name, arguments=call.arguments,
@@ -271,6 +278,7 @@ class BackgroundTools:
         if not output.reply_required:
             return
         self._pending.append(([entry, output], tool_choice))
+        self._reply_options = options
         if not self._delivering and self._nursery is not None:
             self._delivering = True
             self._run_hold = self.host.hold_run()
@@ -307,7 +315,7 @@ class BackgroundTools:
         if not items:
             return None
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
-        options = self.host.tool_options
+        options = self._reply_options or self.host.tool_options
         template = options["reply_at_tail_template" if self.host.last_item_id() == items[-1].id
                            else "reply_maybe_covered_template"]
         handle = self.host.background_reply(

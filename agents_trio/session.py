@@ -54,6 +54,7 @@ from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
+from .session_scope import session_scope
 from .tool_handling import (ToolHandlingOptions, check_tool_handling,
                             resolve_async_tool_options)
 from .toolsets import aclose_toolsets
@@ -595,6 +596,8 @@ class AgentSession(Generic[Userdata_T]):
                         self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
                     self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
+                    # the calls of the session's AsyncToolsets run here, not in an agent's
+                    await nursery.start(session_scope(self).run)
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
