@@ -335,6 +335,20 @@ class Activity:
         if self.realtime is not None:
             await self.realtime.suspend()
 
+    @property
+    def scheduling_paused(self) -> bool:
+        """Paused for an AgentTask (between ``pause()`` and ``resume()``)."""
+        return not self.scheduling_open.is_set()
+
+    async def wait_resumed(self) -> None:
+        """Wait until this agent is not paused for an AgentTask.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while not self.scheduling_open.is_set():
+            await self.scheduling_open.wait()
+
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
         if not self.scheduling_open.is_set():

@@ -57,6 +57,18 @@ class BackgroundHost(Protocol):
     @property
     def tool_options(self) -> AsyncToolOptions: ...
 
+    @property
+    def scheduling_paused(self) -> bool:
+        """The agent is paused for an AgentTask it awaits."""
+        ...
+
+    async def wait_resumed(self) -> None:
+        """Wait until the agent is not paused for an AgentTask.
+
+        Cancellation: a checkpoint only.
+        """
+        ...
+
     def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
 
     def emit_tool_update(self, event: ToolExecutionUpdatedEvent) -> None: ...
@@ -281,7 +293,8 @@ class BackgroundTools:
         self._reply_options = options
         if not self._delivering and self._nursery is not None:
             self._delivering = True
-            self._run_hold = self.host.hold_run()
+            if not self.host.scheduling_paused:  # else taken at the resume
+                self._run_hold = self.host.hold_run()
             self._nursery.start_soon(self._deliver)
 
     async def _deliver(self) -> None:
@@ -298,8 +311,12 @@ class BackgroundTools:
         Cancellation: a checkpoint only.
         """
         try:
-            await self.host.wait_for_floor()
-            return True
+            while True:
+                await self.host.wait_for_floor()
+                if not self.host.scheduling_paused:
+                    return True
+                # idle because paused for an AgentTask: the reply waits for the resume
+                await self.host.wait_resumed()
         except SessionClosedError:
             return False
         finally:

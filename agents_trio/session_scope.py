@@ -71,6 +71,11 @@ class CurrentAgent:
     def tool_options(self) -> AsyncToolOptions:
         return self._session.async_tool_options
 
+    @property
+    def scheduling_paused(self) -> bool:
+        current = self._session.activity
+        return current is not None and cast(BackgroundHost, current).scheduling_paused
+
     def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None:
         self._current().commit_item(item, handle)
 
@@ -89,6 +94,16 @@ class CurrentAgent:
             SessionClosedError: the session closes.
         """
         await self._current().wait_for_current_floor()
+
+    async def wait_resumed(self) -> None:
+        """Wait until the current agent is not paused.
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        await self._current().wait_resumed()
 
     async def wait_for_current_floor(self) -> object:
         """See ``BackgroundHost.wait_for_current_floor``.

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import trio
 
-from agents_trio import Agent, AgentSession, FunctionToolCall, RunContext, function_tool
+from agents_trio import (Agent, AgentSession, AgentTask, FunctionToolCall, RunContext,
+                         function_tool)
 from agents_trio.testing import FakeActions, FakeLLM
-from agents_trio.tool_handling import REPLY_AT_TAIL, UPDATE_TEMPLATE
+from agents_trio.tool_handling import REPLY_AT_TAIL, REPLY_MAYBE_COVERED, UPDATE_TEMPLATE
 
 
 class Searcher(Agent):
@@ -56,3 +57,59 @@ async def test_a_result_after_the_run_ended_does_not_reopen_it(autojump_clock):
             await trio.sleep(40)
             await session.wait_for_idle()
         assert session.history.items[-1].text_content == "three results"
+
+
+class AskValue(AgentTask[str]):
+    def __init__(self) -> None:
+        super().__init__(instructions="Ask the user for a value.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="ask for a value")
+
+    @function_tool
+    async def finish(self, ctx: RunContext, value: str) -> None:
+        """Record the value.
+
+        Args:
+            value: The value the user gave
+        """
+        self.complete(value)
+
+
+class Parent(Searcher):
+    @function_tool
+    async def ask(self, ctx: RunContext) -> str:
+        """Ask the user for a value."""
+        return f"got {await AskValue()}"
+
+
+async def test_a_reply_of_an_agent_paused_for_a_task_does_not_hold_the_run(autojump_clock):
+    """As LiveKit: the paused agent's reply cannot come before the task returns, and the task
+    needs the next run to return, so the run in progress does not wait for it."""
+    a = FakeActions()
+    a.add_llm("", tool_calls=[FunctionToolCall(name="search", arguments="{}", call_id="s1")],
+              input="go")
+    a.add_llm("on it", input=UPDATE_TEMPLATE.format(function_name="search", call_id="s1",
+                                                    message="looking"))
+    a.add_llm("", tool_calls=[FunctionToolCall(name="ask", arguments="{}", call_id="a1")],
+              input="value please")
+    # slow: the search result arrives while the task's question is generated
+    a.add_llm("what value?", input="ask for a value", duration=10)
+    a.add_llm("", tool_calls=[FunctionToolCall(name="finish", arguments='{"value": "42"}',
+                                               call_id="f1")], input="42")
+    a.add_llm("thanks", input="got 42")
+    for template in (REPLY_AT_TAIL, REPLY_MAYBE_COVERED):
+        a.add_llm("three results", input=template.format(call_ids=["s1_final"]))
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(Parent(work=3))
+        with trio.fail_after(60):
+            await session.run(user_input="go")
+            result = await session.run(user_input="value please")
+        said = [e.item.text_content for e in result.events if e.type == "message"]
+        assert said == ["what value?"]
+        assert isinstance(session.current_agent, AskValue)
+        # the task returns: the parent resumes, answers its tool, then gives the search result
+        with trio.fail_after(60):
+            result = await session.run(user_input="42")
+        said = [e.item.text_content for e in result.events if e.type == "message"]
+        assert said == ["thanks", "three results"]
