@@ -63,7 +63,6 @@ async def test_the_model_lists_and_cancels_a_running_call(autojump_clock) -> Non
     a.add_llm("", tool_calls=[_call("book", "b1"), _call("pay", "p1")], input="go")
     a.add_llm("on it", input=_updated("pay", "p1", "paying"))
     a.add_llm("", tool_calls=[_call("lk_agents_get_running_tasks", "g1")], input="what runs?")
-    a.add_llm("one booking", input="IGNORED")
     a.add_llm("", tool_calls=[_call("lk_agents_cancel_task", "c1", call_id="b1")],
               input="cancel it")
     a.add_llm("cancelled", input="Task b1 cancelled successfully.")
