@@ -225,8 +225,9 @@ class BackgroundTools:
         self._run_hold = RunHold()  # the active run waits for the deferred reply
         self._nursery: trio.Nursery | None = None
 
-    def bind(self, nursery: trio.Nursery) -> None:
-        """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's)."""
+    def bind(self, nursery: trio.Nursery | None) -> None:
+        """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's);
+        None: the nursery closed, no reply is asked for any more."""
         self._nursery = nursery
 
     def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,

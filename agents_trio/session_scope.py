@@ -55,7 +55,16 @@ class CurrentAgent:
     """A :class:`BackgroundHost` that is the session's current agent whenever it is used."""
 
     def __init__(self, session: ScopedSession) -> None:
-        self._session = session
+        # weak: the scope is found through a weak-keyed table, which a strong reference back
+        # to its key would keep alive forever
+        self._session_ref = weakref.ref(session)
+
+    @property
+    def _session(self) -> ScopedSession:
+        session = self._session_ref()
+        if session is None:
+            raise SessionClosedError("the session is gone")
+        return session
 
     def _current(self) -> BackgroundHost:
         current = self._session.activity
@@ -153,11 +162,15 @@ class SessionScope:
 
         Cancellation: cancels every session-scoped call and deferred reply.
         """
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self.background.bind(nursery)
-            task_status.started()
-            await trio.sleep_forever()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.background.bind(nursery)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self.background.bind(None)
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:  # noqa: ANN401
         """Run ``fn(*args)`` in the scope.

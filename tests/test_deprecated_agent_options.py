@@ -47,7 +47,7 @@ def test_bad_deprecated_value_is_refused_at_construction(cls: type[Agent]) -> No
         cls(instructions="x", turn_detection="telepathy")
 
 
-@pytest.mark.parametrize("name", ["tool_handling", "use_tts_aligned_transcript", "mcp_servers"])
+@pytest.mark.parametrize("name", ["use_tts_aligned_transcript", "mcp_servers"])
 def test_unsupported_keywords_are_refused_by_name(name: str) -> None:
     with pytest.raises(TypeError, match=name):
         Agent(instructions="x", **{name: None})
