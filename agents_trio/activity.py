@@ -44,8 +44,12 @@ from ._errors import SessionClosedError
 from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
 from .fillers import Filler
 from .floor import Floor
-from .tool_calls import Admission, ToolCalls, execute_admitted
+from .cancel_tools import with_cancel_tools
+from .tool_calls import Admission, ToolCalls, execute_admitted, session_calls
 from .tool_events import call_ended, call_started
+from .async_toolset import async_toolsets_by_tool
+from .session_scope import session_scope
+from .tool_handling import AsyncToolOptions, resolve_async_tool_options
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
 from .mcp import MCPServer, MCPTool, open_mcp_tools
@@ -113,7 +117,15 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
-        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
+        #: the background-tool templates: the agent's (completed with the defaults), or the
+        #: session's
+        self.tool_options = (session.async_tool_options if agent.async_tool_options is None
+                             else resolve_async_tool_options(agent.async_tool_options))
+        # the calls running now, for on_duplicate and lk_agents_cancel_task
+        self.tool_calls = ToolCalls(session_calls(session))
+        # the tools of AsyncToolsets: the session's run in the session's scope
+        self._session_scoped = async_toolsets_by_tool(session.tools)
+        self._agent_async = async_toolsets_by_tool(agent.tools)
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
         self._unanswered: dict[SpeechHandle, int] = {}
@@ -321,16 +333,32 @@ class Activity:
         if self.scheduling_open.is_set():
             self.scheduling_open = trio.Event()
             self.scheduling_closed.set()
+            self.background.paused()
         while (playing := self.current_speech) is not None:
             await playing.wait_for_generation()
         if self.realtime is not None:
             await self.realtime.suspend()
+
+    @property
+    def scheduling_paused(self) -> bool:
+        """Paused for an AgentTask (between ``pause()`` and ``resume()``)."""
+        return not self.scheduling_open.is_set()
+
+    async def wait_resumed(self) -> None:
+        """Wait until this agent is not paused for an AgentTask.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while not self.scheduling_open.is_set():
+            await self.scheduling_open.wait()
 
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
+            self.background.resumed()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=function_tool_names(self.agent.tools)))
 
@@ -402,8 +430,9 @@ class Activity:
 
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
-        the function tools, then the provider tools)."""
-        return flatten_tools(self.tool_sources())
+        the function tools, then the provider tools), and LiveKit's cancel tools when one of
+        them is cancellable (``cancel_tools``)."""
+        return with_cancel_tools(flatten_tools(self.tool_sources()))
 
     def tool_sources(self) -> list[Any]:
         """The session's tools, the agent's and its MCP servers', as given (toolsets whole)."""
@@ -606,15 +635,31 @@ class Activity:
         self.session.running_tools.add(call, owner=self)
         self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        scoped = call.name in self._session_scoped
+        calls = session_scope(self.session).tool_calls if scoped else self.tool_calls
+        options = self._call_options(call.name)
         # judged now, in the order the LLM made the calls (on_duplicate)
-        admission = self.tool_calls.admit(by_name.get(call.name), call,
-                                          interruptible=lambda: handle.allow_interruptions)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
+        admission = calls.admit(by_name.get(call.name), call, options,
+                                interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission,
+                                scoped, options)
+
+    def _call_options(self, name: str) -> AsyncToolOptions:
+        """The templates of tool ``name``: its AsyncToolset's, else for a session-scoped
+        tool the session's, else this agent's (``tool_options``)."""
+        toolset = self._session_scoped.get(name) or self._agent_async.get(name)
+        if toolset is not None and toolset.async_tool_options is not None:
+            return resolve_async_tool_options(toolset.async_tool_options)
+        if name in self._session_scoped:
+            return self.session.async_tool_options
+        return self.tool_options
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: dict[str, FunctionTool], admission: Admission) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission, scoped: bool,
+                        options: AsyncToolOptions) -> None:
         """Wait for the call's first answer (see ``background_tools``): the call itself runs
-        in the activity's nursery, so one answered by an update outlives the step."""
+        in the activity's nursery (the session's scope for a session-scoped AsyncToolset),
+        so one answered by an update outlives the step."""
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -627,11 +672,14 @@ class Activity:
                 del self._unanswered[handle]
             self._note_progress()
 
-        run = self.background.run(call, scope=admission.scope, speech=handle,
-                                  on_answer=on_answer, cancellable=(
+        session_scoped = session_scope(self.session) if scoped else None
+        background = session_scoped.background if session_scoped else self.background
+        run = background.run(call, scope=admission.scope, speech=handle, on_answer=on_answer,
+                             options=options, cancellable=(
             tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
         assert self._nursery is not None
-        self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
+        start_soon = session_scoped.start_soon if session_scoped else self._nursery.start_soon
+        start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
         try:
             await run.answered.wait()
         finally:
@@ -734,10 +782,39 @@ class Activity:
                                                      or recognition.end_of_turn_pending))):
                 return
 
+    async def wait_for_current_floor(self) -> Activity:
+        """Wait until the session's current agent (this one, the agent it handed off to, or
+        the AgentTask it awaits) is idle and no one else holds the floor; return its activity.
+        Follows handoffs, as LiveKit's ``session.wait_for_idle()``; as there, running tools do
+        not count (see ``floor_free``).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        session = self.session
+        while True:
+            current = session.activity
+            if not isinstance(current, Activity) or session.closing:
+                raise SessionClosedError("the session is closing")
+            try:
+                await current.wait_for_floor()
+            except SessionClosedError:
+                # that agent left: follow the next one once the session points at it
+                await session.conversation.wait_until(
+                    lambda: session.closing or session.activity is not current)
+                continue
+            if session.activity is current:
+                return current
+
     def say_filler(self, text: str) -> SpeechHandle:
+        """Say a filler through the session's current agent (see ``wait_for_current_floor``)."""
+        current = self.session.activity
+        target = current if isinstance(current, Activity) else self
         token = current_inline.set(None)  # the agent's speech, not the tool's
         try:
-            return self.say(text)
+            return target.say(text)
         finally:
             current_inline.reset(token)
 
@@ -749,6 +826,9 @@ class Activity:
         else:
             events.off("agent_state_changed", filler.on_agent_state)
             events.off("user_state_changed", filler.on_user_state)
+
+    def hold_run(self) -> RunHold:
+        return self.session.conversation.hold_run()
 
     def background_reply(self, instructions: str, tool_choice: ToolChoice | None
                          ) -> SpeechHandle:

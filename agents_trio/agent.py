@@ -22,6 +22,7 @@ from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings
                      ToolChoice)
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
+from .tool_handling import AsyncToolOptions, ToolHandlingOptions, check_tool_handling
 from .tools import FunctionTool, find_function_tools
 from .toolsets import flatten_tools, function_tool_names
 
@@ -165,6 +166,8 @@ class Agent:
             inference model strings (see ``agents_trio.model_resolution``).
         vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
+        tool_handling: ``{"async_options": {...}}``: this agent's background-tool templates
+            (``agents_trio.tool_handling``); they replace the session's as a whole.
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         turn_detection, min_endpointing_delay, max_endpointing_delay: LiveKit 1.x's deprecated
             spellings of ``turn_handling`` keys; folded into it (when it is not given) with a
@@ -185,12 +188,17 @@ class Agent:
                  llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
                  tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
+                 tool_handling: ToolHandlingOptions | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
                  max_endpointing_delay: float | NotGiven = NOT_GIVEN,
                  mcp_servers: list[MCPServer] | None | NotGiven = NOT_GIVEN) -> None:
+        #: this agent's background-tool templates (None: the session's), completed with the
+        #: defaults, not with the session's (as LiveKit)
+        self.async_tool_options: AsyncToolOptions | None = check_tool_handling(
+            type(self).__name__, tool_handling)
         # LiveKit 1.x's flat keywords: folded into turn_handling (unless given) with a warning
         migrated = turn_handling_from_deprecated(type(self).__name__, {
             name: value for name, value in (

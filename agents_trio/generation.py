@@ -32,6 +32,7 @@ from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall
                      ToolChoice)
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
+from .cancel_tools import with_cancel_tools
 from .toolsets import flatten_tools
 
 logger = logging.getLogger("agents_trio")
@@ -219,7 +220,7 @@ class Generation:
         self.settings = ModelSettings(tool_choice=request.tool_choice)
         # this step's own list: llm_node may add a tool for this call only, and the step's
         # tool calls are looked up in it; the next step starts again from request.tools
-        self.tools = flatten_tools(request.tools)
+        self.tools = with_cancel_tools(flatten_tools(request.tools))
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
         """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.

@@ -24,6 +24,7 @@ from .options import TurnHandling
 from .recognition import AudioRecognition
 from .speech_handle import SpeechHandle
 from .text_transforms import TextTransform
+from .tool_handling import AsyncToolOptions
 
 A = TypeVar("A", contravariant=True)
 
@@ -61,6 +62,14 @@ class ActivityHost(SessionView, Protocol[A]):
 
     @property
     def max_tool_steps(self) -> int: ...
+
+    @property
+    def async_tool_options(self) -> AsyncToolOptions: ...
+
+    @property
+    def activity(self) -> object:
+        """The current agent's activity (the innermost AgentTask's while one is awaited)."""
+        ...
 
     @property
     def min_consecutive_speech_delay(self) -> float: ...

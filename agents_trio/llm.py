@@ -20,9 +20,11 @@ from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpe
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
 from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
+from .async_toolset import AsyncToolset
 from .toolsets import ProviderTool, Toolset
 
 __all__ = [
+    "AsyncToolset",
     "AgentConfigUpdate", "AgentHandoff", "AudioContent", "AvailabilityChangedEvent",
     "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChoiceDelta",
     "FallbackAdapter",

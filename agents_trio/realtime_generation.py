@@ -26,6 +26,7 @@ from ._iterators import aclosing
 from .generation import Generation, GenerationHost, Segment
 from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
+from .cancel_tools import with_cancel_tools
 from .toolsets import flatten_tools
 
 if TYPE_CHECKING:
@@ -191,5 +192,5 @@ class RealtimeGeneration(Generation):
         async for call in calls:
             response.progress()
             self.activity.dispatch_tool(self.handle, call, self.step,
-                                        flatten_tools(self.request.tools),
+                                        with_cancel_tools(flatten_tools(self.request.tools)),
                                         tool_nursery)

@@ -57,6 +57,9 @@ from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
+from .session_scope import session_scope
+from .tool_handling import (ToolHandlingOptions, check_tool_handling,
+                            resolve_async_tool_options)
 from .toolsets import aclose_toolsets
 from .keyterm_detection import STTContext
 from .stt_context import KeytermsOptions, STTContextOptions, resolve_stt_context
@@ -193,6 +196,8 @@ class AgentSession(Generic[Userdata_T]):
             own ``mcp_servers``); each agent connects when it starts and disconnects when it
             ends (see ``agents_trio.mcp``).
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
+        tool_handling: ``{"async_options": {...}}``: the templates written around background
+            tools (``agents_trio.tool_handling``); an agent's own replace them.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
             (the session then closes with reason ``error``).
@@ -232,6 +237,7 @@ class AgentSession(Generic[Userdata_T]):
                  stt_context_options: STTContextOptions | None = None,
                  tools: Sequence[Any] = (), mcp_servers: Sequence[MCPServer] | None = None,
                  max_tool_steps: int = 3,
+                 tool_handling: ToolHandlingOptions | None = None,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -295,6 +301,9 @@ class AgentSession(Generic[Userdata_T]):
         self.tools = list(tools)
         self.mcp_servers = check_mcp_servers("AgentSession", mcp_servers)
         self.max_tool_steps = max_tool_steps
+        #: the background-tool templates of agents that set none (``tool_handling``)
+        self.async_tool_options = resolve_async_tool_options(
+            check_tool_handling("AgentSession", tool_handling))
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
@@ -691,6 +700,8 @@ class AgentSession(Generic[Userdata_T]):
                     self._agent = agent
                     self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
                     await nursery.start(self.stt_context.run)
+                    # the calls of the session's AsyncToolsets run here, not in an agent's
+                    await nursery.start(session_scope(self).run)
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
