@@ -227,29 +227,42 @@ class Generation:
         close); what was played is recorded in the step, the output is cleared, and the tools
         already started keep running in ``tool_nursery``.
         """
-        activity, handle = self.activity, self.handle
+        activity = self.activity
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
         audio = activity.audio_output_enabled or (
             self.request.say_audio is not None and activity.session.output.audio is not None)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
             if audio and activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle.wait_scheduled()
-            self._flush_metrics()
-            if audio and not activity.options.preemptive_generation.preemptive_tts:
-                nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle.wait_authorized()
-            self.step.authorized_at = trio.current_time()
-            nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
-            if audio:
-                pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
-                nursery.start_soon(self._pace_transcripts, pace_recv)
-                await self._play_audio(played_recv, pace_send)
-            else:
-                await self._play_text(segs_recv)
+            nursery.start_soon(self._play_when_authorized, nursery, tool_nursery, audio,
+                               segs_recv, calls_recv, played_send, played_recv)
+            # the LLM runs in this task: the request goes out in the step that started the
+            # generation, with no hop to a task of its own
+            await self._llm(segs_send, calls_send)
+
+    async def _play_when_authorized(
+            self, nursery: trio.Nursery, tool_nursery: trio.Nursery, audio: bool,
+            segs_recv: trio.MemoryReceiveChannel[Segment],
+            calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],
+            played_send: trio.MemorySendChannel[Segment],
+            played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+        """Wait for the scheduler, then play (and dispatch the tool calls) as the LLM goes."""
+        activity, handle = self.activity, self.handle
+        await handle.wait_scheduled()
+        self._flush_metrics()
+        if audio and not activity.options.preemptive_generation.preemptive_tts:
+            nursery.start_soon(self._tts, segs_recv, played_send)
+        await handle.wait_authorized()
+        self.step.authorized_at = trio.current_time()
+        nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
+        if audio:
+            pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
+            nursery.start_soon(self._pace_transcripts, pace_recv)
+            await self._play_audio(played_recv, pace_send)
+        else:
+            await self._play_text(segs_recv)
 
     # -- LLM --------------------------------------------------------------------------------
     async def _llm(self, segs_send: trio.MemorySendChannel[Segment],
