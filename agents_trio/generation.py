@@ -17,14 +17,14 @@ import msgspec
 import trio
 from livekit import rtc
 
-from .model_capabilities import tts_audio_frames
+from .model_capabilities import audio_frame_of
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing, node_output
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
 from .instructions import InputModality, Instructions, render_instructions
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
-from .io.resample import output_sample_rate, resample_frames
+from .io.resample import FrameResampler, output_sample_rate
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
@@ -126,15 +126,6 @@ _BURST = 64
 
 #: how often the transcript synchronizer looks again while it waits for text or audio
 _PACE_POLL = 0.1
-
-
-async def _note_timestamps(segment: Segment, frames: AsyncIterable[rtc.AudioFrame]
-                           ) -> AsyncIterator[rtc.AudioFrame]:
-    """The TTS's frames, keeping the word timestamps they carry (before resampling, which
-    makes new frames)."""
-    async for frame in frames:
-        segment.timestamps.extend(timed_words(frame))
-        yield frame
 
 
 async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
@@ -352,18 +343,26 @@ class Generation:
                 given_audio = None
                 started = trio.current_time()
                 ttfb: float | None = None
+                # to the output's rate (None: it takes any); the word timestamps are read
+                # before resampling, which makes new frames. Done here, per frame, rather than
+                # in generator layers: each layer costs a resumption per frame.
+                rate = output_sample_rate(activity.session.output.audio)
+                resampler = None if rate is None else FrameResampler(rate)
                 try:
-                    async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            _note_timestamps(segment, tts_audio_frames(node_output(source))),
-                            output_sample_rate(activity.session.output.audio))) as frames:
-                        async for frame in frames:
+                    async with frames_send, aclosing(node_output(source)) as items:
+                        async for item in items:
+                            frame = audio_frame_of(item)
+                            segment.timestamps.extend(timed_words(frame))
+                            for out in (frame,) if resampler is None else resampler.push(frame):
+                                if ttfb is None and synthesized:
+                                    ttfb = self._note_ttfb(segment, started)
+                                segment.audio_duration += out.duration
+                                frames_send.send_nowait(out)
+                        for out in () if resampler is None else resampler.flush():
                             if ttfb is None and synthesized:
-                                anchor = segment.text_ended_at or started
-                                ttfb = max(trio.current_time() - anchor, 0.0)
-                                if self.step.tts_ttfb is None:
-                                    self.step.tts_ttfb = ttfb
-                            segment.audio_duration += frame.duration
-                            frames_send.send_nowait(frame)
+                                ttfb = self._note_ttfb(segment, started)
+                            segment.audio_duration += out.duration
+                            frames_send.send_nowait(out)
                 except Exception as e:
                     self.step.error = e
                     activity.report_model_error(self.handle, e, source=activity.tts)
@@ -375,6 +374,14 @@ class Generation:
                         audio_duration=segment.audio_duration,
                         characters=len(segment.text)))
                     self._flush_metrics()
+
+    def _note_ttfb(self, segment: Segment, started: float) -> float:
+        """The segment's first audio: its time to first byte (from the end of its text, or
+        from the synthesis start while the text streams), the step's if it is the first."""
+        ttfb = max(trio.current_time() - (segment.text_ended_at or started), 0.0)
+        if self.step.tts_ttfb is None:
+            self.step.tts_ttfb = ttfb
+        return ttfb
 
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
