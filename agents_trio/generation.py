@@ -491,11 +491,19 @@ class Generation:
     async def _pace_transcript(self, segment: Segment) -> None:
         await segment.playback_started.wait()
         start = trio.current_time()
+        # the word starts depend only on these (the text and timestamps only grow; the audio
+        # so far counts once both are complete): computed again only when one changed
+        inputs: tuple[object, ...] = ()
+        starts: list[tuple[str, float]] = []
         while True:
             position = trio.current_time() - start
             complete = segment.audio_complete and segment.text_ended_at is not None
-            starts = word_starts(segment.text, audio_duration=segment.audio_duration,
-                                 complete=complete, timestamps=segment.timestamps)
+            now_inputs = (len(segment.text), len(segment.timestamps), complete,
+                          segment.audio_duration if complete else None)
+            if now_inputs != inputs:
+                inputs = now_inputs
+                starts = word_starts(segment.text, audio_duration=segment.audio_duration,
+                                     complete=complete, timestamps=segment.timestamps)
             # up to the end of the last word begun: its trailing space comes with the next
             heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
             if len(heard) > len(segment.forwarded) and heard.startswith(segment.forwarded):
