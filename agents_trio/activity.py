@@ -23,11 +23,11 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
                      ToolExecutionUpdatedEvent, UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
-from .agent import Agent, NotGiven
+from .agent import NOT_GIVEN, Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import LLM, TTS, CompletionUsage, ToolChoice
+from .models import LLM, STT, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -48,6 +48,7 @@ from .tool_calls import Admission, ToolCalls, execute_admitted
 from .tool_events import call_ended, call_started
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .mcp import MCPServer, MCPTool, open_mcp_tools
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
 from .turn_metrics import assistant_message_metrics, llm_step_metrics
@@ -120,6 +121,7 @@ class Activity:
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._mcp_tools: list[MCPTool] = []  # the MCP servers' tools, once connected
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self.scheduling_open = trio.Event()
@@ -147,7 +149,7 @@ class Activity:
 
     @property
     def audio_output_enabled(self) -> bool:
-        return self.session.output.audio is not None and self.tts is not None
+        return self.session.output.active_audio is not None and self.tts is not None
 
     @property
     def allow_interruptions(self) -> bool:
@@ -170,6 +172,8 @@ class Activity:
                         self.background.bind(owner.nursery)
                         self._record_config()
                         await setup_toolsets([*self.session.tools, *self.agent.tools])
+                        self._mcp_tools = await open_mcp_tools(owner.nursery,
+                                                               self._mcp_servers())
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -399,7 +403,18 @@ class Activity:
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
         the function tools, then the provider tools)."""
-        return flatten_tools([*self.session.tools, *self.agent.tools])
+        return flatten_tools(self.tool_sources())
+
+    def tool_sources(self) -> list[Any]:
+        """The session's tools, the agent's and its MCP servers', as given (toolsets whole)."""
+        return [*self.session.tools, *self.agent.tools, *self._mcp_tools]
+
+    def _mcp_servers(self) -> list[MCPServer]:
+        """The agent's MCP servers if it gave any (even none), else the session's."""
+        servers = self.agent.mcp_servers
+        if isinstance(servers, NotGiven):
+            servers = self.session.mcp_servers
+        return servers or []
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True,
@@ -407,7 +422,7 @@ class Activity:
         self._check_can_schedule()
         realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
                         and audio is None)
-        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+        if (self.session.output.active_audio is not None and self.tts is None and not realtime_say
                 and audio is None):
             raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
                                "audio=) when audio output is enabled")
@@ -442,9 +457,11 @@ class Activity:
         # the request's tools) do not see IGNORE_ON_ENTER tools
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
-        tools = [t for t in self.tools()
-                 if not (in_on_enter and isinstance(t, FunctionTool)
-                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+        # as given (toolsets whole): each step flattens them again, so a toolset's tools may
+        # change between the steps of one reply (LiveKit's tool search loads tools that way)
+        tools = ([t for t in self.tools() if not (isinstance(t, FunctionTool)
+                                                  and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if in_on_enter else self.tool_sources())
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=(None if instructions is None else
                                              render_instructions(instructions, input_modality)),
@@ -846,7 +863,7 @@ class Activity:
 
     def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None:
         self.session.conversation.send_transcription(
-            text, enabled=self.session.output.transcription is not None, final=final)
+            text, enabled=self.session.output.active_transcription is not None, final=final)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
         self.agent_state.on_playback_started(handle)
@@ -860,9 +877,11 @@ class Activity:
         return self.turns.on_end_of_turn(info)
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None:
-        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
-        not swapped in or out (its session belongs to the activity)."""
+                          tts: TTS | None | NotGiven,
+                          stt: STT | None | NotGiven = NOT_GIVEN) -> None:
+        """The agent swapped its LLM, TTS or STT: the next steps use them, and the session's
+        keyterms go to the new STT. A realtime model is not swapped in or out (its session
+        belongs to the activity)."""
         if not isinstance(llm, NotGiven):
             if is_realtime_model(llm) or is_realtime_model(self.llm):
                 raise RuntimeError("a realtime model cannot be swapped in or out of a running "
@@ -870,6 +889,9 @@ class Activity:
             self.llm = llm
         if not isinstance(tts, NotGiven):
             self.tts = tts
+        if not isinstance(stt, NotGiven):
+            self.stt = stt
+            self.session.stt_context.swap_stt(stt)
 
     async def wait_turns_handled(self) -> None:
         """Wait until the user turns this agent accepted are handled.

@@ -15,6 +15,7 @@ from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
+from .mcp import MCPServer, check_mcp_servers
 from .realtime import RealtimeModel
 from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
@@ -72,6 +73,9 @@ class SessionView(Protocol):
     @property
     def tools(self) -> list[FunctionTool]: ...
 
+    @property
+    def mcp_servers(self) -> list[MCPServer] | None: ...
+
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle: ...
 
@@ -112,7 +116,7 @@ class AgentActivity(Protocol):
     def on_chat_ctx_replaced(self) -> None: ...
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None: ...
+                          tts: TTS | None | NotGiven, stt: STT | None | NotGiven) -> None: ...
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
@@ -185,7 +189,8 @@ class Agent:
                  min_consecutive_speech_delay: float | None = None,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
-                 max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
+                 max_endpointing_delay: float | NotGiven = NOT_GIVEN,
+                 mcp_servers: list[MCPServer] | None | NotGiven = NOT_GIVEN) -> None:
         # LiveKit 1.x's flat keywords: folded into turn_handling (unless given) with a warning
         migrated = turn_handling_from_deprecated(type(self).__name__, {
             name: value for name, value in (
@@ -224,6 +229,9 @@ class Agent:
             interruption["enabled"] = allow_interruptions
             self._turn_handling["interruption"] = interruption
         self._min_consecutive_speech_delay = min_consecutive_speech_delay
+        self._mcp_servers: list[MCPServer] | None | NotGiven = (
+            mcp_servers if isinstance(mcp_servers, NotGiven)
+            else check_mcp_servers(type(self).__name__, mcp_servers))
         self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
@@ -243,6 +251,11 @@ class Agent:
     @property
     def tools(self) -> list[Any]:
         return list(self._tools)
+
+    @property
+    def mcp_servers(self) -> list[MCPServer] | None | NotGiven:
+        """The agent's MCP servers; ``NOT_GIVEN``: the session's are used."""
+        return self._mcp_servers
 
     @property
     def chat_ctx(self) -> ChatContext:
@@ -347,7 +360,7 @@ class Agent:
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
         if self._activity is not None:
-            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+            self._activity.on_models_updated(llm=llm, tts=tts, stt=stt)  # may refuse: first
         if not isinstance(stt, NotGiven):
             self._stt = stt
         if not isinstance(llm, NotGiven):

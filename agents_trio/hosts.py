@@ -19,6 +19,7 @@ from .events import AgentMetrics
 from .floor import Floor
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
+from .keyterm_detection import STTContext
 from .options import TurnHandling
 from .recognition import AudioRecognition
 from .speech_handle import SpeechHandle
@@ -36,6 +37,12 @@ class SessionOutputs(Protocol):
     @property
     def transcription(self) -> TextOutput | None: ...
 
+    @property
+    def active_audio(self) -> AudioOutput | None: ...
+
+    @property
+    def active_transcription(self) -> TextOutput | None: ...
+
 
 class ActivityHost(SessionView, Protocol[A]):
     """The session as its activities (of type ``A``) see it."""
@@ -45,6 +52,9 @@ class ActivityHost(SessionView, Protocol[A]):
 
     @property
     def output(self) -> SessionOutputs: ...
+
+    @property
+    def stt_context(self) -> STTContext: ...
 
     @property
     def turn_handling_overrides(self) -> dict[str, object]: ...

@@ -33,3 +33,11 @@ __all__ = [
     "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
     "ToolResult", "Toolset", "function_tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``mcp`` (LiveKit's ``llm.mcp``: MCP servers as tool sources) is imported on first use."""
+    if name == "mcp":
+        import importlib
+        return importlib.import_module("..mcp", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

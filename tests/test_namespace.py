@@ -68,16 +68,11 @@ ENTRIES = _entries()
 #: names of the contract absent here, as "path:name" ("" path = top level). Exact.
 MISSING = frozenset({
     # top level and voice
-    ":STTContextOptions", ".voice:STTContextOptions", ":KeytermsOptions",
-    ".voice:KeytermsOptions", ":KeytermDetectionOptions", ".voice:KeytermDetectionOptions",
     # llm
     # metrics
-    ".metrics:RealtimeModelMetrics",
     # beta
     ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
-    # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
-    ".inference:TurnDetector",
-    ".stt:StreamAdapter",
+    # stt, tts, tokenize, utils
 })
 
 #: the protocols a model author implements: Trio-native, so LiveKit's constructor parameters
@@ -86,19 +81,11 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 
 #: LiveKit parameter names (or enum members) not accepted yet, per "path:name". Exact.
 PARAMETER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "mcp_servers"],
+    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript"],
     ":AgentSession": [
-        "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
-        "keyterms_options"],
-    ":AgentTask": ["mcp_servers"],
+        "tool_handling", "use_tts_aligned_transcript", "expressive",
+        "video_sampler", "ivr_detection", "conn_options", "loop"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
-    ".llm:FunctionToolCall": ["extra"],
-    ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
-                         "speech_end_time"],
-    ".stt:SpeechData": ["speaker_id", "is_primary_speaker", "words", "source_languages",
-                        "source_texts", "target_languages", "target_texts", "metadata"],
-    ".stt:SpeechEventType": ["RECOGNITION_USAGE"],
 }
 
 
@@ -106,27 +93,19 @@ PARAMETER_GAPS: dict[str, list[str]] = {
 #: compared: the protocols (what a model author implements is Trio-native), instance
 #: attributes of plain classes, and the parameters of methods.
 MEMBER_GAPS: dict[str, list[str]] = {
-    ":AgentFalseInterruptionEvent": ["message", "extra_instructions"],
     ":AgentServer": ["run()", "aclose()"],
     ":JobContext": ["delete_room()", "add_sip_participant()", "transfer_sip_participant()"],
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
-    ".voice:SpeechHandle": ["wait_if_not_interrupted()"],
     ".stt:FallbackAdapter": ["recognize()"],
     ".tts:FallbackAdapter": ["synthesize()"],
     ".tts:StreamAdapter": ["synthesize()", "aclose()", "once()", "on()", "off()"],
-    ".llm:FunctionToolCall": ["extra"],
-    ".room_io:TextInputEvent": ["info", "participant"],
-    ".stt:SpeechEvent": ["request_id", "recognition_usage", "speech_start_time", "created_at",
-                         "speech_end_time"],
-    ".stt:SpeechData": ["speaker_id", "is_primary_speaker", "words", "source_languages",
-                        "source_texts", "target_languages", "target_texts", "metadata"],
-    ".vad:VADEvent": ["samples_index", "frames", "raw_accumulated_silence",
-                      "raw_accumulated_speech"],
+    ".stt:StreamAdapter": ["aclose()", "once()", "on()", "off()"],
     ".inference:LLM": ["update_options()", "once()", "on()", "off()"],
     ".inference:STT": ["update_options()", "recognize()", "once()", "on()", "off()"],
     ".inference:TTS": ["update_options()", "synthesize()", "once()", "on()", "off()"],
     ".inference:VAD": ["update_options()", "once()", "on()", "off()"],
+    ".inference:TurnDetector": ["once()", "on()", "off()"],
 }
 
 

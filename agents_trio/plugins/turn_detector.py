@@ -24,7 +24,7 @@ protocol (asyncio methods) cannot be told from a Trio one by its shape: wrap it 
 ``TurnDetectorAdapter(detector)``.
 
 LiveKit's streaming audio turn detector (``livekit.agents.inference.TurnDetector``, a
-``stream()`` of audio) is another protocol and is not adapted here.
+``stream()`` of audio) is another protocol, adapted by ``agents_trio.plugins.audio_turn_detector``.
 """
 
 from __future__ import annotations
