@@ -17,14 +17,14 @@ import msgspec
 import trio
 from livekit import rtc
 
-from .model_capabilities import tts_audio_frames
+from .model_capabilities import audio_frame_of
 from .text_transforms import TextTransform, apply, played_prefix
 from ._iterators import aclosing, node_output
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
 from .instructions import InputModality, Instructions, render_instructions
 from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
-from .io.resample import output_sample_rate, resample_frames
+from .io.resample import FrameResampler, output_sample_rate
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
@@ -130,15 +130,6 @@ _BURST = 64
 _PACE_POLL = 0.1
 
 
-async def _note_timestamps(segment: Segment, frames: AsyncIterable[rtc.AudioFrame]
-                           ) -> AsyncIterator[rtc.AudioFrame]:
-    """The TTS's frames, keeping the word timestamps they carry (before resampling, which
-    makes new frames)."""
-    async for frame in frames:
-        segment.timestamps.extend(timed_words(frame))
-        yield frame
-
-
 async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
                   ) -> AsyncIterator[list[rtc.AudioFrame]]:
     """The frames already waiting, up to ``_BURST`` at a time: one schedule point per burst
@@ -229,29 +220,42 @@ class Generation:
         close); what was played is recorded in the step, the output is cleared, and the tools
         already started keep running in ``tool_nursery``.
         """
-        activity, handle = self.activity, self.handle
+        activity = self.activity
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
         audio = activity.audio_output_enabled or (
             self.request.say_audio is not None and activity.session.output.active_audio is not None)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
             if audio and activity.options.preemptive_generation.preemptive_tts:
                 nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle.wait_scheduled()
-            self._flush_metrics()
-            if audio and not activity.options.preemptive_generation.preemptive_tts:
-                nursery.start_soon(self._tts, segs_recv, played_send)
-            await handle.wait_authorized()
-            self.step.authorized_at = trio.current_time()
-            nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
-            if audio:
-                pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
-                nursery.start_soon(self._pace_transcripts, pace_recv)
-                await self._play_audio(played_recv, pace_send)
-            else:
-                await self._play_text(segs_recv)
+            nursery.start_soon(self._play_when_authorized, nursery, tool_nursery, audio,
+                               segs_recv, calls_recv, played_send, played_recv)
+            # the LLM runs in this task: the request goes out in the step that started the
+            # generation, with no hop to a task of its own
+            await self._llm(segs_send, calls_send)
+
+    async def _play_when_authorized(
+            self, nursery: trio.Nursery, tool_nursery: trio.Nursery, audio: bool,
+            segs_recv: trio.MemoryReceiveChannel[Segment],
+            calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],
+            played_send: trio.MemorySendChannel[Segment],
+            played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+        """Wait for the scheduler, then play (and dispatch the tool calls) as the LLM goes."""
+        activity, handle = self.activity, self.handle
+        await handle.wait_scheduled()
+        self._flush_metrics()
+        if audio and not activity.options.preemptive_generation.preemptive_tts:
+            nursery.start_soon(self._tts, segs_recv, played_send)
+        await handle.wait_authorized()
+        self.step.authorized_at = trio.current_time()
+        nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
+        if audio:
+            pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
+            nursery.start_soon(self._pace_transcripts, pace_recv)
+            await self._play_audio(played_recv, pace_send)
+        else:
+            await self._play_text(segs_recv)
 
     # -- LLM --------------------------------------------------------------------------------
     async def _llm(self, segs_send: trio.MemorySendChannel[Segment],
@@ -341,18 +345,26 @@ class Generation:
                 given_audio = None
                 started = trio.current_time()
                 ttfb: float | None = None
+                # to the output's rate (None: it takes any); the word timestamps are read
+                # before resampling, which makes new frames. Done here, per frame, rather than
+                # in generator layers: each layer costs a resumption per frame.
+                rate = output_sample_rate(activity.session.output.active_audio)
+                resampler = None if rate is None else FrameResampler(rate)
                 try:
-                    async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            _note_timestamps(segment, tts_audio_frames(node_output(source))),
-                            output_sample_rate(activity.session.output.active_audio))) as frames:
-                        async for frame in frames:
+                    async with frames_send, aclosing(node_output(source)) as items:
+                        async for item in items:
+                            frame = audio_frame_of(item)
+                            segment.timestamps.extend(timed_words(frame))
+                            for out in (frame,) if resampler is None else resampler.push(frame):
+                                if ttfb is None and synthesized:
+                                    ttfb = self._note_ttfb(segment, started)
+                                segment.audio_duration += out.duration
+                                frames_send.send_nowait(out)
+                        for out in () if resampler is None else resampler.flush():
                             if ttfb is None and synthesized:
-                                anchor = segment.text_ended_at or started
-                                ttfb = max(trio.current_time() - anchor, 0.0)
-                                if self.step.tts_ttfb is None:
-                                    self.step.tts_ttfb = ttfb
-                            segment.audio_duration += frame.duration
-                            frames_send.send_nowait(frame)
+                                ttfb = self._note_ttfb(segment, started)
+                            segment.audio_duration += out.duration
+                            frames_send.send_nowait(out)
                 except Exception as e:
                     self.step.error = e
                     activity.report_model_error(self.handle, e, source=activity.tts)
@@ -364,6 +376,14 @@ class Generation:
                         audio_duration=segment.audio_duration,
                         characters=len(segment.text)))
                     self._flush_metrics()
+
+    def _note_ttfb(self, segment: Segment, started: float) -> float:
+        """The segment's first audio: its time to first byte (from the end of its text, or
+        from the synthesis start while the text streams), the step's if it is the first."""
+        ttfb = max(trio.current_time() - (segment.text_ended_at or started), 0.0)
+        if self.step.tts_ttfb is None:
+            self.step.tts_ttfb = ttfb
+        return ttfb
 
     @staticmethod
     async def _transformed(recv: trio.MemoryReceiveChannel[str],
@@ -473,11 +493,19 @@ class Generation:
     async def _pace_transcript(self, segment: Segment) -> None:
         await segment.playback_started.wait()
         start = trio.current_time()
+        # the word starts depend only on these (the text and timestamps only grow; the audio
+        # so far counts once both are complete): computed again only when one changed
+        inputs: tuple[object, ...] = ()
+        starts: list[tuple[str, float]] = []
         while True:
             position = trio.current_time() - start
             complete = segment.audio_complete and segment.text_ended_at is not None
-            starts = word_starts(segment.text, audio_duration=segment.audio_duration,
-                                 complete=complete, timestamps=segment.timestamps)
+            now_inputs = (len(segment.text), len(segment.timestamps), complete,
+                          segment.audio_duration if complete else None)
+            if now_inputs != inputs:
+                inputs = now_inputs
+                starts = word_starts(segment.text, audio_duration=segment.audio_duration,
+                                     complete=complete, timestamps=segment.timestamps)
             # up to the end of the last word begun: its trailing space comes with the next
             heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
             if len(heard) > len(segment.forwarded) and heard.startswith(segment.forwarded):

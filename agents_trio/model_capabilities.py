@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from livekit import rtc
 
-__all__ = ["STTCapabilities", "SynthesizedAudio", "TTSCapabilities", "tts_audio_frames"]
+__all__ = ["STTCapabilities", "SynthesizedAudio", "TTSCapabilities", "audio_frame_of",
+           "tts_audio_frames"]
 
 
 @dataclass
@@ -68,4 +69,10 @@ async def tts_audio_frames(items: AsyncIterable[Any]) -> AsyncIterator[Any]:
     Cancellation: cancels the iteration of ``items``.
     """
     async for item in items:
-        yield item.frame if isinstance(item, SynthesizedAudio) else item
+        yield audio_frame_of(item)
+
+
+def audio_frame_of(item: object) -> rtc.AudioFrame:
+    """The frame a ``tts_node`` item carries: a :class:`SynthesizedAudio`'s frame, else the
+    item itself (taken to be a frame: anything else fails where it is played)."""
+    return item.frame if isinstance(item, SynthesizedAudio) else cast(rtc.AudioFrame, item)

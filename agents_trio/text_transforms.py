@@ -8,6 +8,7 @@ back until it knows what to do with it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
@@ -162,11 +163,16 @@ async def _non_empty(text: AsyncIterable[str]) -> AsyncIterator[str]:
 
 
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
+_NOT_LETTER = re.compile(r"[^a-z]")
+TOKENS = re.compile(r"\S+\s*")
+"""A word with its trailing space (how transcripts are paced)."""
 
 
+@functools.lru_cache(maxsize=4096)
 def syllables(word: str) -> int:
-    """A rough syllable count, enough to pace a transcript against audio."""
-    w = re.sub(r"[^a-z]", "", word.lower())
+    """A rough syllable count, enough to pace a transcript against audio. Memoized: the
+    transcript synchronizer counts every word of a segment again each time it wakes."""
+    w = _NOT_LETTER.sub("", word.lower())
     if not w:
         return 0
     n = len(_VOWEL_GROUPS.findall(w))
@@ -185,7 +191,7 @@ def played_prefix(text: str, position: float, audio_duration: float) -> str:
         return ""
     if position >= audio_duration:
         return text
-    tokens = re.findall(r"\S+\s*", text)
+    tokens = TOKENS.findall(text)
     counts = [syllables(t) for t in tokens]
     total = sum(counts) or 1
     per_syllable = audio_duration / total

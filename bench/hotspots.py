@@ -258,6 +258,10 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 PER_FRAME_TASKS = ("Network.run", "AudioRecognition.run", "AudioRecognition.vad")
 
 
+LLM_REQUEST = "LLM request"
+CLEAR = "clear_buffer"
+
+
 def chains_trio() -> dict[str, Any]:
     """The task steps taken at the instant of each decision, in virtual time (one session):
     from the end-of-turn timer to the LLM request, and from the threshold frame to the clear."""
@@ -267,12 +271,24 @@ def chains_trio() -> dict[str, Any]:
     from . import trio_side as side
 
     steps: list[tuple[float, str]] = []
+    probe = core.Probe(index=0, script=core.build_script(0))
 
     class Recorder(trio.abc.Instrument):
+        """Each task step, and after a step in which the fake LLM got a request or the sink
+        was cleared, a pseudo-step ``LLM request`` / ``clear_buffer`` (whichever task did it)."""
+
+        requests = clears = 0
+
         def before_task_step(self, task: Any) -> None:
             steps.append((trio.current_time(), task.name))
 
-    probe = core.Probe(index=0, script=core.build_script(0))
+        def after_task_step(self, task: Any) -> None:
+            if len(probe.llm_request) != self.requests:
+                self.requests = len(probe.llm_request)
+                steps.append((trio.current_time(), LLM_REQUEST))
+            if len(probe.clears) != self.clears:
+                self.clears = len(probe.clears)
+                steps.append((trio.current_time(), CLEAR))
 
     async def main() -> None:
         network = side.Network()
@@ -482,7 +498,7 @@ def _chain(steps: list[str], *, start: str | None = None, stop: str | None = Non
         cut = [i for i, s in enumerate(seq) if s.endswith(stop)]
         if cut:
             seq = seq[:cut[0] + 1]
-    return " → ".join(f"`{s.rsplit('.', 2)[-2] + '.' + s.rsplit('.', 1)[-1]}`" for s in seq)
+    return " → ".join(f"`{'.'.join(s.rsplit('.', 2)[-2:])}`" for s in seq)
 
 
 def profile_markdown(results: dict[str, Any], n_cprof: int,
@@ -500,10 +516,9 @@ def profile_markdown(results: dict[str, Any], n_cprof: int,
                   ("The task steps taken at the instant of a decision (one session, "
                   "`MockClock`), without the per-frame input tasks that share the instant:"), "",
                   "- end of turn (endpointing timer fires) → LLM request: "
-                  + _chain(t, stop="Generation._llm"),
+                  + _chain(t, stop=LLM_REQUEST),
                   "- interruption threshold frame → `clear_buffer()`: "
-                  + _chain(i, start="recognition.AudioRecognition.vad",
-                           stop="Activity._speech_task"), ""]
+                  + _chain(i, start="recognition.AudioRecognition.run", stop=CLEAR), ""]
     lines += ["## CPU per input frame (no profiler)", "",
               ("50 sessions listening to silence for 10 s, process CPU per 20 ms input frame "
               "(the fake network, the fake VAD/STT work and the runtime's plumbing):"), "",

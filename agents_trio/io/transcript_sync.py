@@ -16,13 +16,12 @@ audio synthesized so far.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import msgspec
 from livekit import rtc
 
-from ..text_transforms import syllables
+from ..text_transforms import TOKENS, syllables
 
 #: LiveKit's standard speaking rate, in syllables a second
 STANDARD_SPEECH_RATE = 3.83
@@ -73,7 +72,7 @@ def word_starts(text: str, *, audio_duration: float, complete: bool,
         timestamps: Word timestamps from the TTS, in word order.
         speed: Multiplies the standard speaking rate used before the segment is complete.
     """
-    tokens = re.findall(r"\S+\s*", text)
+    tokens = TOKENS.findall(text)
     counts = [syllables(t) for t in tokens]
     total = sum(counts)
     if complete and audio_duration > 0 and total > 0:

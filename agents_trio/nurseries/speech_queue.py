@@ -73,14 +73,20 @@ class PriorityQueue(Generic[T]):
             A checkpoint. If cancelled, no item is removed.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            item = self.get_nowait()
+        except trio.WouldBlock:
+            pass
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return item
         while True:
+            # parking is this call's schedule point: a woken getter returns in that step
+            await self._lot.park()
             try:
-                item = self.get_nowait()
+                return self.get_nowait()
             except trio.WouldBlock:
-                await self._lot.park()
-            else:
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                return item
+                continue   # another getter took it first
 
     def remove(self, item: T) -> bool:
         """Remove the first queued occurrence (in pop order) of ``item``.

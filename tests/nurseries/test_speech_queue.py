@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -127,3 +128,39 @@ def test_matches_sorted_list_model(operations):
                 del model[index]
         assert len(q) == len(model)
         assert list(q) == [item for _, _, item in model]
+
+
+async def test_a_get_woken_by_a_put_returns_in_the_step_it_wakes_in(autojump_clock):
+    # parking was the checkpoint: no second schedule point before the item is returned
+    q: PriorityQueue[str] = PriorityQueue()
+    got: list[str] = []
+    steps: list[str] = []
+
+    class GetterSteps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.name == "getter":
+                steps.append(task.name)
+
+    async def getter() -> None:
+        got.append(await q.get())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(getter, name="getter")
+        await trio.testing.wait_all_tasks_blocked()
+        instrument = GetterSteps()
+        trio.lowlevel.add_instrument(instrument)
+        q.put_nowait("a", 0)
+        await trio.testing.wait_all_tasks_blocked()
+        trio.lowlevel.remove_instrument(instrument)
+    assert got == ["a"]
+    assert len(steps) == 1
+
+
+async def test_a_get_that_finds_an_item_is_still_a_checkpoint(autojump_clock):
+    q: PriorityQueue[str] = PriorityQueue()
+    q.put_nowait("a", 0)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await q.get()
+    assert scope.cancelled_caught
+    assert q.get_nowait() == "a"
