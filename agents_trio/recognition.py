@@ -173,6 +173,12 @@ class AudioRecognition:
         value = self._hooks.turn_options().turn_detection
         return None if value is None or isinstance(value, str) else value
 
+    def refresh_turn_detector(self) -> None:
+        """The turn detection in force may have changed (another agent, ``update_options``):
+        feed the audio turn detector now in force, if any. Speech starts check it too."""
+        if self._audio_turns is not None:
+            self._audio_turns.use(self._audio_detector())
+
     def _audio_detector(self) -> AudioTurnDetector | None:
         """The audio turn detector to feed: as in LiveKit, none without a VAD (it asks for
         predictions on the VAD's silence) or while a realtime model detects turns itself."""
@@ -433,8 +439,6 @@ class AudioRecognition:
         if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
             if self._audio_turns is not None:
-                # the detector in force may change with the agent or update_options
-                self._audio_turns.use(self._audio_detector())
                 self._audio_turns.on_vad_inference(ev, speaking=self._user_speaking)
         elif kind is VADEventType.START_OF_SPEECH:
             self._start_user_speech(

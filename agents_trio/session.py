@@ -527,6 +527,8 @@ class AgentSession(Generic[Userdata_T]):
             self._activity.options = resolve_turn_handling(
                 self.turn_handling_overrides, self._activity.agent.turn_handling,
                 {key: self.turn_handling_overrides[key] for key in layer})
+        if self._recognition is not None:
+            self._recognition.refresh_turn_detector()
 
     def reset_away_timer(self) -> None:
         """External user activity (a DTMF key, a click): an ``away`` user is ``listening``
@@ -781,6 +783,8 @@ class AgentSession(Generic[Userdata_T]):
         self._activity = activity
         self._agent = activity.agent
         self.stt_context.bind(activity.stt)
+        if self._recognition is not None:
+            self._recognition.refresh_turn_detector()
         self.conversation.progressed()
         if handoff is not None:
             self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
