@@ -183,6 +183,7 @@ class Agent:
                  turn_handling: dict[str, Any] | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None,
+                 use_tts_aligned_transcript: bool | NotGiven = NOT_GIVEN,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
                  max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
@@ -224,12 +225,19 @@ class Agent:
             interruption["enabled"] = allow_interruptions
             self._turn_handling["interruption"] = interruption
         self._min_consecutive_speech_delay = min_consecutive_speech_delay
+        self._use_tts_aligned_transcript = use_tts_aligned_transcript
         self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def id(self) -> str:
         return self._id
+
+    @property
+    def use_tts_aligned_transcript(self) -> bool | NotGiven:
+        """Whether the TTS's word timestamps pace this agent's transcript (NOT_GIVEN: the
+        session's choice)."""
+        return self._use_tts_aligned_transcript
 
     @property
     def label(self) -> str:

@@ -189,6 +189,9 @@ class GenerationHost(ActivityBasics, Protocol):
     @property
     def audio_output_enabled(self) -> bool: ...
 
+    @property
+    def use_tts_aligned_transcript(self) -> bool: ...
+
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None: ...
 
@@ -341,7 +344,7 @@ class Generation:
                 ttfb: float | None = None
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
-                            _note_timestamps(segment, tts_audio_frames(node_output(source))),
+                            self._timed(segment, tts_audio_frames(node_output(source))),
                             output_sample_rate(activity.session.output.audio))) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:
@@ -461,12 +464,35 @@ class Generation:
             segment.release_transcript(rest, final=True,
                                        forward=self.activity.forward_transcription_nowait)
 
+    def _timed(self, segment: Segment, frames: AsyncIterator[rtc.AudioFrame]
+               ) -> AsyncIterator[rtc.AudioFrame]:
+        """The TTS's frames; their word timestamps are kept for the pacing when the agent
+        (else the session) asked for ``use_tts_aligned_transcript``."""
+        if self.activity.use_tts_aligned_transcript:
+            return _note_timestamps(segment, frames)
+        return frames
+
     async def _pace_transcripts(self, segments: trio.MemoryReceiveChannel[Segment]) -> None:
         """The transcript synchronizer: each segment's words are released as its audio plays
-        (see ``io.transcript_sync``), until its playout ends (``segment.pacing``)."""
+        (see ``io.transcript_sync``), until its playout ends (``segment.pacing``); with an
+        unsynchronized transcription output, as its text is generated instead."""
+        output = self.activity.session.output.transcription
+        synchronized = getattr(output, "synchronized", True)
         async for segment in segments:
             with segment.pacing:
-                await self._pace_transcript(segment)
+                if synchronized:
+                    await self._pace_transcript(segment)
+                else:
+                    await self._forward_as_generated(segment)
+
+    async def _forward_as_generated(self, segment: Segment) -> None:
+        while True:
+            if len(segment.text) > len(segment.forwarded):
+                segment.release_transcript(segment.text[len(segment.forwarded):], final=False,
+                                           forward=self.activity.forward_transcription_nowait)
+            if segment.text_ended_at is not None and segment.forwarded == segment.text:
+                await trio.sleep_forever()  # all sent; the playout's end cancels this
+            await trio.sleep(_PACE_POLL)
 
     async def _pace_transcript(self, segment: Segment) -> None:
         await segment.playback_started.wait()

@@ -86,9 +86,9 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 
 #: LiveKit parameter names (or enum members) not accepted yet, per "path:name". Exact.
 PARAMETER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["tool_handling", "expressive", "use_tts_aligned_transcript", "mcp_servers"],
+    ":Agent": ["tool_handling", "expressive", "mcp_servers"],
     ":AgentSession": [
-        "stt_context_options", "tool_handling", "use_tts_aligned_transcript", "expressive",
+        "stt_context_options", "tool_handling", "expressive",
         "video_sampler", "ivr_detection", "conn_options", "loop", "mcp_servers",
         "keyterms_options"],
     ":AgentTask": ["mcp_servers"],
