@@ -3,7 +3,8 @@
 A :class:`SessionService` is the request handler of a host's connections: cheap requests are
 answered inline (history pages, agent info, state, subscriptions), ``wait_for_ready`` waits
 for the session's first agent, and ``run`` goes through one turn runner so that the turns of
-every client reach the session one at a time, in arrival order.
+every client reach the session one at a time, in arrival order; a turn arriving interrupts
+the agent at once (a barge-in), so the turn being played ends and the new one follows.
 """
 
 from __future__ import annotations
