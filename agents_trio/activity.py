@@ -102,6 +102,10 @@ class Activity:
         self.min_consecutive_speech_delay = (
             agent.min_consecutive_speech_delay if agent.min_consecutive_speech_delay is not None
             else session.min_consecutive_speech_delay)
+        aligned = agent.use_tts_aligned_transcript
+        self.use_tts_aligned_transcript = (
+            aligned if not isinstance(aligned, NotGiven) else session.use_tts_aligned_transcript
+        ) is True
         self.llm = session.llm if isinstance(agent.llm, NotGiven) else agent.llm
         self.tts = session.tts if isinstance(agent.tts, NotGiven) else agent.tts
         self.stt = session.stt if isinstance(agent.stt, NotGiven) else agent.stt

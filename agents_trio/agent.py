@@ -191,6 +191,7 @@ class Agent:
                  tool_handling: ToolHandlingOptions | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None,
+                 use_tts_aligned_transcript: bool | NotGiven = NOT_GIVEN,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
                  max_endpointing_delay: float | NotGiven = NOT_GIVEN,
@@ -240,12 +241,19 @@ class Agent:
         self._mcp_servers: list[MCPServer] | None | NotGiven = (
             mcp_servers if isinstance(mcp_servers, NotGiven)
             else check_mcp_servers(type(self).__name__, mcp_servers))
+        self._use_tts_aligned_transcript = use_tts_aligned_transcript
         self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def id(self) -> str:
         return self._id
+
+    @property
+    def use_tts_aligned_transcript(self) -> bool | NotGiven:
+        """Whether the TTS's word timestamps pace this agent's transcript (NOT_GIVEN: the
+        session's choice)."""
+        return self._use_tts_aligned_transcript
 
     @property
     def label(self) -> str:

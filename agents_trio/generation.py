@@ -182,6 +182,9 @@ class GenerationHost(ActivityBasics, Protocol):
     @property
     def audio_output_enabled(self) -> bool: ...
 
+    @property
+    def use_tts_aligned_transcript(self) -> bool: ...
+
     def report_model_error(self, handle: SpeechHandle, error: BaseException, *,
                            source: object) -> None: ...
 
@@ -334,6 +337,9 @@ class Generation:
         activity = self.activity
         transforms = activity.session.tts_text_transforms
         given_audio = self.request.say_audio  # played for the first segment, not synthesized
+        # the TTS's word timestamps pace the transcript only when the agent (else the
+        # session) asked for use_tts_aligned_transcript
+        aligned = activity.use_tts_aligned_transcript
         async with played_send:
             async for segment in segs_recv:
                 frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
@@ -354,7 +360,8 @@ class Generation:
                     async with frames_send, aclosing(node_output(source)) as items:
                         async for item in items:
                             frame = audio_frame_of(item)
-                            segment.timestamps.extend(timed_words(frame))
+                            if aligned:  # use_tts_aligned_transcript: pace by its words
+                                segment.timestamps.extend(timed_words(frame))
                             for out in (frame,) if resampler is None else resampler.push(frame):
                                 if ttfb is None and synthesized:
                                     ttfb = self._note_ttfb(segment, started)
@@ -485,10 +492,25 @@ class Generation:
 
     async def _pace_transcripts(self, segments: trio.MemoryReceiveChannel[Segment]) -> None:
         """The transcript synchronizer: each segment's words are released as its audio plays
-        (see ``io.transcript_sync``), until its playout ends (``segment.pacing``)."""
+        (see ``io.transcript_sync``), until its playout ends (``segment.pacing``); with an
+        unsynchronized transcription output, as its text is generated instead."""
+        output = self.activity.session.output.transcription
+        synchronized = getattr(output, "synchronized", True)
         async for segment in segments:
             with segment.pacing:
-                await self._pace_transcript(segment)
+                if synchronized:
+                    await self._pace_transcript(segment)
+                else:
+                    await self._forward_as_generated(segment)
+
+    async def _forward_as_generated(self, segment: Segment) -> None:
+        while True:
+            if len(segment.text) > len(segment.forwarded):
+                segment.release_transcript(segment.text[len(segment.forwarded):], final=False,
+                                           forward=self.activity.forward_transcription_nowait)
+            if segment.text_ended_at is not None and segment.forwarded == segment.text:
+                await trio.sleep_forever()  # all sent; the playout's end cancels this
+            await trio.sleep(_PACE_POLL)
 
     async def _pace_transcript(self, segment: Segment) -> None:
         await segment.playback_started.wait()

@@ -75,6 +75,9 @@ class ActivityHost(SessionView, Protocol[A]):
     def min_consecutive_speech_delay(self) -> float: ...
 
     @property
+    def use_tts_aligned_transcript(self) -> bool | None: ...
+
+    @property
     def close_grace(self) -> float: ...
 
     @property

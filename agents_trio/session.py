@@ -204,6 +204,8 @@ class AgentSession(Generic[Userdata_T]):
         userdata: Any object, available to tools as ``ctx.userdata``.
         tts_text_transforms: Transforms applied to text before the TTS (None disables).
         min_consecutive_speech_delay: Minimum gap between two speeches.
+        use_tts_aligned_transcript: Let the word timestamps a TTS gives pace the transcript
+            (an agent's own setting wins); off unless True, as in LiveKit.
         user_away_timeout: Seconds of mutual silence before the user is ``away`` (None
             disables).
         aec_warmup_duration: After the agent first speaks, voice interruptions are ignored
@@ -242,6 +244,7 @@ class AgentSession(Generic[Userdata_T]):
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
                  min_consecutive_speech_delay: float = 0.0,
+                 use_tts_aligned_transcript: bool | None = None,
                  user_away_timeout: float | None = 15.0,
                  aec_warmup_duration: float | None = 3.0,
                  close_grace: float = 5.0,
@@ -309,6 +312,7 @@ class AgentSession(Generic[Userdata_T]):
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
+        self.use_tts_aligned_transcript = use_tts_aligned_transcript
         self.user_away_timeout = user_away_timeout
         self.transcription_timeout = transcription_timeout
         self.aec_warmup_duration = aec_warmup_duration

@@ -1,8 +1,8 @@
 """Agent's and AgentTask's deprecated turn keywords (LiveKit 1.8.9 takes ``turn_detection``,
 ``min_endpointing_delay``, ``max_endpointing_delay`` on both, as it does on the session).
 They are folded into the agent's ``turn_handling`` with a DeprecationWarning, and an explicit
-``turn_handling`` wins, as for ``AgentSession``. LiveKit's
-``use_tts_aligned_transcript`` is still refused by name (``tool_handling`` and ``mcp_servers`` are taken)."""
+``turn_handling`` wins, as for ``AgentSession``. (LiveKit's other agent keywords,
+``tool_handling``, ``use_tts_aligned_transcript`` and ``mcp_servers``, are all taken now.)"""
 
 from __future__ import annotations
 
@@ -46,8 +46,3 @@ def test_bad_deprecated_value_is_refused_at_construction(cls: type[Agent]) -> No
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError):
         cls(instructions="x", turn_detection="telepathy")
 
-
-@pytest.mark.parametrize("name", ["use_tts_aligned_transcript"])
-def test_unsupported_keywords_are_refused_by_name(name: str) -> None:
-    with pytest.raises(TypeError, match=name):
-        Agent(instructions="x", **{name: None})

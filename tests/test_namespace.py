@@ -81,10 +81,9 @@ PROTOCOLS = frozenset({".llm:LLM", ".llm:RealtimeModel", ".stt:STT", ".tts:TTS",
 
 #: LiveKit parameter names (or enum members) not accepted yet, per "path:name". Exact.
 PARAMETER_GAPS: dict[str, list[str]] = {
-    ":Agent": ["expressive", "use_tts_aligned_transcript"],
+    ":Agent": ["expressive"],
     ":AgentSession": [
-        "use_tts_aligned_transcript", "expressive",
-        "video_sampler", "ivr_detection", "conn_options", "loop"],
+        "expressive", "video_sampler", "ivr_detection", "conn_options", "loop"],
     ":RoomIO": ["agent_session", "participant", "input_options", "output_options"],
 }
 

@@ -169,7 +169,13 @@ class AudioOutput:
 
 
 class TextOutput:
-    """Where the agent's transcription goes (``output.transcription``)."""
+    """Where the agent's transcription goes (``output.transcription``).
+
+    ``synchronized`` (default True): the words are released as the agent's audio plays
+    (LiveKit's transcript synchronizer); False sends the text as it is generated
+    (``TextOutputOptions(sync_transcription=False)``)."""
+
+    synchronized: bool = True
 
     async def capture_text(self, text: str) -> None:
         """Add ``text`` to the current segment (``flush`` ends it).

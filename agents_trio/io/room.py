@@ -371,6 +371,8 @@ class RoomIO:
                 if text_out is not None:
                     self.transcription_output = RoomTranscriptionOutput(
                         self._texts_send, next_in_chain=text_out.next_in_chain)
+                    self.transcription_output.synchronized = \
+                        text_out.sync_transcription is not False
                     session.output.transcription = self.transcription_output
                     nursery.start_soon(self._publish_texts)
                 else:

@@ -9,7 +9,7 @@ object, or None when it is off.
 
 What this runtime cannot honour is refused when the options are built, naming the option:
 video input, noise cancellation and automatic gain control on the input, JSON transcription,
-an explicit ``sync_transcription`` or a speed factor other than 1, and deleting the room on
+a transcription speed factor other than 1, and deleting the room on
 close. Pre-connect audio (``pre_connect_audio``, on by default) is accepted and has no effect:
 the room input starts with the live microphone track.
 """
@@ -114,8 +114,9 @@ class AudioOutputOptions:
 class TextOutputOptions:
     """The agent's transcription on ``lk.transcription``; ``next_in_chain`` also receives it.
 
-    The transcription follows the session's pace: ``sync_transcription`` set either way,
-    ``transcription_speed_factor`` other than 1 and ``json_format`` are refused.
+    ``sync_transcription`` (None: on): release the words in step with the agent's audio, or
+    (False) send the text as it is generated. ``transcription_speed_factor`` other than 1
+    and ``json_format`` are refused.
     """
 
     sync_transcription: bool | None = None
@@ -124,10 +125,6 @@ class TextOutputOptions:
     json_format: bool = False
 
     def __post_init__(self) -> None:
-        if self.sync_transcription is not None:
-            raise UnsupportedRoomOptionError(
-                "TextOutputOptions.sync_transcription",
-                "the transcription is written at the session's pace; leave it unset")
         if self.transcription_speed_factor != 1.0:
             raise UnsupportedRoomOptionError(
                 "TextOutputOptions.transcription_speed_factor",

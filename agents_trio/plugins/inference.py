@@ -18,7 +18,9 @@ and raise ``ValueError`` when one is missing; the gateway is reached when a stre
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, cast
+
+from typing_extensions import Self
 
 import aiohttp
 from livekit.agents import NOT_GIVEN, APIConnectOptions, NotGivenOr
@@ -39,7 +41,7 @@ from .vad import VADAdapter
 __all__ = ["LLM", "STT", "TTS", "VAD", "llm_from_model_string"]
 
 
-async def _aclose_on_bridge(model: _Closable) -> None:
+async def _aclose_on_bridge(model: _LiveKitModel) -> None:
     """Close a LiveKit model (its HTTP clients, its streams) on the bridge it ran on; one that
     never ran (no bridge is reachable) holds nothing to close there."""
     try:
@@ -49,7 +51,53 @@ async def _aclose_on_bridge(model: _Closable) -> None:
     await bridge.run(model.aclose)
 
 
-class _Closable(Protocol):
+class _GatewayModel:
+    """What the gateway classes share; each names the attribute its adapter keeps LiveKit's
+    model under (``_wrapped_attribute``) and its LiveKit class name (``_kind``)."""
+
+    _wrapped_attribute: ClassVar[str]
+    _kind: ClassVar[str]
+
+    @classmethod
+    def _adapting(cls, model: object) -> Self:
+        """An instance of ``cls`` adapting ``model``, a LiveKit object built already (its
+        adapter's constructor is the class's next base after this one)."""
+        adapted = cls.__new__(cls)
+        super(_GatewayModel, adapted).__init__(model)  # type: ignore[call-arg]
+        return adapted
+
+    @property
+    def _livekit_model(self) -> _LiveKitModel:
+        return cast(_LiveKitModel, getattr(self, self._wrapped_attribute))
+
+    @property
+    def model(self) -> str:
+        return str(self._livekit_model.model)
+
+    @property
+    def provider(self) -> str:
+        return str(self._livekit_model.provider)
+
+    def __repr__(self) -> str:
+        return f"inference.{self._kind}(model={self.model!r})"
+
+
+class _ClosedOnBridge(_GatewayModel):
+    async def aclose(self) -> None:
+        """Close LiveKit's model: its clients and open streams.
+
+        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
+        """
+        await _aclose_on_bridge(self._livekit_model)
+
+
+class _LiveKitModel(Protocol):
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def provider(self) -> str: ...
+
     async def aclose(self) -> None:
         """asyncio: release the model's clients and streams.
 
@@ -58,7 +106,7 @@ class _Closable(Protocol):
         ...
 
 
-class LLM(LLMAdapter):
+class LLM(_ClosedOnBridge, LLMAdapter):
     """An LLM of LiveKit's inference gateway (``livekit.agents.inference.LLM``), adapted.
 
     Args: as LiveKit's: ``model`` (``"openai/gpt-4.1-mini"``, …), ``provider``, ``base_url``,
@@ -68,6 +116,9 @@ class LLM(LLMAdapter):
     Raises:
         ValueError: No API key or secret (argument or environment).
     """
+
+    _wrapped_attribute = "llm"
+    _kind = "LLM"
 
     def __init__(self, model: str, *, provider: str | None = None,
                  base_url: str | None = None, api_key: str | None = None,
@@ -82,22 +133,11 @@ class LLM(LLMAdapter):
     @classmethod
     def from_model_string(cls, model: str) -> LLM:
         """The gateway LLM named by ``model``."""
-        llm = cls.__new__(cls)
-        LLMAdapter.__init__(llm, lk_inference.LLM.from_model_string(model))
-        return llm
-
-    async def aclose(self) -> None:
-        """Close LiveKit's model: its clients and open streams.
-
-        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
-        """
-        await _aclose_on_bridge(self.llm)
-
-    def __repr__(self) -> str:
-        return f"inference.LLM(model={self.model!r})"
+        return cls._adapting(lk_inference.LLM.from_model_string(model))
 
 
-class STT(STTAdapter):
+
+class STT(_ClosedOnBridge, STTAdapter):
     """A speech-to-text model of LiveKit's inference gateway
     (``livekit.agents.inference.STT``), adapted.
 
@@ -109,6 +149,9 @@ class STT(STTAdapter):
     Raises:
         ValueError: No API key or secret (argument or environment).
     """
+
+    _wrapped_attribute = "stt"
+    _kind = "STT"
 
     def __init__(self, model: NotGivenOr[str] = NOT_GIVEN, *,
                  language: NotGivenOr[str] = NOT_GIVEN, base_url: NotGivenOr[str] = NOT_GIVEN,
@@ -130,34 +173,15 @@ class STT(STTAdapter):
     @classmethod
     def from_model_string(cls, model: str) -> STT:
         """The gateway STT named by ``"provider/model[:language]"``."""
-        stt = cls.__new__(cls)  # LiveKit parses the string (and reads the credentials)
-        STTAdapter.__init__(stt, lk_inference.STT.from_model_string(model))
-        return stt
-
-    @property
-    def model(self) -> str:
-        return self.stt.model
-
-    @property
-    def provider(self) -> str:
-        return self.stt.provider
+        return cls._adapting(lk_inference.STT.from_model_string(model))
 
     @property
     def capabilities(self) -> lk_stt.STTCapabilities:
         return self.stt.capabilities
 
-    async def aclose(self) -> None:
-        """Close LiveKit's model: its clients and open streams.
-
-        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
-        """
-        await _aclose_on_bridge(self.stt)
-
-    def __repr__(self) -> str:
-        return f"inference.STT(model={self.model!r})"
 
 
-class TTS(TTSAdapter):
+class TTS(_ClosedOnBridge, TTSAdapter):
     """A text-to-speech model of LiveKit's inference gateway
     (``livekit.agents.inference.TTS``), adapted.
 
@@ -168,6 +192,9 @@ class TTS(TTSAdapter):
     Raises:
         ValueError: No API key or secret (argument or environment).
     """
+
+    _wrapped_attribute = "wrapped"
+    _kind = "TTS"
 
     def __init__(self, model: str, *, voice: NotGivenOr[str] = NOT_GIVEN,
                  language: NotGivenOr[str] = NOT_GIVEN, encoding: NotGivenOr[Any] = NOT_GIVEN,
@@ -186,17 +213,7 @@ class TTS(TTSAdapter):
     @classmethod
     def from_model_string(cls, model: str) -> TTS:
         """The gateway TTS named by ``"provider/model[:voice]"``."""
-        tts = cls.__new__(cls)  # LiveKit parses the string (and reads the credentials)
-        TTSAdapter.__init__(tts, lk_inference.TTS.from_model_string(model))
-        return tts
-
-    @property
-    def model(self) -> str:
-        return self.wrapped.model
-
-    @property
-    def provider(self) -> str:
-        return self.wrapped.provider
+        return cls._adapting(lk_inference.TTS.from_model_string(model))
 
     @property
     def capabilities(self) -> lk_tts.TTSCapabilities:
@@ -208,18 +225,9 @@ class TTS(TTSAdapter):
         voice = getattr(getattr(self.wrapped, "_opts", None), "voice", NOT_GIVEN)
         return voice if isinstance(voice, str) else None
 
-    async def aclose(self) -> None:
-        """Close LiveKit's model: its clients and open streams.
-
-        Cancellation: cancels the close on the bridge (waiting at most its ``cancel_grace``).
-        """
-        await _aclose_on_bridge(self.wrapped)
-
-    def __repr__(self) -> str:
-        return f"inference.TTS(model={self.model!r})"
 
 
-class VAD(VADAdapter):
+class VAD(_GatewayModel, VADAdapter):
     """LiveKit's bundled Silero VAD (``livekit.agents.inference.VAD``), adapted; it runs its
     inference on its own executor thread.
 
@@ -230,6 +238,9 @@ class VAD(VADAdapter):
     Raises:
         ValueError: An unknown model or a bad threshold.
     """
+
+    _wrapped_attribute = "vad"
+    _kind = "VAD"
 
     def __init__(self, *, model: Literal["silero"] = "silero", min_speech_duration: float = 0.05,
                  min_silence_duration: float = 0.25, prefix_padding_duration: float = 0.5,
@@ -245,14 +256,6 @@ class VAD(VADAdapter):
             deactivation_threshold=deactivation_threshold, executor=executor))
 
     @property
-    def model(self) -> str:
-        return str(self.vad.model)
-
-    @property
-    def provider(self) -> str:
-        return str(self.vad.provider)
-
-    @property
     def capabilities(self) -> lk_vad.VADCapabilities:
         return self.vad.capabilities
 
@@ -260,8 +263,6 @@ class VAD(VADAdapter):
     def min_silence_duration(self) -> float:
         return float(self.vad.min_silence_duration)  # type: ignore[attr-defined]
 
-    def __repr__(self) -> str:
-        return f"inference.VAD(model={self.model!r})"
 
 
 def llm_from_model_string(model: str) -> LLM | RealtimeModelAdapter:

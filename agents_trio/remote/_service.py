@@ -3,7 +3,8 @@
 A :class:`SessionService` is the request handler of a host's connections: cheap requests are
 answered inline (history pages, agent info, state, subscriptions), ``wait_for_ready`` waits
 for the session's first agent, and ``run`` goes through one turn runner so that the turns of
-every client reach the session one at a time, in arrival order.
+every client reach the session one at a time, in arrival order; a turn arriving interrupts
+the agent at once (a barge-in), so the turn being played ends and the new one follows.
 """
 
 from __future__ import annotations
@@ -79,13 +80,16 @@ class SessionService:
                 await self._play(turn)
             self.queued_turns -= 1
 
+    def _barge_in(self) -> None:
+        try:
+            self._session.interrupt()  # typing while the agent talks is a barge-in
+        except RuntimeError:
+            pass  # nothing playing, or the speech does not allow interruptions
+
     async def _play(self, turn: _Turn) -> None:
         session = self._session
         try:
-            try:
-                session.interrupt()  # typing while the agent talks is a barge-in
-            except RuntimeError:
-                pass  # nothing playing, or the speech does not allow interruptions
+            self._barge_in()  # whatever started since the turn arrived
             result = await session.run(user_input=turn.text)
             turn.items = _wire_items(ev.item for ev in result.events)
         except SessionClosedError as e:
@@ -133,6 +137,9 @@ class SessionService:
         assert isinstance(request, Run)
         turn = _Turn(request.text)
         self.queued_turns += 1
+        # interrupt the agent now, not when the turn's time comes in the queue: the turn being
+        # played then ends (interrupted) and this one follows, as typed chat does in LiveKit
+        self._barge_in()
         self._turns_send.send_nowait(turn)
         try:
             await turn.done.wait()

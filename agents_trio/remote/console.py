@@ -1,7 +1,10 @@
 """A text console to chat with a running agent: ``python -m agents_trio console --connect ADDR``.
 
 Each line typed is one ``RemoteSession.run``; the agent's messages, tool calls, tool outputs
-and handoffs are printed as they come back. Lines starting with ``/`` are commands (``/help``).
+and handoffs are printed as they come back. From a terminal, a line typed while the agent
+replies is sent at once and interrupts the reply (the host interrupts the agent when a turn
+arrives), as typed chat does in a LiveKit room; from a pipe, each line waits for the reply to
+the one before. Lines starting with ``/`` are commands (``/help``).
 End of input (Ctrl-D) or ``/quit`` leaves; the session keeps running on its host.
 """
 
@@ -16,6 +19,7 @@ import trio
 
 from ..chat import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
 from ..nurseries import open_unwrapping_nursery
+from ._typed_lines import answer_lines
 from .client import RemoteSession, connect_remote_session
 from .errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError
 
@@ -42,24 +46,43 @@ def describe_item(item: object) -> str | None:
     return None
 
 
+def default_interrupt(stdin: TextIO, lines: object | None) -> bool:
+    """Whether typed lines interrupt by default: when they are read from a terminal."""
+    if lines is not None:
+        return False
+    try:
+        return stdin.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
 class Console:
-    """Talks to ``remote`` one typed line at a time; writes to ``out``.
+    """Talks to ``remote`` line by line; writes to ``out``.
 
     Args:
         stdin: Where lines come from (read in a worker thread).
         lines: Instead of ``stdin``, an async function returning the next line, or None at
             the end of input.
+        interrupt: Whether a line read while a reply is in flight is sent at once (the agent
+            is interrupted) rather than after that reply (default: when lines come from
+            ``stdin`` and it is a terminal).
     """
 
     def __init__(self, remote: RemoteSession, *, out: TextIO, stdin: TextIO | None = None,
-                 lines: Callable[[], Awaitable[str | None]] | None = None) -> None:
+                 lines: Callable[[], Awaitable[str | None]] | None = None,
+                 interrupt: bool | None = None) -> None:
         self.remote = remote
         self.out = out
         self._stdin = stdin or sys.stdin
         self._lines = lines or self._read_stdin
+        self.interrupt = default_interrupt(self._stdin, lines) if interrupt is None else interrupt
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def prompt(self) -> None:
+        self.out.write("you> ")
+        self.out.flush()
 
     async def _read_stdin(self) -> str | None:
         line = await trio.to_thread.run_sync(self._stdin.readline, abandon_on_cancel=True)
@@ -71,8 +94,7 @@ class Console:
         Cancellation: the wait is abandoned (a stdin read in progress finishes in its
         thread and is discarded).
         """
-        self.out.write("you> ")
-        self.out.flush()
+        self.prompt()
         line = await self._lines()
         return None if line is None else line.strip()
 
@@ -139,30 +161,27 @@ class Console:
             self.say("  (no reply)")
 
     async def loop(self) -> None:
-        """Greet, then read lines and answer them until the end of input or ``/quit``.
+        """Greet, then read lines and answer them until the end of input or ``/quit`` (and
+        the replies in flight are printed).
 
         Cancellation: stops at once; a turn in flight is withdrawn.
         """
         await self.greet()
-        while (line := await self.read_line()) is not None:
-            if not line:
-                continue
-            if line.startswith("/"):
-                if not await self.command(line):
-                    break
-                continue
-            await self.turn(line)
+        await answer_lines(self.read_line, self.command, self.turn, interrupt=self.interrupt,
+                           prompt=self.prompt)
         self.say("bye")
 
 
 async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = None,
                       lines: Callable[[], Awaitable[str | None]] | None = None,
-                      out: TextIO | None = None, connect_timeout: float = 10.0) -> int:
+                      out: TextIO | None = None, connect_timeout: float = 10.0,
+                      interrupt: bool | None = None) -> int:
     """Chat with the agent at ``target`` (an address or a connected stream) until the end of
     input; returns the exit status (1 when the host could not be reached or went away).
 
     Args:
-        stdin, lines: Where typed lines come from (see :class:`Console`).
+        stdin, lines, interrupt: Where typed lines come from and whether a line interrupts
+            the reply in flight (see :class:`Console`).
         connect_timeout: Seconds to keep retrying the connection and waiting for the
             session to be ready.
 
@@ -182,7 +201,7 @@ async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = N
                       file=out, flush=True)
                 nursery.cancel_scope.cancel()
                 return 1
-            await Console(remote, out=out, stdin=stdin, lines=lines).loop()
+            await Console(remote, out=out, stdin=stdin, lines=lines, interrupt=interrupt).loop()
             await remote.aclose()
     except (RemoteSessionClosedError, RemoteConnectionError) as e:
         print(f"disconnected: {e.message}", file=out, flush=True)
@@ -193,4 +212,4 @@ async def run_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = N
     return 0
 
 
-__all__ = ["Console", "describe_item", "run_console"]
+__all__ = ["Console", "default_interrupt", "describe_item", "run_console"]

@@ -1,14 +1,18 @@
 """Sentences of a text, whole or as it streams in (LiveKit's ``tokenize.basic``).
 
-Rules: a sentence ends at ``.``, ``!``, ``?`` (and the CJK, Arabic, Urdu and Devanagari
-stops), with a closing quote kept, followed by white space or the end of the text (the CJK
-stops need no space). A period does not end a sentence after a common title or company
-abbreviation (``Dr.``, ``Mrs.``, ``Inc.`` …), a single letter (an initial, ``U.S.``) or
-another period (an ellipsis). Sentences of at most ``min_sentence_len`` characters are joined
-to the next one.
+The rules are LiveKit's rule-based ones, applied in the same order so that the same text gives
+the same sentences and the same offsets: periods that do not end a sentence are protected
+first (titles such as ``Dr.``, web suffixes such as ``.com``, decimals, ellipses, ``Ph.D.``,
+initials, acronyms such as ``U.S.``, company suffixes such as ``Inc.``), except where an
+acronym or a suffix is followed by a word that usually starts a sentence (``He``, ``However``
+…); then every remaining ``.``, ``!``, ``?`` (and the CJK, Arabic, Urdu and Devanagari stops)
+ends a sentence, after a closing double quote when one follows. Sentences of at most
+``min_sentence_len`` characters (counting the joining space) are joined to the next one.
+``retain_format`` makes every line break end a sentence and keeps the text's spacing.
 
-A stream (:class:`SentenceStream`) holds text until it knows a sentence is over: a sentence
-is sent once another one has begun after it, and the last one on ``flush``/``end_input``.
+A stream (:class:`SentenceStream`) holds text until it knows a sentence is over: when its
+text splits in two or more, the first one is sent (joined to the following ones until
+``min_sentence_len`` is reached), and the rest on ``flush``/``end_input``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -23,65 +28,84 @@ import trio
 __all__ = ["BasicSentenceTokenizer", "SentenceStream", "SentenceTokenizer", "TokenData",
            "split_sentences"]
 
-_STOPS = ".!?。！？؟۔।॥"
-_NO_SPACE_STOPS = "。！？"
-_END = re.compile(rf"[{re.escape(_STOPS)}]+[\"”’']?")
-_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "prof", "capt", "cpt", "lt",
-                            "inc", "ltd", "jr", "sr", "co", "vs", "etc", "no", "e.g", "i.e",
-                            "ph.d"})
-_WORD_BEFORE = re.compile(r"([\w.]+)$")
+# Two marks stand for "a period that stays" and "a sentence ends here" while the rules run;
+# they are private-use characters, so no rule's pattern can match them. Every rule keeps
+# the text's length apart from the end marks, so offsets carry over to the original text.
+_KEEP = "\ue000"
+_END_MARK = "\ue001"
+_LINE_BREAK = "\ue002"
+
+_LETTER = "([A-Za-z])"
+_TITLES = "(Mr|St|Mrs|Ms|Dr)"
+_SUFFIXES = "(Inc|Ltd|Jr|Sr|Co)"
+_STARTERS = (r"(Mr|Mrs|Ms|Dr|Prof|Capt|Cpt|Lt|He\s|She\s|It\s|They\s|Their\s|Our\s|We\s|But\s"
+             r"|However\s|That\s|This\s|Wherever)")
+_ACRONYM = r"([A-Z][.][A-Z][.](?:[A-Z][.])?)"
+_STOPS = "[.!?。！？؟۔।॥]"
 
 
-def _is_sentence_end(text: str, start: int, end: int) -> bool:
-    mark = text[start:end].rstrip("\"”’'")
-    if end < len(text) and not text[end].isspace() and mark[-1] not in _NO_SPACE_STOPS:
-        return False
-    if mark == ".":
-        before = _WORD_BEFORE.search(text, 0, start)
-        word = before.group(1).lower() if before else ""
-        if word in _ABBREVIATIONS or (len(word.replace(".", "")) <= 2 and "." in word):
-            return False   # an abbreviation, or an acronym such as U.S.
-        if len(word) == 1 and word.isalpha():
-            return False   # an initial
-    elif mark.startswith("..") and not mark.strip("."):
-        return False       # an ellipsis goes on
-    return True
+def _keep_periods(match: re.Match[str]) -> str:
+    return match.group(0).replace(".", _KEEP)
+
+
+# (pattern, replacement), in the order they apply; each replacement keeps every character
+# but turns some periods into _KEEP or adds _END_MARK
+_RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (re.compile(rf"{_TITLES}[.]"), _keep_periods),                      # Dr. Smith
+    (re.compile(r"[.](com|net|org|io|gov|edu|me)"), _keep_periods),     # example.com
+    (re.compile(r"(?<=[0-9])\.(?=[0-9])"), _KEEP),                      # 3.14, 1.2.3
+    (re.compile(r"\.{2,}"), _keep_periods),                             # an ellipsis
+    (re.compile(r"Ph\.D\."), _keep_periods),                            # Ph.D.
+    # an initial (J. Doe); the white space before it becomes a plain space, as in LiveKit
+    (re.compile(rf"\s{_LETTER}[.] "), lambda m: f" {m.group(1)}{_KEEP} "),
+    (re.compile(rf"{_ACRONYM} {_STARTERS}"),                            # U.S. He went
+     lambda m: f"{m.group(1)}{_END_MARK} {m.group(2)}"),
+    (re.compile(rf"{_LETTER}[.]{_LETTER}[.]{_LETTER}[.]"), _keep_periods),   # a.k.a.
+    (re.compile(rf"{_LETTER}[.]{_LETTER}[.]"), _keep_periods),               # U.S.
+    (re.compile(rf" {_SUFFIXES}[.] {_STARTERS}"),                       # Inc. They said
+     lambda m: f" {m.group(1)}{_END_MARK} {m.group(2)}"),   # (LiveKit drops that period)
+    (re.compile(rf" {_SUFFIXES}[.]"), _keep_periods),                   # Acme Inc. said
+    (re.compile(rf" {_LETTER}[.]"), _keep_periods),                     # a single letter
+    (re.compile(rf"({_STOPS})([\"”])"), rf"\1\2{_END_MARK}"),           # ends a quote
+    (re.compile(rf"({_STOPS})(?![\"”])"), rf"\1{_END_MARK}"),
+]
+
+
+def _mark_sentence_ends(text: str, retain_format: bool) -> str:
+    text = text.replace("\n", _LINE_BREAK + _END_MARK if retain_format else " ")
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text.replace(_KEEP, ".").replace(_LINE_BREAK, "\n")
 
 
 def split_sentences(text: str, min_sentence_len: int = 20, retain_format: bool = False
                     ) -> list[tuple[str, int, int]]:
-    """The sentences of ``text`` as ``(sentence, start, end)`` offsets into it (short ones
-    joined to the next, with a space); ``retain_format`` keeps line breaks and spacing,
-    else line breaks become spaces and each sentence is stripped."""
-    pieces: list[tuple[int, int]] = []
-    start = 0
-    for m in _END.finditer(text):
-        if _is_sentence_end(text, m.start(), m.end()):
-            pieces.append((start, m.end()))
-            start = m.end()
-    if start < len(text):
-        pieces.append((start, len(text)))
-    # a sentence is long enough once it is longer than min_sentence_len, counting the space
-    # that joins it to the one before (none when the format is kept)
-    spacing = 0 if retain_format else 1
+    """The sentences of ``text`` as ``(sentence, start, end)``, short ones joined to the next
+    with a space (none when ``retain_format``: then the text's own spacing and line breaks
+    are kept, else each sentence is stripped and line breaks become spaces).
+
+    The offsets are LiveKit's: they count the characters of non-blank pieces only, so they
+    are offsets into the text only while no blank piece came before (a stream cuts its
+    buffer at them, as LiveKit's does).
+    """
+    marked = _mark_sentence_ends(text, retain_format)
+    total = len(marked) - marked.count(_END_MARK)
+    separator = "" if retain_format else " "
     sentences: list[tuple[str, int, int]] = []
-    group: list[str] = []
-    group_start = 0
-    for piece_start, piece_end in pieces:
-        piece = text[piece_start:piece_end]
-        if not retain_format:
-            piece = piece.replace("\n", " ").strip()
-        if not piece.strip():
+    held = ""
+    start = end = 0
+    for piece in marked.split(_END_MARK):
+        sentence = piece if retain_format else piece.strip()
+        if not sentence:
             continue
-        if not group:
-            group_start = piece_start
-        group.append(piece)
-        joined = ("" if retain_format else " ").join(group)
-        if len(joined) + spacing > min_sentence_len:
-            sentences.append((joined, group_start, piece_end))
-            group = []
-    if group:
-        sentences.append((("" if retain_format else " ").join(group), group_start, len(text)))
+        held += separator + sentence
+        end += len(piece)
+        if len(held) > min_sentence_len:
+            sentences.append((held[len(separator):], start, end))
+            start = end
+            held = ""
+    if held:
+        sentences.append((held[len(separator):], start, total))
     return sentences
 
 
@@ -115,11 +139,13 @@ class SentenceStream:
             RuntimeError: Input ended.
         """
         self._check_open()
+        if not text:
+            return
         self._pending += text
         if len(self._pending) < self._context_len:
             return
         while True:
-            sentences = split_sentences(self._pending, 0, self._retain_format)
+            sentences = self._split(self._pending)
             if len(sentences) < 2:
                 return
             sentence, _, end = sentences[0]
@@ -127,7 +153,7 @@ class SentenceStream:
             if len(self._ready) >= self._min_sentence_len:
                 self._emit(self._ready)
                 self._ready = ""
-            self._pending = self._pending[end:].lstrip()
+            self._pending = self._pending[end:]
 
     def flush(self) -> None:
         """Send what is held (the segment ends here; the next text starts a new one).
@@ -136,12 +162,16 @@ class SentenceStream:
             RuntimeError: Input ended.
         """
         self._check_open()
-        rest = " ".join(s for s, _, _ in split_sentences(self._pending, 0, self._retain_format))
-        text = " ".join(part for part in (self._ready, rest) if part)
-        if text:
-            self._emit(text)
+        if self._pending or self._ready:
+            held = [self._ready] if self._ready else []
+            text = " ".join(held + [s for s, _, _ in self._split(self._pending)])
+            if text:
+                self._emit(text)
         self._pending = self._ready = ""
         self._segment_id = _segment_id()
+
+    def _split(self, text: str) -> list[tuple[str, int, int]]:
+        return split_sentences(text, self._min_sentence_len, self._retain_format)
 
     def end_input(self) -> None:
         """Flush, and end the stream after what was sent."""

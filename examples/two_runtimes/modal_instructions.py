@@ -1,18 +1,17 @@
-"""Instructions per modality, and tools shared as plain functions.
+"""Instructions per modality, and tools grouped in a toolset.
 
 ``Instructions`` gives the agent one text for spoken turns and another for typed ones: each
 reply renders the instructions for the modality of the turn it answers. The converter's tools
-are module-level ``function_tool``s given to the agent as a list. (Grouping them in an
-``llm.Toolset`` works on agents_trio; LiveKit Agents 1.8.9's console closed the session at
-start when an agent had a toolset, so this two-runtime example keeps to a list.) Written in LiveKit Agents' idioms: the file runs on LiveKit
-Agents when its ``agents_trio`` imports are changed to ``livekit.agents``.
+are module-level ``function_tool``s grouped in an ``llm.Toolset`` that the agent is given as
+one of its tools. Written in LiveKit Agents' idioms: the file runs on LiveKit Agents when its
+``agents_trio`` imports are changed to ``livekit.agents``.
 
     python examples/two_runtimes/modal_instructions.py console --text
 """
 
 from __future__ import annotations
 
-from agents_trio import Agent, AgentServer, AgentSession, JobContext, cli, function_tool
+from agents_trio import Agent, AgentServer, AgentSession, JobContext, cli, function_tool, llm
 from agents_trio.beta import Instructions
 from providers import session_providers
 
@@ -44,9 +43,12 @@ INSTRUCTIONS = Instructions(
 )
 
 
+CONVERTERS = llm.Toolset(id="converters", tools=[km_to_miles, celsius_to_fahrenheit])
+
+
 class UnitsAgent(Agent):
     def __init__(self) -> None:
-        super().__init__(instructions=INSTRUCTIONS, tools=[km_to_miles, celsius_to_fahrenheit])
+        super().__init__(instructions=INSTRUCTIONS, tools=[CONVERTERS])
 
 
 server = AgentServer()

@@ -89,7 +89,6 @@ def test_defaults_are_livekit_defaults() -> None:
     (lambda: AudioInputOptions(noise_cancellation=object()),
      "AudioInputOptions.noise_cancellation"),
     (lambda: AudioInputOptions(auto_gain_control=True), "AudioInputOptions.auto_gain_control"),
-    (lambda: TextOutputOptions(sync_transcription=False), "TextOutputOptions.sync_transcription"),
     (lambda: TextOutputOptions(transcription_speed_factor=1.5),
      "TextOutputOptions.transcription_speed_factor"),
     (lambda: TextOutputOptions(json_format=True), "TextOutputOptions.json_format"),

@@ -306,3 +306,35 @@ async def test_inside_an_open_bridge_the_session_uses_it_and_opens_none(
             await session.run(user_input="hi")
         assert bridge.statistics().sync_calls > 0  # the plugin's stream was opened on it
     assert len(llm.requests) == 1
+
+
+async def test_inference_models_share_their_plumbing(credentials: None) -> None:
+    """What every gateway class offers the same way: its LiveKit model's name, provider and
+    capabilities, a repr naming the model, ``from_model_string`` giving the class itself, and
+    ``aclose`` that holds nothing to close when no bridge ever ran it."""
+    from livekit.agents import inference as lk_inference
+
+    from agents_trio import inference
+    models = {"LLM": inference.LLM("openai/gpt-4.1-mini"),
+              "STT": inference.STT("deepgram/nova-3"),
+              "TTS": inference.TTS("cartesia/sonic-3"), "VAD": inference.VAD()}
+    for kind, model in models.items():
+        wrapped = getattr(lk_inference, kind)
+        assert repr(model) == f"inference.{kind}(model={model.model!r})"
+        assert model.provider == str(model_of(model).provider)
+        assert isinstance(model_of(model), wrapped)
+        if kind != "LLM":
+            assert model.capabilities is model_of(model).capabilities
+    for kind in ("LLM", "STT", "TTS"):
+        cls = getattr(inference, kind)
+        built = cls.from_model_string({"LLM": "openai/gpt-4.1-mini", "STT": "deepgram/nova-3:en",
+                                       "TTS": "cartesia/sonic-3:v"}[kind])
+        assert type(built) is cls and isinstance(model_of(built), getattr(lk_inference, kind))
+        await built.aclose()
+
+
+def model_of(model: object) -> Any:
+    for name in ("llm", "stt", "wrapped", "vad"):
+        if hasattr(model, name):
+            return getattr(model, name)
+    raise AssertionError(model)

@@ -148,8 +148,13 @@ async def test_wait_for_ready_waits_for_the_session_to_start(autojump_clock) -> 
             assert trio.current_time() == pytest.approx(3.0, abs=0.01)
 
 
+# a turn arriving interrupts the agent (a barge-in); with speech that does not allow
+# interruptions, turns wait in the queue behind the one being played
+UNINTERRUPTIBLE = {"turn_handling": {"interruption": {"enabled": False}}}
+
+
 async def test_closing_the_session_answers_every_pending_request(autojump_clock) -> None:
-    session = text_session()
+    session = text_session(**UNINTERRUPTIBLE)
     async with hosted(session) as host:
         async with client_of(host) as a, client_of(host) as b:
             outcomes: dict[str, BaseException] = {}
@@ -206,7 +211,8 @@ async def test_closing_the_host_answers_pending_requests_with_host_closing(autoj
 
 
 async def test_runs_of_several_clients_are_played_one_at_a_time(autojump_clock) -> None:
-    async with hosted() as host, client_of(host) as a, client_of(host) as b:
+    async with hosted(text_session(**UNINTERRUPTIBLE)) as host, client_of(host) as a, \
+            client_of(host) as b:
         results = {}
 
         async def run(remote, name: str, text: str) -> None:
@@ -222,6 +228,22 @@ async def test_runs_of_several_clients_are_played_one_at_a_time(autojump_clock) 
         assert results["a"].events[-1].item.created_at <= results["b"].events[0].item.created_at
 
 
+async def test_a_run_arriving_interrupts_the_turn_being_played(autojump_clock) -> None:
+    async with hosted() as host, client_of(host) as a, client_of(host) as b:
+        results = {}
+
+        async def run(remote, name: str, text: str) -> None:
+            results[name] = await remote.run(text)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run, a, "a", "slow")
+            await trio.sleep(5.5)  # "a slow answer" is streaming
+            nursery.start_soon(run, b, "b", "hello")
+        assert [(e.item.text_content, e.item.interrupted) for e in results["b"].events] == [
+            ("Hi there!", False)]
+        assert [e.item.interrupted for e in results["a"].events] == [True]
+
+
 async def test_a_request_given_up_by_the_client_is_dropped_by_the_host(autojump_clock) -> None:
     async with hosted(start=False) as host, client_of(host) as remote:
         for _ in range(40):  # more than max_pending_requests, had they leaked
@@ -234,7 +256,7 @@ async def test_a_request_given_up_by_the_client_is_dropped_by_the_host(autojump_
 
 
 async def test_a_turn_abandoned_before_it_starts_is_skipped(autojump_clock) -> None:
-    session = text_session()
+    session = text_session(**UNINTERRUPTIBLE)
     async with hosted(session) as host, client_of(host) as a, client_of(host) as b:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(a.run, "slow")

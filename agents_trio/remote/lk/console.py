@@ -11,28 +11,35 @@ from typing import TextIO
 import trio
 
 from ...chat import ChatMessage
-from ..console import HELP, describe_item
+from .._typed_lines import answer_lines
+from ..console import HELP, default_interrupt, describe_item
 from ..errors import RemoteConnectionError, RemoteSessionClosedError, RemoteSessionError
 from .client import RemoteSession, open_remote_session
 from .convert import AGENT_STATE_FROM_PB, USER_STATE_FROM_PB, decode_chat_items
 
 
 class LkConsole:
-    """Talks to ``remote`` one typed line at a time; writes to ``out``."""
+    """Talks to ``remote`` line by line; writes to ``out``. With ``interrupt``, a line read
+    while a reply is in flight is sent at once (the host interrupts the agent), else after
+    that reply."""
 
     def __init__(self, remote: RemoteSession, *, out: TextIO,
-                 lines: Callable[[], Awaitable[str | None]]) -> None:
+                 lines: Callable[[], Awaitable[str | None]], interrupt: bool = False) -> None:
         self.remote = remote
         self.out = out
         self._lines = lines
+        self.interrupt = interrupt
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    async def read_line(self) -> str | None:
-        """Cancellation: cancelling it abandons the line being read."""
+    def prompt(self) -> None:
         self.out.write("you> ")
         self.out.flush()
+
+    async def read_line(self) -> str | None:
+        """Cancellation: cancelling it abandons the line being read."""
+        self.prompt()
         line = await self._lines()
         return None if line is None else line.strip()
 
@@ -96,22 +103,19 @@ class LkConsole:
     async def loop(self) -> None:
         """Cancellation: cancelling it ends the console; the agent is unaffected."""
         await self.greet()
-        while (line := await self.read_line()) is not None:
-            if not line:
-                continue
-            if line.startswith("/"):
-                if not await self.command(line):
-                    break
-                continue
-            await self.turn(line)
+        await answer_lines(self.read_line, self.command, self.turn, interrupt=self.interrupt,
+                           prompt=self.prompt)
         self.say("bye")
 
 
 async def run_lk_console(target: str | trio.abc.Stream, *, stdin: TextIO | None = None,
                          lines: Callable[[], Awaitable[str | None]] | None = None,
-                         out: TextIO | None = None, connect_timeout: float = 10.0) -> int:
+                         out: TextIO | None = None, connect_timeout: float = 10.0,
+                         interrupt: bool | None = None) -> int:
     """Chat with the agent at ``target`` (``HOST:PORT`` or a connected stream) until the end of
     input; returns the exit status (1: unreachable or gone, 2: a malformed address).
+    ``interrupt``: whether a line typed during a reply interrupts it (default: when lines are
+    read from a terminal), as in :class:`~agents_trio.remote.console.Console`.
 
     Cancellation: cancelling it closes the connection; the agent keeps running on its host.
     """
@@ -148,7 +152,10 @@ async def run_lk_console(target: str | trio.abc.Stream, *, stdin: TextIO | None 
             except TimeoutError as e:
                 print(f"could not reach a ready agent at {target}: {e}", file=out, flush=True)
                 return 1
-            await LkConsole(remote, out=out, lines=lines or read_stdin).loop()
+            if interrupt is None:
+                interrupt = default_interrupt(source, lines)
+            await LkConsole(remote, out=out, lines=lines or read_stdin,
+                            interrupt=interrupt).loop()
     except (RemoteSessionClosedError, RemoteConnectionError) as e:
         print(f"disconnected: {e.message}", file=out, flush=True)
         return 1

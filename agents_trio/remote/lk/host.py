@@ -757,6 +757,9 @@ class SessionHost:
             raise _Refusal("empty run_input text", kind="run_input")
         self._require_ready()
         turn = _Turn(text)
+        # as LiveKit's host, interrupt the agent when the turn arrives (the turn being played
+        # then ends, interrupted); the turns themselves still run one at a time, in order
+        self._barge_in()
         self._turns_send.send_nowait(turn)
         try:
             await turn.done.wait()
@@ -789,13 +792,16 @@ class SessionHost:
             if not turn.abandoned:
                 await self._play(turn)
 
+    def _barge_in(self) -> None:
+        try:
+            self._session.interrupt(force=True)
+        except RuntimeError:
+            pass  # nothing to interrupt
+
     async def _play(self, turn: _Turn) -> None:
         session = self._session
         try:
-            try:
-                session.interrupt(force=True)
-            except RuntimeError:
-                pass
+            self._barge_in()  # whatever started since the turn arrived
             result = await session.run(user_input=turn.text)
             turn.items = encode_chat_items(ev.item for ev in result.events)
         except SessionClosedError as e:
