@@ -60,8 +60,10 @@ class Consultations:
 
 
 def transfer_task(consultations: Consultations, **kwargs: Any) -> WarmTransferTask:
-    task = WarmTransferTask("+15105550123", sip_trunk_id="ST_trunk", hold_audio=None,
-                            **kwargs)
+    if "sip_connection" not in kwargs:
+        kwargs.setdefault("sip_trunk_id", "ST_trunk")
+    kwargs.setdefault("hold_audio", None)
+    task = WarmTransferTask("+15105550123", **kwargs)
     task.open_consultation_room = consultations.opener()  # type: ignore[method-assign]
     return task
 
@@ -330,3 +332,80 @@ def test_bad_arguments_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert WarmTransferTask("+1555").sip_trunk_id == "ST_env"
     assert WarmTransferTask("+1555", sip_connection=object()).sip_trunk_id is None
     assert WarmTransferTask(target_phone_number="+1666").sip_call_to == "+1666"
+
+
+async def _livekit_requests(server_url: str, options: dict[str, Any], *, caller_room: str,
+                            consultation_room: str, monkeypatch: pytest.MonkeyPatch
+                            ) -> list[Any]:
+    """What LiveKit 1.8.9's own WarmTransferTask sends for the dial and the move, its methods
+    run on the bridge against ``server_url`` with a stand-in job context (its ``api`` is a
+    real ``LiveKitAPI``). Returns nothing: the server records the requests."""
+    from types import SimpleNamespace
+
+    from livekit import api
+    from livekit.agents.beta.workflows import warm_transfer as lk_warm_transfer
+
+    from agents_trio.io.bridge import current_bridge
+
+    bridge = current_bridge()
+    client = await bridge.run_sync(api.LiveKitAPI, server_url, KEY, SECRET)
+    monkeypatch.setattr(lk_warm_transfer, "get_job_context",
+                        lambda: SimpleNamespace(api=client))
+    task = await bridge.run_sync(lk_warm_transfer.WarmTransferTask, "+15105550123",
+                                 hold_audio=None, **options)
+    try:
+        await bridge.run(task._originate_human_agent, room_name=consultation_room,
+                         identity=HUMAN, room=None)
+        task._caller_room = SimpleNamespace(name=caller_room)
+        human_room = SimpleNamespace(name=consultation_room, off=lambda *a: None)
+        task._human_agent_sess = SimpleNamespace(room_io=SimpleNamespace(room=human_room))
+        await bridge.run(task._merge_calls)
+    finally:
+        await bridge.run(client.aclose)
+    return []
+
+
+@pytest.mark.parametrize("options", [
+    {"sip_trunk_id": "ST_trunk"},
+    {"sip_trunk_id": "ST_trunk", "sip_number": "+14155550100", "dtmf": "ww12#",
+     "sip_headers": {"X-Ticket": "42", "X-Queue": "billing"}, "ringing_timeout": 20.5},
+    {"sip_connection": "custom"},
+])
+async def test_the_dial_and_the_move_are_the_requests_livekits_task_sends(
+        autojump_clock: object, monkeypatch: pytest.MonkeyPatch,
+        options: dict[str, Any]) -> None:
+    from livekit import api
+    if options.get("sip_connection") == "custom":
+        options = {"sip_connection": api.SIPOutboundConfig(
+            hostname="sip.example.com", auth_username="u", auth_password="p")}
+    consultations = Consultations()
+    parent = Parent(lambda: transfer_task(consultations, **options))
+    a = FakeActions()
+    a.add_llm("", tool_calls=call("start", "s1"), input="go")
+    a.add_llm("", tool_calls=call("connect_to_caller", "c1"), input="yes")
+    a.add_llm("done", input="captured")
+    bridge_of: list[Any] = []
+    ours, theirs = FakeTwirpServer(), FakeTwirpServer()
+    async with trio.open_nursery() as nursery:
+        ours.handlers["CreateSIPParticipant"] = answering(consultations, bridge_of)
+        await nursery.start(ours.serve)
+        await nursery.start(theirs.serve)
+        monkeypatch.setenv("LIVEKIT_URL", ours.url)
+
+        async def drive(ctx: agents_trio.JobContext, session: AgentSession) -> None:
+            bridge_of.append(ctx.bridge)
+            await ours.wait_for_calls(1)
+            room = consultations.rooms[0]
+            await room.wait_for(lambda: HUMAN in room.remote_participants)
+            ctx.bridge.call_soon(room.send_chat, HUMAN, "yes")
+            await wait_result(parent)
+            await _livekit_requests(theirs.url, options, caller_room=ctx.room.name,
+                                    consultation_room=room.name, monkeypatch=monkeypatch)
+
+        await run_transfer(ours, parent, a, drive)
+        nursery.cancel_scope.cancel()
+    assert parent.results == [WarmTransferResult(human_agent_identity=HUMAN)]
+    assert theirs.methods() == ["CreateSIPParticipant", "MoveParticipant"]
+    assert ours.methods()[:2] == theirs.methods()
+    for mine, livekits in zip(ours.calls, theirs.calls):
+        assert mine.request == livekits.request, mine.method
