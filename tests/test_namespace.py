@@ -73,8 +73,6 @@ MISSING = frozenset({
     # llm
     # metrics
     ".metrics:RealtimeModelMetrics",
-    # beta
-    ".beta.workflows:WarmTransferTask", ".beta.workflows:WarmTransferResult",
     # inference (LiveKit's audio end-of-turn detector), stt, tts, tokenize, utils
     ".inference:TurnDetector",
     ".stt:StreamAdapter",

@@ -160,6 +160,12 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
     Raises:
         ValueError: No number to dial, no trunk or connection, or a negative
             ``ringing_timeout``.
+
+    Cancellation: the caller's session closing (at any moment) fails the awaiter with a
+    ``ToolError`` and ends the consultation leg: its session closes, its room is left and
+    deleted, the hold music stops. A dial or a move in flight has its HTTP request cancelled;
+    the server may still complete it. The tools complete the task at once; cancelling
+    ``connect_to_caller`` during the move leaves the task running.
     """
 
     #: how the consultation room is joined (``open_room``'s signature); tests give a fake
@@ -443,6 +449,8 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
 
         Args:
             reason: Why the human agent declined, in a few words
+
+        Cancellation: not a checkpoint (the task completes at once).
         """
         self._finish(ToolError(f"human agent declined to connect: {reason}"))
 
