@@ -409,3 +409,55 @@ async def test_the_dial_and_the_move_are_the_requests_livekits_task_sends(
     assert ours.methods()[:2] == theirs.methods()
     for mine, livekits in zip(ours.calls, theirs.calls):
         assert mine.request == livekits.request, mine.method
+
+
+async def test_on_hold_the_caller_hears_hold_music_and_is_not_answered(
+        autojump_clock: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The hold audio is a short file (decoded in a thread: the test waits on witnesses only,
+    so virtual time does not run away while the thread works)."""
+    import wave
+
+    from agents_trio import AudioConfig, ChatMessage, StopResponse
+    music = tmp_path / "hold.wav"
+    with wave.open(str(music), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(48000)
+        w.writeframes(b"\x10\x00" * 4800)
+    consultations = Consultations()
+    tasks: list[WarmTransferTask] = []
+
+    def make() -> WarmTransferTask:
+        tasks.append(transfer_task(consultations, hold_audio=AudioConfig(str(music))))
+        return tasks[-1]
+    parent = Parent(make)
+    a = FakeActions()
+    a.add_llm("", tool_calls=call("start", "s1"), input="go")
+    a.add_llm("", tool_calls=call("decline_transfer", "d1", reason="busy"), input="no")
+    a.add_llm("sorry", input="failed: human agent declined to connect: busy")
+    bridge_of: list[Any] = []
+    turn = ChatMessage(role="user", content=["are you there?"])
+    async with trio.open_nursery() as nursery:
+        server = FakeTwirpServer()
+        server.handlers["CreateSIPParticipant"] = answering(consultations, bridge_of)
+        await nursery.start(server.serve)
+        monkeypatch.setenv("LIVEKIT_URL", server.url)
+
+        async def drive(ctx: agents_trio.JobContext, session: AgentSession) -> None:
+            bridge_of.append(ctx.bridge)
+            await server.wait_for_calls(1)
+            # the hold music's track, in the caller's room
+            assert len(ctx.room.local_participant.published) == 1
+            with pytest.raises(StopResponse):  # the caller's turns are dropped meanwhile
+                await tasks[0].on_user_turn_completed(ChatContext(), turn)
+            room = consultations.rooms[0]
+            await room.wait_for(lambda: HUMAN in room.remote_participants)
+            ctx.bridge.call_soon(room.send_chat, HUMAN, "no")
+            await server.wait_for_calls(2)  # declined: the consultation room is deleted
+            # the hold ended: its track is gone (and with the player its decoding thread)
+            await ctx.room.wait_for(lambda: not ctx.room.local_participant.published)
+            await tasks[0].on_user_turn_completed(ChatContext(), turn)  # answered again
+            assert str(await wait_result(parent)) == "human agent declined to connect: busy"
+
+        await run_transfer(server, parent, a, drive)
+        nursery.cancel_scope.cancel()
