@@ -29,8 +29,8 @@ the server API client) is one service of the caller's session, started by ``on_e
 It ends when the task completes or the caller's session closes; leaving it closes all of
 them in reverse order.
 
-Configuration comes from the job: its room is the caller's, its bridge runs the SDK; the
-server URL is ``LIVEKIT_URL`` (or the job's ``url``) and the API key and secret are
+Configuration comes from the job: its room is the caller's, its bridge runs the SDK, its URL
+is the server's (``LIVEKIT_URL`` when the job does not know it); the API key and secret are
 ``LIVEKIT_API_KEY``/``LIVEKIT_API_SECRET``, as for LiveKit's job.
 """
 
@@ -249,20 +249,23 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
 
     # -- the caller side ------------------------------------------------------------------------
     async def on_enter(self) -> None:
-        """Put the caller on hold and start the consultation leg (dialing runs on).
-
-        Raises:
-            RuntimeError: Not in a job (the caller's room comes from the job), or the caller's
-                session is not an ``AgentSession``.
+        """Put the caller on hold and start the consultation leg (dialing runs on). Outside
+        a job (the caller's room comes from the job) the task fails at once with a
+        ``ToolError``.
 
         Cancellation: cancelled before the leg started, nothing is left running.
         """
-        ctx = get_job_context()
-        session = self.session
-        if not isinstance(session, AgentSession):
-            raise RuntimeError("WarmTransferTask runs in an AgentSession")
-        self._caller_room = ctx.room
-        await session.start_service(self._consultation_leg, ctx, session)
+        try:
+            ctx = get_job_context()
+            session = self.session
+            if not isinstance(session, AgentSession):
+                raise RuntimeError("WarmTransferTask runs in an AgentSession")
+            self._caller_room = ctx.room
+            await session.start_service(self._consultation_leg, ctx, session)
+        except Exception:
+            # e.g. not in a job: the awaiter gets LiveKit's error instead of waiting for ever
+            logger.exception("could not dial human agent")
+            self._finish(ToolError("could not dial human agent"))
 
     async def on_user_turn_completed(self, turn_ctx: ChatContext,
                                      new_message: ChatMessage) -> None:
@@ -461,7 +464,7 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
 
 
 def _server_url(ctx: JobContext) -> str:
-    url = getattr(ctx, "url", None) or os.getenv("LIVEKIT_URL")
+    url = ctx.url or os.getenv("LIVEKIT_URL")
     if not url:
         raise RuntimeError("WarmTransferTask needs the LiveKit server URL: set LIVEKIT_URL")
     return str(url)

@@ -35,6 +35,7 @@ def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIVEKIT_API_SECRET", SECRET)
     monkeypatch.delenv("LIVEKIT_SIP_OUTBOUND_TRUNK", raising=False)
     monkeypatch.delenv("LIVEKIT_SIP_NUMBER", raising=False)
+    monkeypatch.delenv("LIVEKIT_URL", raising=False)
 
 
 class Consultations:
@@ -174,7 +175,7 @@ async def test_failing_to_dial_returns_to_the_caller_with_livekits_error(
             raise TwirpFailure(404, "not_found", "callee busy")
         server.handlers["CreateSIPParticipant"] = busy
         await nursery.start(server.serve)
-        monkeypatch.setenv("LIVEKIT_URL", server.url)
+        # the job's URL is the server's (no LIVEKIT_URL)
 
         async def drive(ctx: agents_trio.JobContext, session: AgentSession) -> None:
             result = await wait_result(parent)
@@ -461,3 +462,15 @@ async def test_on_hold_the_caller_hears_hold_music_and_is_not_answered(
 
         await run_transfer(server, parent, a, drive)
         nursery.cancel_scope.cancel()
+
+
+async def test_outside_a_job_the_task_fails_instead_of_hanging(autojump_clock: object) -> None:
+    parent = Parent(lambda: transfer_task(Consultations()))
+    a = FakeActions()
+    a.add_llm("", tool_calls=call("start", "s1"), input="go")
+    a.add_llm("sorry", input="failed: could not dial human agent")
+    with trio.fail_after(60):
+        async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+            await session.start(parent)
+            await session.run(user_input="go")
+    assert [str(r) for r in parent.results] == ["could not dial human agent"]
