@@ -58,6 +58,7 @@ from .run_events import (AgentHandoffEvent, ChatMessageEvent, FunctionCallEvent,
 from .run_result import RunHold, RunResult
 from .session import AgentSession
 from .speech_handle import SpeechHandle
+from .stt_context import KeytermDetectionOptions, KeytermsOptions, STTContextOptions
 from .tools import function_tool, FunctionTool, ToolFlag
 from .tool_mocks import mock_tools
 from .turn_options import (EndpointingOptions, InterruptionOptions, PreemptiveGenerationOptions,
@@ -66,6 +67,7 @@ from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, utils, vad, voice
 
 __all__ = [
+    "KeytermDetectionOptions", "KeytermsOptions", "STTContextOptions",
     "AudioConfig", "BackgroundAudioPlayer", "BuiltinAudioClip", "PlayHandle",
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",
     "AgentHandoffEvent", "AgentServer", "AgentSession", "AgentStateChangedEvent", "AgentsTrioError", "AgentTask",

@@ -23,11 +23,11 @@ from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, Ch
 from .events import (FunctionToolsExecutedEvent, LLMMetrics, TTSMetrics,
                      ToolExecutionUpdatedEvent, UserTurnExceededEvent)
 from .generation import Generation, ReplyRequest, StepState
-from .agent import Agent, NotGiven
+from .agent import NOT_GIVEN, Agent, NotGiven
 from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
-from .models import LLM, TTS, CompletionUsage, ToolChoice
+from .models import LLM, STT, TTS, CompletionUsage, ToolChoice
 from .nurseries import PriorityQueue, TaskOwner, open_owner
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
@@ -44,10 +44,15 @@ from ._errors import SessionClosedError
 from .background_tools import NON_BLOCKING, BackgroundTools, ToolRun
 from .fillers import Filler
 from .floor import Floor
-from .tool_calls import Admission, ToolCalls, execute_admitted
+from .cancel_tools import with_cancel_tools
+from .tool_calls import Admission, ToolCalls, execute_admitted, session_calls
 from .tool_events import call_ended, call_started
+from .async_toolset import async_toolsets_by_tool
+from .session_scope import session_scope
+from .tool_handling import AsyncToolOptions, resolve_async_tool_options
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
+from .mcp import MCPServer, MCPTool, open_mcp_tools
 from .toolsets import aclose_toolsets, flatten_tools, function_tool_names, setup_toolsets
 from .turn_limit import TurnLimitHook
 from .turn_metrics import assistant_message_metrics, llm_step_metrics
@@ -112,7 +117,15 @@ class Activity:
         self.agent_state = AgentStateRules(session.conversation, self)
         self.turns = UserTurns(self)
         self.interruption = AudioInterruption(self)
-        self.tool_calls = ToolCalls()  # the calls running now, for on_duplicate
+        #: the background-tool templates: the agent's (completed with the defaults), or the
+        #: session's
+        self.tool_options = (session.async_tool_options if agent.async_tool_options is None
+                             else resolve_async_tool_options(agent.async_tool_options))
+        # the calls running now, for on_duplicate and lk_agents_cancel_task
+        self.tool_calls = ToolCalls(session_calls(session))
+        # the tools of AsyncToolsets: the session's run in the session's scope
+        self._session_scoped = async_toolsets_by_tool(session.tools)
+        self._agent_async = async_toolsets_by_tool(agent.tools)
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
         self._unanswered: dict[SpeechHandle, int] = {}
@@ -120,6 +133,7 @@ class Activity:
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._mcp_tools: list[MCPTool] = []  # the MCP servers' tools, once connected
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self.scheduling_open = trio.Event()
@@ -147,7 +161,7 @@ class Activity:
 
     @property
     def audio_output_enabled(self) -> bool:
-        return self.session.output.audio is not None and self.tts is not None
+        return self.session.output.active_audio is not None and self.tts is not None
 
     @property
     def allow_interruptions(self) -> bool:
@@ -170,6 +184,8 @@ class Activity:
                         self.background.bind(owner.nursery)
                         self._record_config()
                         await setup_toolsets([*self.session.tools, *self.agent.tools])
+                        self._mcp_tools = await open_mcp_tools(owner.nursery,
+                                                               self._mcp_servers())
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
@@ -317,16 +333,32 @@ class Activity:
         if self.scheduling_open.is_set():
             self.scheduling_open = trio.Event()
             self.scheduling_closed.set()
+            self.background.paused()
         while (playing := self.current_speech) is not None:
             await playing.wait_for_generation()
         if self.realtime is not None:
             await self.realtime.suspend()
+
+    @property
+    def scheduling_paused(self) -> bool:
+        """Paused for an AgentTask (between ``pause()`` and ``resume()``)."""
+        return not self.scheduling_open.is_set()
+
+    async def wait_resumed(self) -> None:
+        """Wait until this agent is not paused for an AgentTask.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while not self.scheduling_open.is_set():
+            await self.scheduling_open.wait()
 
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
         if not self.scheduling_open.is_set():
             self.scheduling_closed = trio.Event()
             self.scheduling_open.set()
+            self.background.resumed()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=function_tool_names(self.agent.tools)))
 
@@ -398,8 +430,20 @@ class Activity:
 
     def tools(self) -> list[Any]:
         """The session's tools, then the agent's, as the LLM gets them (toolsets unwrapped:
-        the function tools, then the provider tools)."""
-        return flatten_tools([*self.session.tools, *self.agent.tools])
+        the function tools, then the provider tools), and LiveKit's cancel tools when one of
+        them is cancellable (``cancel_tools``)."""
+        return with_cancel_tools(flatten_tools(self.tool_sources()))
+
+    def tool_sources(self) -> list[Any]:
+        """The session's tools, the agent's and its MCP servers', as given (toolsets whole)."""
+        return [*self.session.tools, *self.agent.tools, *self._mcp_tools]
+
+    def _mcp_servers(self) -> list[MCPServer]:
+        """The agent's MCP servers if it gave any (even none), else the session's."""
+        servers = self.agent.mcp_servers
+        if isinstance(servers, NotGiven):
+            servers = self.session.mcp_servers
+        return servers or []
 
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True,
@@ -407,7 +451,7 @@ class Activity:
         self._check_can_schedule()
         realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
                         and audio is None)
-        if (self.session.output.audio is not None and self.tts is None and not realtime_say
+        if (self.session.output.active_audio is not None and self.tts is None and not realtime_say
                 and audio is None):
             raise RuntimeError("say() needs a TTS (or a realtime model that supports say, or "
                                "audio=) when audio output is enabled")
@@ -442,9 +486,11 @@ class Activity:
         # the request's tools) do not see IGNORE_ON_ENTER tools
         in_on_enter = (inline is not None and inline.hook == "on_enter"
                        and inline.activity is self)
-        tools = [t for t in self.tools()
-                 if not (in_on_enter and isinstance(t, FunctionTool)
-                         and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+        # as given (toolsets whole): each step flattens them again, so a toolset's tools may
+        # change between the steps of one reply (LiveKit's tool search loads tools that way)
+        tools = ([t for t in self.tools() if not (isinstance(t, FunctionTool)
+                                                  and t.flags & ToolFlag.IGNORE_ON_ENTER)]
+                 if in_on_enter else self.tool_sources())
         request = ReplyRequest(chat_ctx=ctx, tools=tools, tool_choice=tool_choice,
                                instructions=(None if instructions is None else
                                              render_instructions(instructions, input_modality)),
@@ -589,15 +635,31 @@ class Activity:
         self.session.running_tools.add(call, owner=self)
         self._unanswered[handle] = self._unanswered.get(handle, 0) + 1
         by_name = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        scoped = call.name in self._session_scoped
+        calls = session_scope(self.session).tool_calls if scoped else self.tool_calls
+        options = self._call_options(call.name)
         # judged now, in the order the LLM made the calls (on_duplicate)
-        admission = self.tool_calls.admit(by_name.get(call.name), call,
-                                          interruptible=lambda: handle.allow_interruptions)
-        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission)
+        admission = calls.admit(by_name.get(call.name), call, options,
+                                interruptible=lambda: handle.allow_interruptions)
+        tool_nursery.start_soon(self._run_tool, handle, call, step, by_name, admission,
+                                scoped, options)
+
+    def _call_options(self, name: str) -> AsyncToolOptions:
+        """The templates of tool ``name``: its AsyncToolset's, else for a session-scoped
+        tool the session's, else this agent's (``tool_options``)."""
+        toolset = self._session_scoped.get(name) or self._agent_async.get(name)
+        if toolset is not None and toolset.async_tool_options is not None:
+            return resolve_async_tool_options(toolset.async_tool_options)
+        if name in self._session_scoped:
+            return self.session.async_tool_options
+        return self.tool_options
 
     async def _run_tool(self, handle: SpeechHandle, call: FunctionCall, step: StepState,
-                        tools: dict[str, FunctionTool], admission: Admission) -> None:
+                        tools: dict[str, FunctionTool], admission: Admission, scoped: bool,
+                        options: AsyncToolOptions) -> None:
         """Wait for the call's first answer (see ``background_tools``): the call itself runs
-        in the activity's nursery, so one answered by an update outlives the step."""
+        in the activity's nursery (the session's scope for a session-scoped AsyncToolset),
+        so one answered by an update outlives the step."""
         call.created_at = trio.current_time()
         self.session.conversation.refresh()
         self.preemptive.discard()
@@ -610,11 +672,14 @@ class Activity:
                 del self._unanswered[handle]
             self._note_progress()
 
-        run = self.background.run(call, scope=admission.scope, speech=handle,
-                                  on_answer=on_answer, cancellable=(
+        session_scoped = session_scope(self.session) if scoped else None
+        background = session_scoped.background if session_scoped else self.background
+        run = background.run(call, scope=admission.scope, speech=handle, on_answer=on_answer,
+                             options=options, cancellable=(
             tool is not None and bool(tool.flags & ToolFlag.CANCELLABLE)))
         assert self._nursery is not None
-        self._nursery.start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
+        start_soon = session_scoped.start_soon if session_scoped else self._nursery.start_soon
+        start_soon(self._execute_tool, handle, call, tools, admission, run, scope)
         try:
             await run.answered.wait()
         finally:
@@ -717,10 +782,39 @@ class Activity:
                                                      or recognition.end_of_turn_pending))):
                 return
 
+    async def wait_for_current_floor(self) -> Activity:
+        """Wait until the session's current agent (this one, the agent it handed off to, or
+        the AgentTask it awaits) is idle and no one else holds the floor; return its activity.
+        Follows handoffs, as LiveKit's ``session.wait_for_idle()``; as there, running tools do
+        not count (see ``floor_free``).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        session = self.session
+        while True:
+            current = session.activity
+            if not isinstance(current, Activity) or session.closing:
+                raise SessionClosedError("the session is closing")
+            try:
+                await current.wait_for_floor()
+            except SessionClosedError:
+                # that agent left: follow the next one once the session points at it
+                await session.conversation.wait_until(
+                    lambda: session.closing or session.activity is not current)
+                continue
+            if session.activity is current:
+                return current
+
     def say_filler(self, text: str) -> SpeechHandle:
+        """Say a filler through the session's current agent (see ``wait_for_current_floor``)."""
+        current = self.session.activity
+        target = current if isinstance(current, Activity) else self
         token = current_inline.set(None)  # the agent's speech, not the tool's
         try:
-            return self.say(text)
+            return target.say(text)
         finally:
             current_inline.reset(token)
 
@@ -732,6 +826,9 @@ class Activity:
         else:
             events.off("agent_state_changed", filler.on_agent_state)
             events.off("user_state_changed", filler.on_user_state)
+
+    def hold_run(self) -> RunHold:
+        return self.session.conversation.hold_run()
 
     def background_reply(self, instructions: str, tool_choice: ToolChoice | None
                          ) -> SpeechHandle:
@@ -846,7 +943,7 @@ class Activity:
 
     def forward_transcription_nowait(self, text: str, *, final: bool = True) -> None:
         self.session.conversation.send_transcription(
-            text, enabled=self.session.output.transcription is not None, final=final)
+            text, enabled=self.session.output.active_transcription is not None, final=final)
 
     def on_text_playback_started(self, handle: SpeechHandle) -> None:
         self.agent_state.on_playback_started(handle)
@@ -860,9 +957,11 @@ class Activity:
         return self.turns.on_end_of_turn(info)
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None:
-        """The agent swapped its LLM or TTS: the next steps use them. A realtime model is
-        not swapped in or out (its session belongs to the activity)."""
+                          tts: TTS | None | NotGiven,
+                          stt: STT | None | NotGiven = NOT_GIVEN) -> None:
+        """The agent swapped its LLM, TTS or STT: the next steps use them, and the session's
+        keyterms go to the new STT. A realtime model is not swapped in or out (its session
+        belongs to the activity)."""
         if not isinstance(llm, NotGiven):
             if is_realtime_model(llm) or is_realtime_model(self.llm):
                 raise RuntimeError("a realtime model cannot be swapped in or out of a running "
@@ -870,6 +969,9 @@ class Activity:
             self.llm = llm
         if not isinstance(tts, NotGiven):
             self.tts = tts
+        if not isinstance(stt, NotGiven):
+            self.stt = stt
+            self.session.stt_context.swap_stt(stt)
 
     async def wait_turns_handled(self) -> None:
         """Wait until the user turns this agent accepted are handled.

@@ -15,12 +15,14 @@ from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
+from .mcp import MCPServer, check_mcp_servers
 from .realtime import RealtimeModel
 from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
 from .options import check_non_negative, check_turn_handling
 from .speech_handle import SpeechHandle
+from .tool_handling import AsyncToolOptions, ToolHandlingOptions, check_tool_handling
 from .tools import FunctionTool, find_function_tools
 from .toolsets import flatten_tools, function_tool_names
 
@@ -72,6 +74,9 @@ class SessionView(Protocol):
     @property
     def tools(self) -> list[FunctionTool]: ...
 
+    @property
+    def mcp_servers(self) -> list[MCPServer] | None: ...
+
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True) -> SpeechHandle: ...
 
@@ -112,7 +117,7 @@ class AgentActivity(Protocol):
     def on_chat_ctx_replaced(self) -> None: ...
 
     def on_models_updated(self, *, llm: LLM | RealtimeModel | None | NotGiven,
-                          tts: TTS | None | NotGiven) -> None: ...
+                          tts: TTS | None | NotGiven, stt: STT | None | NotGiven) -> None: ...
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
@@ -161,6 +166,8 @@ class Agent:
             inference model strings (see ``agents_trio.model_resolution``).
         vad: Not supported (the session's VAD serves every agent): giving it raises.
         turn_handling: Per-agent overrides of the session's turn handling (per key).
+        tool_handling: ``{"async_options": {...}}``: this agent's background-tool templates
+            (``agents_trio.tool_handling``); they replace the session's as a whole.
         allow_interruptions: Shortcut for ``turn_handling["interruption"]["enabled"]``.
         turn_detection, min_endpointing_delay, max_endpointing_delay: LiveKit 1.x's deprecated
             spellings of ``turn_handling`` keys; folded into it (when it is not given) with a
@@ -181,11 +188,17 @@ class Agent:
                  llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
                  tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
+                 tool_handling: ToolHandlingOptions | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
-                 max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
+                 max_endpointing_delay: float | NotGiven = NOT_GIVEN,
+                 mcp_servers: list[MCPServer] | None | NotGiven = NOT_GIVEN) -> None:
+        #: this agent's background-tool templates (None: the session's), completed with the
+        #: defaults, not with the session's (as LiveKit)
+        self.async_tool_options: AsyncToolOptions | None = check_tool_handling(
+            type(self).__name__, tool_handling)
         # LiveKit 1.x's flat keywords: folded into turn_handling (unless given) with a warning
         migrated = turn_handling_from_deprecated(type(self).__name__, {
             name: value for name, value in (
@@ -224,6 +237,9 @@ class Agent:
             interruption["enabled"] = allow_interruptions
             self._turn_handling["interruption"] = interruption
         self._min_consecutive_speech_delay = min_consecutive_speech_delay
+        self._mcp_servers: list[MCPServer] | None | NotGiven = (
+            mcp_servers if isinstance(mcp_servers, NotGiven)
+            else check_mcp_servers(type(self).__name__, mcp_servers))
         self._activity: AgentActivity | None = None
 
     # -- properties ---------------------------------------------------------------------------
@@ -243,6 +259,11 @@ class Agent:
     @property
     def tools(self) -> list[Any]:
         return list(self._tools)
+
+    @property
+    def mcp_servers(self) -> list[MCPServer] | None | NotGiven:
+        """The agent's MCP servers; ``NOT_GIVEN``: the session's are used."""
+        return self._mcp_servers
 
     @property
     def chat_ctx(self) -> ChatContext:
@@ -347,7 +368,7 @@ class Agent:
             raise ValueError("a per-agent vad is not supported by agents_trio: the session's "
                              "VAD serves every agent (give it to AgentSession)")
         if self._activity is not None:
-            self._activity.on_models_updated(llm=llm, tts=tts)  # may refuse: first
+            self._activity.on_models_updated(llm=llm, tts=tts, stt=stt)  # may refuse: first
         if not isinstance(stt, NotGiven):
             self._stt = stt
         if not isinstance(llm, NotGiven):

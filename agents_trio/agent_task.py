@@ -24,11 +24,13 @@ from ._errors import ToolError
 from .activity import Activity, InlineScope, current_inline
 from .agent import NOT_GIVEN, Agent, NotGiven
 from .instructions import Instructions
+from .mcp import MCPServer
 from .chat import AgentHandoff, ChatContext
 from .hosts import ActivityHost
 from .models import LLM, STT, TTS, VAD
 from .realtime import RealtimeModel
 from .run_result import RunHold
+from .tool_handling import ToolHandlingOptions
 from .tools import FunctionTool
 
 T = TypeVar("T")
@@ -48,7 +50,7 @@ class AgentTask(Agent, Generic[T]):
     Args:
         preserve_function_call_history: Merge the task's tool calls into the parent's
             context too (by default only messages are merged).
-        id, chat_ctx, tools, stt, vad, llm, tts, turn_handling, allow_interruptions,
+        id, chat_ctx, tools, stt, vad, llm, tts, turn_handling, tool_handling, allow_interruptions,
             min_consecutive_speech_delay: As for ``Agent``.
     """
 
@@ -60,18 +62,22 @@ class AgentTask(Agent, Generic[T]):
                  llm: LLM | RealtimeModel | str | None | NotGiven = NOT_GIVEN,
                  tts: TTS | str | None | NotGiven = NOT_GIVEN,
                  turn_handling: dict[str, Any] | None = None,
+                 tool_handling: ToolHandlingOptions | None = None,
                  allow_interruptions: bool | None = None,
                  min_consecutive_speech_delay: float | None = None,
                  turn_detection: object = NOT_GIVEN,
                  min_endpointing_delay: float | NotGiven = NOT_GIVEN,
-                 max_endpointing_delay: float | NotGiven = NOT_GIVEN) -> None:
+                 max_endpointing_delay: float | NotGiven = NOT_GIVEN,
+                 mcp_servers: list[MCPServer] | None | NotGiven = NOT_GIVEN) -> None:
         super().__init__(instructions=instructions, id=id, chat_ctx=chat_ctx, tools=tools,
                          stt=stt, vad=vad, llm=llm, tts=tts, turn_handling=turn_handling,
+                         tool_handling=tool_handling,
                          allow_interruptions=allow_interruptions,
                          min_consecutive_speech_delay=min_consecutive_speech_delay,
                          turn_detection=turn_detection,
                          min_endpointing_delay=min_endpointing_delay,
-                         max_endpointing_delay=max_endpointing_delay)
+                         max_endpointing_delay=max_endpointing_delay,
+                         mcp_servers=mcp_servers)
         self.preserve_function_call_history = preserve_function_call_history
         self._phase = _TaskPhase.CREATED
         self._completed = trio.Event()

@@ -8,6 +8,11 @@ and the session closing cancels it. What it reports afterwards (later updates, i
 is committed as calls and outputs of their own (``{call_id}_update_N``, ``{call_id}_final``),
 each answered at once, so every call in the history is answered exactly once; the ones that
 ask for a reply are voiced together by one deferred reply once the agent is idle.
+
+As in LiveKit, a deferred reply asked for while a ``session.run()`` is active keeps that run
+open (a ``RunHold``) until the reply's speech exists (the run then watches the speech itself),
+except while the agent is paused for an AgentTask: the task may need a run of its own to
+return, so the hold is let go then and taken again, on the run active then, at the resume.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from ._errors import SessionClosedError
 from .chat import ChatItem, FunctionCall, FunctionCallOutput, new_item_id
 from .events import ToolCallUpdated, ToolExecutionUpdatedEvent, ToolReplyUpdated
 from .models import ToolChoice
+from .run_result import RunHold
 from .speech_handle import SpeechHandle
 from .fillers import Filler, FillerSource, filler_running
 from .floor import Floor
-from .run_context import UPDATE_TEMPLATE
+from .tool_handling import (REPLY_AT_TAIL, REPLY_MAYBE_COVERED, UPDATE_TEMPLATE,
+                            AsyncToolOptions, Template, render_template)
 from .tools import ToolOutcome, outcome_from_value, tool_error_outcome
 
 __all__ = ["BackgroundTools", "NON_BLOCKING", "REPLY_AT_TAIL", "REPLY_MAYBE_COVERED",
@@ -38,18 +45,6 @@ logger = logging.getLogger("agents_trio")
 #: set in ``FunctionCall.extra`` of a call answered by its first update (LiveKit's key)
 NON_BLOCKING = "__livekit_agents_tool_non_blocking"
 
-#: the deferred reply's instructions when the results are the newest items of the context
-REPLY_AT_TAIL = ("New results arrived from background tool calls (call_ids: {call_ids}).\n"
-                 "Summarize the results naturally. Do NOT repeat information you have "
-                 "already told the user.")
-#: ... and when something was said after them (the agent may have covered them already)
-REPLY_MAYBE_COVERED = (
-    "New results arrived from background tool calls (call_ids: {call_ids}).\n"
-    "You may have already mentioned them in your most recent replies.\n"
-    "If you already told the user everything in these results, reply with an empty response "
-    "(no text at all).\nOtherwise, summarize only what you have not said yet, with a natural "
-    "transition.\nNever repeat information you have already told the user.")
-
 HANDOFF_AFTER_UPDATE = "the agent handoff did not happen"
 
 
@@ -58,6 +53,21 @@ class BackgroundHost(Protocol):
 
     @property
     def accepts_tool_replies(self) -> bool: ...
+
+    @property
+    def tool_options(self) -> AsyncToolOptions: ...
+
+    @property
+    def scheduling_paused(self) -> bool:
+        """The agent is paused for an AgentTask it awaits."""
+        ...
+
+    async def wait_resumed(self) -> None:
+        """Wait until the agent is not paused for an AgentTask.
+
+        Cancellation: a checkpoint only.
+        """
+        ...
 
     def commit_item(self, item: ChatItem, handle: SpeechHandle | None = None) -> None: ...
 
@@ -78,7 +88,24 @@ class BackgroundHost(Protocol):
     @property
     def floor(self) -> Floor: ...
 
-    def say_filler(self, text: str) -> SpeechHandle: ...
+    def say_filler(self, text: str) -> SpeechHandle:
+        """Say ``text`` through the session's current agent."""
+        ...
+
+    async def wait_for_current_floor(self) -> object:
+        """Wait until the session's current agent is idle and no one else holds the floor;
+        return that agent's activity (follows handoffs and AgentTasks).
+
+        Cancellation: a checkpoint only.
+
+        Raises:
+            SessionClosedError: the session closes.
+        """
+        ...
+
+    def hold_run(self) -> RunHold:
+        """A hold on the active ``session.run()`` (of nothing when none is active)."""
+        ...
 
     def on_state_events(self, filler: Filler, *, listen: bool) -> None: ...
 
@@ -91,8 +118,9 @@ class ToolRun:
 
     def __init__(self, call: FunctionCall, tools: BackgroundTools, *, cancellable: bool,
                  scope: trio.CancelScope, speech: SpeechHandle,
-                 on_answer: Callable[[], None]) -> None:
+                 on_answer: Callable[[], None], options: AsyncToolOptions) -> None:
         self.call = call
+        self.options = options  # the templates of the call's tool (``tool_handling``)
         self._on_answer = on_answer
         self.speech = speech  # the speech whose step made the call
         self.cancellable = cancellable
@@ -102,6 +130,10 @@ class ToolRun:
         self.updated = False  # answered by an update: the rest runs in the background
         self.ended = trio.Event()
         self._tools = tools
+
+    @property
+    def update_template(self) -> Template:
+        return self.options["update_template"]
 
     def settle(self, outcome: ToolOutcome | None) -> None:
         """The call's first answer (later ones are ignored)."""
@@ -122,7 +154,8 @@ class ToolRun:
             self.settle(outcome)
             return
         # a report is not a result: the reply to it may call no tool
-        self._tools.report(self.call, entry_id, outcome, tool_choice="none")
+        self._tools.report(self.call, entry_id, outcome, tool_choice="none",
+                           options=self.options)
 
     def finish(self, outcome: ToolOutcome) -> None:
         """The tool returned after answering with an update: report its value."""
@@ -130,7 +163,8 @@ class ToolRun:
             logger.error("tool %r returned an Agent after ctx.update(); no handoff",
                          self.call.name)
             outcome = tool_error_outcome(self.call, HANDOFF_AFTER_UPDATE)
-        self._tools.report(self.call, f"{self.call.call_id}_final", outcome, tool_choice=None)
+        self._tools.report(self.call, f"{self.call.call_id}_final", outcome, tool_choice=None,
+                           options=self.options)
 
     def end(self) -> None:
         self.ended.set()
@@ -145,11 +179,11 @@ class ToolRun:
         host = self._tools.host
         await self._tools.wait_delivered()
         while True:
-            await host.wait_for_floor()
+            activity = await host.wait_for_current_floor()
             if not host.floor.held_by_other:  # no checkpoint between the check and the hold
                 break
         async with host.floor.hold():
-            yield host
+            yield activity
 
     @asynccontextmanager
     async def filler(self, source: FillerSource, *, delay: float, interval: float | None,
@@ -160,7 +194,7 @@ class ToolRun:
         """
         host = self._tools.host
         filler = Filler(source, delay=delay, interval=interval, max_steps=max_steps,
-                        say=host.say_filler, wait_idle=host.wait_for_floor)
+                        say=host.say_filler, wait_idle=host.wait_for_current_floor)
         host.on_state_events(filler, listen=True)
         try:
             async with filler_running(filler, self.speech) as running:
@@ -186,18 +220,24 @@ class BackgroundTools:
         self._running: set[ToolRun] = set()
         self._changed = trio.lowlevel.ParkingLot()
         self._pending: list[tuple[list[ChatItem], ToolChoice | None]] = []
+        self._reply_options: AsyncToolOptions | None = None  # the latest report's templates
         self._delivering = False
+        self._run_hold = RunHold()  # the active run waits for the deferred reply
         self._nursery: trio.Nursery | None = None
 
-    def bind(self, nursery: trio.Nursery) -> None:
-        """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's)."""
+    def bind(self, nursery: trio.Nursery | None) -> None:
+        """Deferred replies wait for the agent to be idle in ``nursery`` (the activity's);
+        None: the nursery closed, no reply is asked for any more."""
         self._nursery = nursery
 
     def run(self, call: FunctionCall, *, cancellable: bool, scope: trio.CancelScope,
-            speech: SpeechHandle, on_answer: Callable[[], None]) -> ToolRun:
-        """A run of ``call``; ``on_answer`` is called once, when it is first answered."""
+            speech: SpeechHandle, on_answer: Callable[[], None],
+            options: AsyncToolOptions | None = None) -> ToolRun:
+        """A run of ``call``; ``on_answer`` is called once, when it is first answered;
+        ``options``: its tool's templates (default: the host's)."""
         return ToolRun(call, self, cancellable=cancellable, scope=scope, speech=speech,
-                       on_answer=on_answer)
+                       on_answer=on_answer,
+                       options=options if options is not None else self.host.tool_options)
 
     async def wait_delivered(self) -> None:
         """Wait until the deferred reply being prepared (if any) has been asked for.
@@ -207,6 +247,15 @@ class BackgroundTools:
         await trio.lowlevel.checkpoint()
         while self._delivering:
             await self._changed.park()
+
+    def paused(self) -> None:
+        """The agent is paused for an AgentTask: the run stops waiting for the reply."""
+        self._run_hold.release()
+
+    def resumed(self) -> None:
+        """The AgentTask returned: the run active now waits for the pending reply."""
+        if self._delivering and self._run_hold.released:
+            self._run_hold = self.host.hold_run()
 
     def started(self, run: ToolRun) -> None:
         self._running.add(run)
@@ -230,7 +279,7 @@ class BackgroundTools:
             await self._changed.park()
 
     def report(self, call: FunctionCall, entry_id: str, outcome: ToolOutcome, *,
-               tool_choice: ToolChoice | None) -> None:
+               tool_choice: ToolChoice | None, options: AsyncToolOptions | None = None) -> None:
         """Commit a background report as a call and its output; a report asking for a reply
         joins the next deferred reply."""
         entry = FunctionCall(call_id=entry_id, name=call.name, arguments=call.arguments,
@@ -242,32 +291,58 @@ class BackgroundTools:
         if not output.reply_required:
             return
         self._pending.append(([entry, output], tool_choice))
+        self._reply_options = options
         if not self._delivering and self._nursery is not None:
             self._delivering = True
+            if not self.host.scheduling_paused:  # else taken at the resume
+                self._run_hold = self.host.hold_run()
             self._nursery.start_soon(self._deliver)
 
     async def _deliver(self) -> None:
         try:
-            await self.host.wait_for_floor()
-            idle = True
+            asked = self._ask_for_reply(await self._wait_to_reply())
+        finally:  # the run watches the reply's speech from here (the hold may be a new one)
+            self._run_hold.release()
+        if asked is not None:
+            await self._follow_reply(*asked)
+
+    async def _wait_to_reply(self) -> bool:
+        """Wait until this agent may reply (False: it left, or the session closes).
+
+        Cancellation: a checkpoint only.
+        """
+        try:
+            while True:
+                await self.host.wait_for_floor()
+                if not self.host.scheduling_paused:
+                    return True
+                # idle because paused for an AgentTask: the reply waits for the resume
+                await self.host.wait_resumed()
         except SessionClosedError:
-            idle = False
+            return False
         finally:
             self._delivering = False
             self._changed.unpark_all()
+
+    def _ask_for_reply(self, idle: bool) -> tuple[SpeechHandle, list[str]] | None:
         pending, self._pending = self._pending, []
         if not idle or not self.host.accepts_tool_replies:
             logger.debug("dropping a background tool reply: the agent left")
-            return
+            return None
         items = [item for entry, _ in pending for item in entry]
         if not items:
-            return
+            return None
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallOutput)]
-        template = (REPLY_AT_TAIL if self.host.last_item_id() == items[-1].id
-                    else REPLY_MAYBE_COVERED)
+        options = self._reply_options or self.host.tool_options
+        template = options["reply_at_tail_template" if self.host.last_item_id() == items[-1].id
+                           else "reply_maybe_covered_template"]
         handle = self.host.background_reply(
-            template.format(call_ids=call_ids), _reply_tool_choice([c for _, c in pending]))
+            render_template(template, {"call_ids": call_ids}),
+            _reply_tool_choice([c for _, c in pending]))
         self._emit_reply(call_ids, "scheduled", handle)
+        return handle, call_ids
+
+    async def _follow_reply(self, handle: SpeechHandle, call_ids: list[str]) -> None:
         await handle
         status: Literal["completed", "interrupted", "skipped"] = (
             "interrupted" if handle.interrupted

@@ -258,7 +258,64 @@ class VADMetrics(_Metrics):
     type: Literal["vad_metrics"] = "vad_metrics"
 
 
-AgentMetrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics]
+class RealtimeCachedTokenDetails(msgspec.Struct, kw_only=True):
+    """Cached input tokens by modality (``RealtimeModelMetrics.CachedTokenDetails``)."""
+
+    audio_tokens: int = 0
+    text_tokens: int = 0
+    image_tokens: int = 0
+
+
+class RealtimeInputTokenDetails(msgspec.Struct, kw_only=True):
+    """Input tokens by modality (``RealtimeModelMetrics.InputTokenDetails``)."""
+
+    audio_tokens: int = 0
+    text_tokens: int = 0
+    image_tokens: int = 0
+    cached_tokens: int = 0
+    cached_tokens_details: RealtimeCachedTokenDetails | None = None
+
+
+class RealtimeOutputTokenDetails(msgspec.Struct, kw_only=True):
+    """Output tokens by modality (``RealtimeModelMetrics.OutputTokenDetails``)."""
+
+    text_tokens: int = 0
+    audio_tokens: int = 0
+    image_tokens: int = 0
+
+
+class RealtimeModelMetrics(_Metrics):
+    """One realtime-model response, reported by its session when the response is done
+    (``timestamp``: its creation; ``duration``: creation to done; ``ttft``: to the first
+    audio, -1 if none; token counts as the server billed them). A session reporting its
+    connection sends one with no tokens and ``acquire_time`` set. LiveKit's fields."""
+
+    # LiveKit's nested names (left unannotated: ``type`` is a field of this class)
+    CachedTokenDetails = RealtimeCachedTokenDetails
+    InputTokenDetails = RealtimeInputTokenDetails
+    OutputTokenDetails = RealtimeOutputTokenDetails
+
+    label: str = ""
+    request_id: str = ""
+    duration: float = 0.0
+    session_duration: float = 0.0
+    ttft: float = -1.0
+    cancelled: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    tokens_per_second: float = 0.0
+    input_token_details: RealtimeInputTokenDetails = msgspec.field(
+        default_factory=RealtimeInputTokenDetails)
+    output_token_details: RealtimeOutputTokenDetails = msgspec.field(
+        default_factory=RealtimeOutputTokenDetails)
+    acquire_time: float = 0.0
+    connection_reused: bool = False
+    type: Literal["realtime_model_metrics"] = "realtime_model_metrics"
+
+
+AgentMetrics = Union[EOUMetrics, LLMMetrics, TTSMetrics, STTMetrics, VADMetrics,
+                     RealtimeModelMetrics]
 
 
 class MetricsCollectedEvent(_Event):
@@ -275,6 +332,9 @@ class SpeechCreatedEvent(_Event):
 
 class AgentFalseInterruptionEvent(_Event):
     resumed: bool
+    # deprecated in LiveKit (the agent resumes by itself now): always None here
+    message: Any = None
+    extra_instructions: str | None = None
     type: Literal["agent_false_interruption"] = "agent_false_interruption"
 
 

@@ -32,6 +32,8 @@ from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall
                      ToolChoice)
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
+from .cancel_tools import with_cancel_tools
+from .toolsets import flatten_tools
 
 logger = logging.getLogger("agents_trio")
 
@@ -94,7 +96,7 @@ class ReplyRequest(msgspec.Struct, kw_only=True):
     """Inputs of a pipeline reply step."""
 
     chat_ctx: ChatContext
-    tools: list[FunctionTool]
+    tools: list[Any]  # as given: toolsets whole, flattened at each step
     tool_choice: ToolChoice | None = None
     instructions: str | None = None
     modality: InputModality = "audio"  # of the input the reply answers
@@ -218,7 +220,7 @@ class Generation:
         self.settings = ModelSettings(tool_choice=request.tool_choice)
         # this step's own list: llm_node may add a tool for this call only, and the step's
         # tool calls are looked up in it; the next step starts again from request.tools
-        self.tools = list(request.tools)
+        self.tools = with_cancel_tools(flatten_tools(request.tools))
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
         """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.
@@ -231,7 +233,7 @@ class Generation:
         segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
         calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
         audio = activity.audio_output_enabled or (
-            self.request.say_audio is not None and activity.session.output.audio is not None)
+            self.request.say_audio is not None and activity.session.output.active_audio is not None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._llm, segs_send, calls_send)
             played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
@@ -342,7 +344,7 @@ class Generation:
                 try:
                     async with frames_send, aclosing(resample_frames(  # to the output's rate
                             _note_timestamps(segment, tts_audio_frames(node_output(source))),
-                            output_sample_rate(activity.session.output.audio))) as frames:
+                            output_sample_rate(activity.session.output.active_audio))) as frames:
                         async for frame in frames:
                             if ttfb is None and synthesized:
                                 anchor = segment.text_ended_at or started
@@ -372,7 +374,7 @@ class Generation:
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
                           pace_send: trio.MemorySendChannel[Segment]) -> None:
-        output = self.activity.session.output.audio
+        output = self.activity.session.output.active_audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
         try:

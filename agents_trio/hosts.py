@@ -19,10 +19,12 @@ from .events import AgentMetrics
 from .floor import Floor
 from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
+from .keyterm_detection import STTContext
 from .options import TurnHandling
 from .recognition import AudioRecognition
 from .speech_handle import SpeechHandle
 from .text_transforms import TextTransform
+from .tool_handling import AsyncToolOptions
 
 A = TypeVar("A", contravariant=True)
 
@@ -36,6 +38,12 @@ class SessionOutputs(Protocol):
     @property
     def transcription(self) -> TextOutput | None: ...
 
+    @property
+    def active_audio(self) -> AudioOutput | None: ...
+
+    @property
+    def active_transcription(self) -> TextOutput | None: ...
+
 
 class ActivityHost(SessionView, Protocol[A]):
     """The session as its activities (of type ``A``) see it."""
@@ -47,10 +55,21 @@ class ActivityHost(SessionView, Protocol[A]):
     def output(self) -> SessionOutputs: ...
 
     @property
+    def stt_context(self) -> STTContext: ...
+
+    @property
     def turn_handling_overrides(self) -> dict[str, object]: ...
 
     @property
     def max_tool_steps(self) -> int: ...
+
+    @property
+    def async_tool_options(self) -> AsyncToolOptions: ...
+
+    @property
+    def activity(self) -> object:
+        """The current agent's activity (the innermost AgentTask's while one is awaited)."""
+        ...
 
     @property
     def min_consecutive_speech_delay(self) -> float: ...

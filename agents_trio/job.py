@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import enum
+import functools
 import importlib
 import importlib.util
 import logging
@@ -47,11 +48,13 @@ from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptio
 
 from .events import CloseEvent, CloseReason
 from .job_process import JobProcess, ShutdownCallback, ShutdownCallbacks
+from .livekit_job import InferenceExecutor, open_livekit_job_context
 from .nurseries import open_unwrapping_nursery
 from .session import SessionState, owning_sessions
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .run_result import RunResult
     from .session import AgentSession
 
 __all__ = ["AutoSubscribe", "JobContext", "JobProcess", "get_current_job_context", "get_job_context",
@@ -117,6 +120,10 @@ class JobContext:
         self._scope = trio.CancelScope(shield=True)
         self._room_gone = trio.Event()
         self._room_ios: list[RoomIO] = []
+        #: LiveKit's inference executor for plugins (see agents_trio.livekit_job): the
+        #: packed worker's job gives its own; otherwise one is started for the entrypoint
+        #: when LiveKit inference runners are registered. asyncio: call it on the bridge.
+        self.inference_executor: InferenceExecutor | None = None
 
     def add_shutdown_callback(self, callback: ShutdownCallback) -> None:
         """Call ``callback`` when the job ends: after the entrypoint returned and its sessions
@@ -157,9 +164,13 @@ class JobContext:
 
     async def start_session(self, session: AgentSession, agent: Agent, *,
                             room: rtc.Room | None = None,
-                            room_options: RoomOptions | None = None) -> None:
+                            room_options: RoomOptions | None = None,
+                            capture_run: bool = False) -> RunResult[Any] | None:
         """Run ``session`` with ``agent`` in the job, linked to ``room`` if given; return once
-        it started (what ``session.start(agent, room=...)`` does in a job).
+        it started (what ``session.start(agent, room=...)`` does in a job). With
+        ``capture_run``, return the run of the start (its first turn: what ``on_enter`` said
+        and did), as ``session.start(capture_run=True)``; else, or when the job is already
+        shutting down, None.
 
         A session not yet entered is entered and owned by the job: it runs until it closes or
         the job shuts down, and the job waits for it. A session inside ``async with`` stays
@@ -175,7 +186,10 @@ class JobContext:
         """
         if self._owned is None:
             raise RuntimeError("this job's entrypoint is not running: it cannot own a session")
-        await self._owned.start(self._run_linked, session, agent, room, room_options)
+        run: RunResult[Any] | None = await self._owned.start(
+            functools.partial(self._run_linked, capture_run=capture_run),
+            session, agent, room, room_options)
+        return run
 
     async def run_session(self, session: AgentSession, agent: Agent, *,
                           room_options: RoomOptions | None = None) -> str | None:
@@ -194,11 +208,12 @@ class JobContext:
         return await self._run_linked(session, agent, self.room, room_options)
 
     async def _run_linked(self, session: AgentSession, agent: Agent, room: rtc.Room | None,
-                          room_options: RoomOptions | None, *,
-                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                          ) -> str | None:
+                          room_options: RoomOptions | None, *, capture_run: bool = False,
+                          task_status: trio.TaskStatus[RunResult[Any] | None]
+                          = trio.TASK_STATUS_IGNORED) -> str | None:
         """Link ``room``, enter ``session`` unless its block did, start ``agent``, report the
-        start, and return the close reason once the session closed."""
+        start (with the run of the start when ``capture_run``), and return the close reason
+        once the session closed."""
         if self.shutdown_reason is not None:
             task_status.started()
             return self.shutdown_reason
@@ -218,9 +233,9 @@ class JobContext:
                 if self.shutdown_reason is not None:
                     task_status.started()
                     return self.shutdown_reason
-                await session.start(agent)
+                run = await session.start(agent, capture_run=capture_run)
                 await stack.enter_async_context(self._serve_session(session, room))
-                task_status.started()
+                task_status.started(run)
                 reason = await closed.wait()
                 self._last_close_reason = reason
                 return reason
@@ -355,7 +370,8 @@ class JobContext:
         token = _current_job.set(self)
         try:
             with self._scope, owning_sessions(self):
-                async with open_unwrapping_nursery() as owned:
+                async with open_livekit_job_context(self), \
+                        open_unwrapping_nursery() as owned:
                     self._owned = owned
                     try:
                         result = await entrypoint(self)
@@ -522,7 +538,8 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                   shutdown_grace: float = 10.0, open_room_fn: RoomOpener = open_room,
                   on_ready: Callable[[JobContext], object] | None = None,
                   proc: JobProcess | None = None,
-                  bridge: AsyncioBridge | None = None) -> R | None:
+                  bridge: AsyncioBridge | None = None,
+                  inference_executor: InferenceExecutor | None = None) -> R | None:
     """Connect to a room and run ``entrypoint(ctx)`` until it returns.
 
     Args:
@@ -541,6 +558,9 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
 
         bridge: An open bridge to run on (the worker's job host shares one among all the jobs
             of a process); by default the job opens its own and closes it when it ends.
+        inference_executor: LiveKit's inference executor for the job's plugins, callable
+            from the bridge's loop (the packed worker gives its job's; by default one is
+            started when needed, see :mod:`agents_trio.livekit_job`).
 
     The job ends when the entrypoint returned and the sessions it started without ``async
     with`` closed; then the room disconnects and the shutdown callbacks run.
@@ -574,6 +594,7 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
                                     connect_timeout=connect_timeout) as room:
                 ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace,
                                  proc=proc, url=url)
+                ctx.inference_executor = inference_executor
                 logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                             room.local_participant.identity)
                 return await ctx.run_entrypoint(entrypoint, on_ready=on_ready)

@@ -20,9 +20,11 @@ from .realtime import (GenerationCreatedEvent, InputSpeechStartedEvent, InputSpe
                        InputTranscriptionCompleted, MessageGeneration, RealtimeCapabilities,
                        RealtimeError, RealtimeModel, RealtimeSession)
 from .tools import FunctionTool, RawFunctionTool, ToolFlag, ToolResult, function_tool
+from .async_toolset import AsyncToolset
 from .toolsets import ProviderTool, Toolset
 
 __all__ = [
+    "AsyncToolset",
     "AgentConfigUpdate", "AgentHandoff", "AudioContent", "AvailabilityChangedEvent",
     "ChatChunk", "ChatContent", "ChatContext", "ChatItem", "ChatMessage", "ChoiceDelta",
     "FallbackAdapter",
@@ -33,3 +35,11 @@ __all__ = [
     "RawFunctionTool", "RealtimeSession", "StopResponse", "ToolChoice", "ToolError", "ToolFlag",
     "ToolResult", "Toolset", "function_tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``mcp`` (LiveKit's ``llm.mcp``: MCP servers as tool sources) is imported on first use."""
+    if name == "mcp":
+        import importlib
+        return importlib.import_module("..mcp", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,8 @@ constructed.
   ``silero.VAD.load()``, a realtime model, ``MultilingualModel()``, a plugin of your own on
   LiveKit's base classes), replaced by its adapter (``agents_trio.plugins.adapt``); a
   non-streaming LiveKit STT given to a session is segmented by the session's VAD, as in
-  LiveKit;
+  LiveKit; so is a Trio STT that does not stream (``capabilities.streaming`` False and
+  ``recognize(buffer)``), wrapped in ``stt.StreamAdapter``;
 - for ``llm``, ``stt`` and ``tts``, a LiveKit inference model string
   (``"openai/gpt-4.1-mini"``, ``"openai/gpt-realtime"``, ``"deepgram/nova-3:en"``,
   ``"cartesia/sonic-3:<voice id>"``), resolved to ``agents_trio.inference``'s model.
@@ -32,6 +33,7 @@ from typing import Any, Literal, NamedTuple
 
 from .models import LLM, STT, VAD
 from .realtime import is_realtime_model
+from .stt_stream_adapter import RecognizingSTT, StreamAdapter
 
 __all__ = ["ModelKind", "ResolvedModels", "resolve_model", "resolve_models",
            "resolve_turn_handling"]
@@ -42,8 +44,9 @@ _ACCEPTED: dict[str, str] = {
     "llm": ("a Trio LLM (an object with chat()) or realtime model, a LiveKit llm.LLM or "
             "llm.RealtimeModel (e.g. openai.LLM()), or a LiveKit inference model string "
             "such as 'openai/gpt-4.1-mini'"),
-    "stt": ("a Trio STT (an object with stream()), a LiveKit stt.STT (e.g. deepgram.STT()), "
-            "or a LiveKit inference model string such as 'deepgram/nova-3'"),
+    "stt": ("a Trio STT (an object with stream(), or recognize() with a VAD), a LiveKit "
+            "stt.STT (e.g. deepgram.STT()), or a LiveKit inference model string such as "
+            "'deepgram/nova-3'"),
     "tts": ("a Trio TTS (stream(text), sample_rate, num_channels), a LiveKit tts.TTS "
             "(e.g. cartesia.TTS()), or a LiveKit inference model string such as "
             "'cartesia/sonic-3:<voice>'"),
@@ -101,6 +104,8 @@ def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object =
             resolved = _resolve_string(kind, value)
         elif _is_livekit_object(value):
             resolved = _livekit().adapt_livekit_model(kind, value, vad=vad)
+        elif kind == "stt" and _recognizes_only(value):
+            resolved = _streaming_stt(value, vad)
         else:
             resolved = value
     except ValueError as e:
@@ -118,10 +123,10 @@ def resolve_model(owner: str, kind: ModelKind, value: object, *, unset: object =
 def resolve_turn_handling(owner: str, turn_handling: object) -> object:
     """``turn_handling`` with a LiveKit end-of-turn model under ``"turn_detection"``
     replaced by its adapter (a copy; anything else is left to the options' own checks).
+    LiveKit's audio turn detector (``inference.TurnDetector``) becomes an audio detector.
 
     Raises:
-        TypeError: LiveKit's audio turn detector (``inference.TurnDetector``), which is not
-            supported, or a LiveKit object that is no end-of-turn model.
+        TypeError: a LiveKit object that is no end-of-turn model.
     """
     if not isinstance(turn_handling, Mapping):
         return turn_handling
@@ -182,6 +187,21 @@ def _livekit() -> types.ModuleType:
         raise TypeError("LiveKit models and model strings need livekit-agents: "
                         "pip install 'agents-trio[livekit-plugins]'") from e
     return resolve
+
+
+def _recognizes_only(model: object) -> bool:
+    """A Trio STT that says it does not stream and recognizes whole recordings."""
+    return getattr(getattr(model, "capabilities", None), "streaming", True) is False and \
+        isinstance(model, RecognizingSTT)
+
+
+def _streaming_stt(model: Any, vad: object) -> object:  # noqa: ANN401 - a RecognizingSTT
+    if vad is None:
+        raise ValueError("this STT does not stream: give the session a vad= to segment the "
+                         "audio for it (it is then wrapped in stt.StreamAdapter)")
+    if not isinstance(vad, VAD):
+        raise TypeError(f"the vad that segments a non-streaming STT must be a VAD, got {vad!r}")
+    return StreamAdapter(stt=model, vad=vad)
 
 
 def _fits(kind: ModelKind, model: object) -> bool:

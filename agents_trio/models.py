@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, Union, runtime_checkable
 import msgspec
 from livekit import rtc
 
+from ._ids import now
 from .chat import ChatContext
 
 ToolChoice = Union[Literal["auto", "required", "none"], dict[str, Any]]
@@ -32,6 +33,7 @@ class FunctionToolCall(msgspec.Struct, kw_only=True):
     arguments: str = "{}"
     call_id: str = ""
     type: Literal["function"] = "function"
+    extra: dict[str, Any] | None = None  # provider data (e.g. thought signatures)
 
 
 class CompletionUsage(msgspec.Struct, kw_only=True):
@@ -109,22 +111,71 @@ class SpeechEventType(str, enum.Enum):
     INTERIM_TRANSCRIPT = "interim_transcript"
     PREFLIGHT_TRANSCRIPT = "preflight_transcript"
     FINAL_TRANSCRIPT = "final_transcript"
+    RECOGNITION_USAGE = "recognition_usage"  # billing: no text; the session ignores it
     END_OF_SPEECH = "end_of_speech"
 
 
+class TimedString(str):
+    """Text with its timing, as LiveKit's ``TimedString``: a word or sentence an STT or TTS
+    placed in time (seconds; None where the model did not say)."""
+
+    start_time: float | None
+    end_time: float | None
+    confidence: float | None
+    start_time_offset: float | None
+    speaker_id: str | None
+
+    def __new__(cls, text: str, start_time: float | None = None, end_time: float | None = None,
+                confidence: float | None = None, start_time_offset: float | None = None,
+                speaker_id: str | None = None) -> TimedString:
+        obj = super().__new__(cls, text)
+        obj.start_time = start_time
+        obj.end_time = end_time
+        obj.confidence = confidence
+        obj.start_time_offset = start_time_offset
+        obj.speaker_id = speaker_id
+        return obj
+
+
+class RecognitionUsage(msgspec.Struct, kw_only=True):
+    """What a recognition consumed (LiveKit's ``RecognitionUsage``): ``audio_duration`` is the
+    audio billed since the previous usage event, in seconds."""
+
+    audio_duration: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 class SpeechData(msgspec.Struct, kw_only=True, gc=False):
+    """One transcript alternative, with LiveKit's ``SpeechData`` fields (the translation and
+    diarization ones are None unless the STT fills them)."""
+
     text: str
     confidence: float = 1.0
     language: str = ""
     start_time: float = 0.0
     end_time: float = 0.0
+    speaker_id: str | None = None
+    is_primary_speaker: bool | None = None
+    words: list[TimedString] | None = None
+    source_languages: list[str] | None = None
+    source_texts: list[str] | None = None
+    target_languages: list[str] | None = None
+    target_texts: list[str] | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class SpeechEvent(msgspec.Struct, kw_only=True, gc=False):
-    """A speech-to-text event."""
+    """A speech-to-text event. ``created_at`` is Trio time here (LiveKit: wall clock);
+    ``speech_start_time``/``speech_end_time`` are what the provider reported, if anything."""
 
     type: SpeechEventType
     alternatives: list[SpeechData] = msgspec.field(default_factory=list)
+    request_id: str = ""
+    recognition_usage: RecognitionUsage | None = None
+    speech_start_time: float | None = None
+    created_at: float = msgspec.field(default_factory=now)
+    speech_end_time: float | None = None
 
 
 class STTStream(Protocol):
@@ -161,6 +212,11 @@ class VADEvent(msgspec.Struct, kw_only=True, gc=False):
     speaking: bool = False
     probability: float = 0.0
     timestamp: float = 0.0
+    samples_index: int = 0
+    frames: list[rtc.AudioFrame] = []  # LiveKit's: the frames the event is about, if kept
+    # the VAD's raw counts, without its hysteresis (an audio turn detector needs them)
+    raw_accumulated_silence: float = 0.0
+    raw_accumulated_speech: float = 0.0
 
 
 class VADStream(Protocol):

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from .audio_turn import AudioTurnDetector
+
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
 TURN_DETECTION_MODES = ("stt", "vad", "realtime_llm", "manual")
@@ -83,8 +85,9 @@ def _unknown(names: set[str], prefix: str) -> ValueError:
 
 
 def check_turn_detection(value: object) -> None:
-    """Accept a known mode, None, or a turn detector (an object with LiveKit's end-of-turn
-    protocol: ``predict_end_of_turn``, ``unlikely_threshold``, ``supports_language``).
+    """Accept a known mode, None, a turn detector (an object with LiveKit's end-of-turn
+    protocol: ``predict_end_of_turn``, ``unlikely_threshold``, ``supports_language``) or an
+    audio turn detector (:class:`agents_trio.audio_turn.AudioTurnDetector`).
 
     Raises:
         ValueError: an unknown mode string.
@@ -96,6 +99,8 @@ def check_turn_detection(value: object) -> None:
         modes = ", ".join(repr(m) for m in TURN_DETECTION_MODES)
         raise ValueError(f"turn_detection must be one of {modes}, None, or a turn detector; "
                          f"got {value!r}")
+    if isinstance(value, AudioTurnDetector):
+        return
     if not all(callable(getattr(value, name, None)) for name in TURN_DETECTOR_METHODS):
         raise TypeError("turn_detection must be a mode string or a turn detector (an object "
                         "with async predict_end_of_turn, unlikely_threshold and "

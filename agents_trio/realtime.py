@@ -8,6 +8,9 @@ that uses it.
 Calls go to the server (``push_audio``, ``generate_reply``, ``interrupt``, ``truncate``,
 ``update_*``); server events come back through ``async for ev in rt.events()`` — one consumer,
 the activity. A generation carries its messages and function calls as Trio receive channels.
+When a response is done the session may yield its ``RealtimeModelMetrics`` (LiveKit's record:
+tokens, ``ttft``, ``duration``); the session reports it as ``metrics_collected`` and counts
+it in the usage, filling ``label`` and ``metadata`` from the model when they are empty.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from livekit import rtc
 
 from ._errors import AgentsTrioError, APIError
 from .chat import ChatContext, FunctionCall
+from .events import RealtimeModelMetrics
 from .models import ToolChoice
 
 
@@ -131,7 +135,8 @@ class RealtimeErrorEvent(msgspec.Struct, kw_only=True):
 
 
 RealtimeEvent = Union[GenerationCreatedEvent, InputSpeechStartedEvent, InputSpeechStoppedEvent,
-                      InputTranscriptionCompleted, SessionReconnectedEvent, RealtimeErrorEvent]
+                      InputTranscriptionCompleted, SessionReconnectedEvent, RealtimeErrorEvent,
+                      RealtimeModelMetrics]
 
 
 class RealtimeSession(Protocol):

@@ -26,6 +26,8 @@ from ._iterators import aclosing
 from .generation import Generation, GenerationHost, Segment
 from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
+from .cancel_tools import with_cancel_tools
+from .toolsets import flatten_tools
 
 if TYPE_CHECKING:
     from .chat import FunctionCall
@@ -73,7 +75,7 @@ class RealtimeGeneration(Generation):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._receive, generation, played_send, tool_nursery)
             try:
-                if activity.session.output.audio is not None:
+                if activity.session.output.active_audio is not None:
                     pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
                     nursery.start_soon(self._pace_transcripts, pace_recv)
                     await self._play_audio(played_recv, pace_send)
@@ -189,5 +191,6 @@ class RealtimeGeneration(Generation):
                                   response: RealtimeResponse) -> None:
         async for call in calls:
             response.progress()
-            self.activity.dispatch_tool(self.handle, call, self.step, self.request.tools,
+            self.activity.dispatch_tool(self.handle, call, self.step,
+                                        with_cancel_tools(flatten_tools(self.request.tools)),
                                         tool_nursery)

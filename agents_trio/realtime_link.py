@@ -24,7 +24,7 @@ from livekit import rtc
 
 from .instructions import render_instructions
 from .chat import ChatContext, ChatItem, ChatMessage
-from .events import ErrorEvent, UserInputTranscribedEvent
+from .events import ErrorEvent, RealtimeModelMetrics, UserInputTranscribedEvent
 from .generation import ReplyRequest
 from .hosts import ActivityBasics, TurnTaking
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
@@ -32,6 +32,7 @@ from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, Rea
 from .realtime_response import RealtimeResponse
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool
+from .usage import model_label, model_metadata
 
 
 
@@ -218,6 +219,14 @@ class RealtimeLink:
             response.end(reason)
 
     # -- server events -------------------------------------------------------------------------
+    def _labelled(self, metrics: RealtimeModelMetrics) -> RealtimeModelMetrics:
+        """``metrics`` with the model's label and metadata where the session left them out."""
+        if not metrics.label:
+            metrics.label = model_label(self.model)
+        if metrics.metadata is None:
+            metrics.metadata = model_metadata(self.model)
+        return metrics
+
     async def _consume_events(self, rt: RealtimeSession) -> None:
         async for ev in rt.events():
             self._on_event(ev)
@@ -251,6 +260,8 @@ class RealtimeLink:
                 chat_ctx=ChatContext(), tools=activity.tools(), generation=ev),
                 user_initiated=False)
             activity.schedule(handle)
+        elif ev.type == "realtime_model_metrics":
+            session.emit_metrics(self._labelled(ev))
         elif ev.type == "session_reconnected":
             self.end_responses("the realtime session reconnected")
             activity.start_soon(self._resync)

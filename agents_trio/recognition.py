@@ -25,6 +25,7 @@ import trio
 from livekit import rtc
 
 from ._iterators import aclosing
+from .audio_turn import AudioTurnDetector, AudioTurnTracker
 from .chat import ChatContext
 from .events import UserTurnExceededEvent
 from .io.audio import silence_frame
@@ -101,7 +102,9 @@ class AudioRecognition:
     (``"vad"``, ``"stt"``, ``"manual"``, ``"realtime_llm"``), a turn detector object (the
     mode is then chosen from the models, and the detector may lengthen the endpointing delay),
     or None (VAD when there is one, else STT, else manual). ``"realtime_llm"`` without a
-    realtime model that detects turns falls back to the automatic choice, as in LiveKit.
+    realtime model that detects turns falls back to the automatic choice, as in LiveKit. An
+    audio turn detector (``inference.TurnDetector``) is fed the user's audio and asked while
+    the user pauses (:class:`agents_trio.audio_turn.AudioTurnTracker`).
 
     Args:
         hooks: Receives every decision (the session).
@@ -134,11 +137,13 @@ class AudioRecognition:
         self._last_speaking_time: float | None = None
         self._last_final_time: float | None = None
         self._eot_slot: LatestSlot | None = None
+        self._audio_turns: AudioTurnTracker | None = None  # an audio turn detector's feed
         self._changed = trio.lowlevel.ParkingLot()   # what the close wait watches
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
         self._input_done = False
+        self._input_enabled = True  # session.input.set_audio_enabled
         # transcription timeout: the open turn's untranscribed speech, and its timer
         self._transcription_timeout = transcription_timeout
         self._untranscribed = 0.0
@@ -163,10 +168,19 @@ class AudioRecognition:
         return value
 
     @property
-    def turn_detector(self) -> TurnDetector | None:
+    def turn_detector(self) -> TurnDetector | AudioTurnDetector | None:
         """The turn detector object in force, or None."""
         value = self._hooks.turn_options().turn_detection
         return None if value is None or isinstance(value, str) else value
+
+    def _audio_detector(self) -> AudioTurnDetector | None:
+        """The audio turn detector to feed: as in LiveKit, none without a VAD (it asks for
+        predictions on the VAD's silence) or while a realtime model detects turns itself."""
+        detector = self.turn_detector
+        if (not isinstance(detector, AudioTurnDetector) or self._vad is None
+                or self._hooks.server_detects_turns()):
+            return None
+        return detector
 
     @property
     def transcript(self) -> str:
@@ -180,8 +194,8 @@ class AudioRecognition:
 
     @property
     def input_detached(self) -> bool:
-        """The user's audio no longer reaches the streams (its input ended)."""
-        return self._input_done
+        """The user's audio no longer reaches the streams (its input ended or is disabled)."""
+        return self._input_done or not self._input_enabled
 
     @property
     def user_speaking(self) -> bool:
@@ -219,6 +233,8 @@ class AudioRecognition:
         self._confidences.clear()
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        if self._audio_turns is not None:
+            self._audio_turns.on_turn_ended("clear_user_turn")
         self._reset_transcription_timeout()
         self.on_agent_speech_started()  # the turn limit counts afresh too
         if restart_stt:
@@ -264,6 +280,9 @@ class AudioRecognition:
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
             self._timeout_slot = LatestSlot(nursery)
+            self._audio_turns = AudioTurnTracker(nursery,
+                                                 on_error=self._hooks.on_recognition_error)
+            self._audio_turns.use(self._audio_detector())
             if self._vad is not None:
                 self._vad_stream = self._supervised(
                     self._vad.stream, source=self._vad, name="VAD",
@@ -306,14 +325,26 @@ class AudioRecognition:
 
     async def _pump(self, audio: AsyncIterable[Any]) -> None:
         vad_stream, stt_stream = self._vad_stream, self._stt_stream
+        audio_turns = self._audio_turns
         async for frame in audio:
+            if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
+                continue
             self._sample_rate = frame.sample_rate
             if self.audio_sink is not None:
                 self._push_to_sink(frame)
+            if audio_turns is not None and audio_turns.stream is not None:
+                audio_turns.stream.push_audio(frame)
             if vad_stream is not None:
                 vad_stream.push_frame(frame)
             if stt_stream is not None:
                 stt_stream.push_frame(frame)
+
+    def set_input_enabled(self, enabled: bool) -> None:
+        """Listen to the audio input or not (``session.input.set_audio_enabled``): while not,
+        its frames are dropped; turning it off while the user speaks ends their speech."""
+        self._input_enabled = enabled
+        if not enabled and self._user_speaking:
+            self._end_user_speech(None)
 
     def _push_to_sink(self, frame: rtc.AudioFrame) -> None:
         assert self.audio_sink is not None
@@ -401,6 +432,10 @@ class AudioRecognition:
         kind = ev.type
         if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
+            if self._audio_turns is not None:
+                # the detector in force may change with the agent or update_options
+                self._audio_turns.use(self._audio_detector())
+                self._audio_turns.on_vad_inference(ev, speaking=self._user_speaking)
         elif kind is VADEventType.START_OF_SPEECH:
             self._start_user_speech(
                 ev, trio.current_time() - ev.speech_duration - ev.inference_duration)
@@ -420,6 +455,9 @@ class AudioRecognition:
         self._speech_started_at = started_at
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        if self._audio_turns is not None:
+            self._audio_turns.use(self._audio_detector())  # the agent in force may have changed
+            self._audio_turns.on_speech_started()
         self._changed.unpark_all()
         self._hooks.on_start_of_speech(ev, started_at)
 
@@ -495,6 +533,8 @@ class AudioRecognition:
             skip_reply=skip_reply,
         )
         if self._hooks.on_end_of_turn(info):
+            if self._audio_turns is not None:
+                self._audio_turns.on_turn_ended("turn committed")
             self._finals.clear()
             self._interim = ""
             self._confidences.clear()
@@ -552,10 +592,19 @@ class AudioRecognition:
         self._untranscribed_since = None
         self._transcribed = False
 
-    async def _end_of_turn_unlikely(self, detector: TurnDetector) -> bool:
+    async def _end_of_turn_unlikely(self, detector: TurnDetector | AudioTurnDetector) -> bool:
         """Ask the turn detector (reference 3.3 step 1): below its threshold, the turn waits
         for ``max_delay``. A failing detector is reported and ignored for this turn."""
         language = self._language or None
+        if isinstance(detector, AudioTurnDetector):
+            if self._audio_turns is None or self._audio_detector() is None:
+                return False
+            try:
+                return await self._audio_turns.end_of_turn_unlikely(language)
+            except Exception as e:
+                logger.warning("the audio turn detector failed: %r", e)
+                self._hooks.on_recognition_error(e, detector)
+                return False
         try:
             if not await detector.supports_language(language):
                 return False

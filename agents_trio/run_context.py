@@ -12,18 +12,18 @@ from .agent import SessionView
 from .chat import FunctionCall
 from .fillers import Filler, FillerSource
 from .speech_handle import SpeechHandle
+from .tool_handling import UPDATE_TEMPLATE, render_template
 from .tools import ToolContext
 
 Userdata_T = TypeVar("Userdata_T")
 
-#: how a progress message reaches the model (``{function_name}``, ``{call_id}``, ``{message}``)
-UPDATE_TEMPLATE = ("The tool `{function_name}` has updated, message: {message}\n"
-                   "The task is still running, so DON'T make up or give information not "
-                   "included in the message above.")
-
-
 class ToolProgress(Protocol):
     """Where a running call's progress goes (the activity that runs it)."""
+
+    @property
+    def update_template(self) -> str | Callable[[Any], str]:
+        """How a string given to ``update()`` without a ``template`` is wrapped."""
+        ...
 
     def update(self, *, entry_id: str, message: str, output: object, silent: bool) -> None: ...
 
@@ -31,12 +31,6 @@ class ToolProgress(Protocol):
 
     def filler(self, source: FillerSource, *, delay: float, interval: float | None,
                max_steps: int | None) -> AbstractAsyncContextManager[Filler]: ...
-
-
-def render_template(template: str | Callable[[dict[str, Any]], str],
-                    args: dict[str, Any]) -> str:
-    """A ``str.format`` template filled with ``args``, or a callable's answer to them."""
-    return template(args) if callable(template) else template.format(**args)
 
 
 class RunContext(ToolContext, Generic[Userdata_T]):
@@ -78,7 +72,8 @@ class RunContext(ToolContext, Generic[Userdata_T]):
         """Report progress; the tool keeps running.
 
         The first update answers the call: its message (a string is wrapped in ``template``,
-        by default :data:`UPDATE_TEMPLATE`) becomes the call's output, the model replies to it
+        by default the ``update_template`` of ``tool_handling``, :data:`UPDATE_TEMPLATE` unless
+        set) becomes the call's output, the model replies to it
         (without calling tools) and the tool goes on in the background. Each later update,
         and the value the tool finally returns, is recorded as a call of its own
         (``{call_id}_update_N``, ``{call_id}_final``) and voiced by one reply once the agent is
@@ -92,7 +87,10 @@ class RunContext(ToolContext, Generic[Userdata_T]):
         raw = message if isinstance(message, str) else str(message)
         output: object = message
         if isinstance(message, str):
-            output = render_template(template if template is not None else UPDATE_TEMPLATE,
+            if template is None:
+                template = (self._progress.update_template if self._progress is not None
+                            else UPDATE_TEMPLATE)
+            output = render_template(template,
                                      {"function_name": self.function_call.name,
                                       "call_id": self.function_call.call_id,
                                       "message": message})
@@ -105,8 +103,9 @@ class RunContext(ToolContext, Generic[Userdata_T]):
 
     @asynccontextmanager
     async def foreground(self) -> AsyncIterator[Any]:
-        """Wait until the agent is idle, then hold the floor for the body (yields the
-        activity): no other ``foreground()`` body, deferred tool reply or filler starts
+        """Wait until the session's current agent is idle, then hold the floor for the body
+        (yields that agent's activity). As in LiveKit, the current agent is followed: the
+        AgentTask this tool's agent awaits, or the agent it handed off to. No other ``foreground()`` body, deferred tool reply or filler starts
         until it ends. Use it around an ``await AgentTask()``, a ``say`` / ``generate_reply``,
         or several of them, so they do not race the agent's own speech. A deferred reply
         already due for this agent's background tools is asked for first.
@@ -115,7 +114,7 @@ class RunContext(ToolContext, Generic[Userdata_T]):
 
         Raises:
             RuntimeError: outside a session's tool dispatch.
-            SessionClosedError: the session closes, or the agent running the tool left.
+            SessionClosedError: the session closes.
         """
         if self._progress is None:
             raise RuntimeError("foreground() needs the tool to run in a session")
@@ -128,7 +127,7 @@ class RunContext(ToolContext, Generic[Userdata_T]):
                           ) -> AsyncIterator[None]:
         """Say ``source`` while the body keeps the user waiting.
 
-        While the block runs, the filler waits for the agent to be idle and then for
+        While the block runs, the filler waits for the session's current agent to be idle and then for
         ``delay`` seconds of quiet (the agent speaking or thinking, the user speaking or an
         ``update()`` start the quiet over), and says ``source`` (``session.say``), or calls it
         with the number of fillers said so far: it returns a SpeechHandle, a text to say, or

@@ -26,6 +26,7 @@ from typing_extensions import TypeVar
 from livekit import rtc
 
 from .instructions import InputModality, Instructions
+from .mcp import MCPServer, check_mcp_servers
 from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
@@ -38,8 +39,10 @@ from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioInput, AudioOutput, TextOutput
 from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
+from .model_resolution import resolve_turn_handling as adapt_turn_handling
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
 from .nurseries import LatestSlot, Subscription
+from .audio_turn import check_vad_silence
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
@@ -54,7 +57,12 @@ from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
+from .session_scope import session_scope
+from .tool_handling import (ToolHandlingOptions, check_tool_handling,
+                            resolve_async_tool_options)
 from .toolsets import aclose_toolsets
+from .keyterm_detection import STTContext
+from .stt_context import KeytermsOptions, STTContextOptions, resolve_stt_context
 
 if TYPE_CHECKING:
     from .io.room_options import RoomInputOptions, RoomOptions, RoomOutputOptions
@@ -73,18 +81,86 @@ class SessionState(enum.Enum):
 
 
 class SessionInput:
-    """``session.input``: where the user's audio comes from."""
+    """``session.input`` (LiveKit's ``AgentInput``): where the user's audio comes from, and
+    whether it is listened to (``set_audio_enabled``; push-to-talk turns it off between turns:
+    the frames that arrive meanwhile are dropped, and a user speaking stops speaking)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_audio_enabled: Callable[[bool], None] | None = None) -> None:
         self.audio: AudioInput | None = None
+        self.video: None = None  # no video input in this runtime
+        self._audio_enabled = True
+        self._on_audio_enabled = on_audio_enabled
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    def set_audio_enabled(self, enable: bool) -> None:
+        if enable and self.audio is None:
+            logger.warning("Cannot enable audio input when it's not set")
+        if enable == self._audio_enabled:
+            return
+        self._audio_enabled = enable
+        if self._on_audio_enabled is not None:
+            self._on_audio_enabled(enable)
+
+    def set_video_enabled(self, enable: bool) -> None:
+        if enable:
+            logger.warning("Cannot enable video input: agents_trio has no video input")
 
 
 class SessionOutput:
-    """``session.output``: where the agent's voice and transcription go."""
+    """``session.output`` (LiveKit's ``AgentOutput``): where the agent's voice and
+    transcription go. A disabled output (``set_audio_enabled(False)``,
+    ``set_transcription_enabled(False)``) is left out from the next speech on: replies are
+    then text only, or untranscribed."""
 
     def __init__(self) -> None:
         self.audio: AudioOutput | None = None
         self.transcription: TextOutput | None = None
+        self.video: None = None  # no video output in this runtime
+        self._audio_enabled = True
+        self._transcription_enabled = True
+
+    @property
+    def audio_enabled(self) -> bool:
+        return self._audio_enabled
+
+    @property
+    def transcription_enabled(self) -> bool:
+        return self._transcription_enabled
+
+    @property
+    def video_enabled(self) -> bool:
+        return False
+
+    @property
+    def active_audio(self) -> AudioOutput | None:
+        """The audio output the next speech plays to: None when unset or disabled."""
+        return self.audio if self._audio_enabled else None
+
+    @property
+    def active_transcription(self) -> TextOutput | None:
+        """The transcription output: None when unset or disabled."""
+        return self.transcription if self._transcription_enabled else None
+
+    def set_audio_enabled(self, enabled: bool) -> None:
+        if enabled and self.audio is None:
+            logger.warning("Cannot enable audio output when it's not set")
+        self._audio_enabled = enabled
+
+    def set_transcription_enabled(self, enabled: bool) -> None:
+        if enabled and self.transcription is None:
+            logger.warning("Cannot enable transcription output when it's not set")
+        self._transcription_enabled = enabled
+
+    def set_video_enabled(self, enabled: bool) -> None:
+        if enabled:
+            logger.warning("Cannot enable video output: agents_trio has no video output")
 
 
 #: the type of ``userdata`` (``AgentSession[MyData]``); unparametrised, ``Any``
@@ -110,8 +186,18 @@ class AgentSession(Generic[Userdata_T]):
             ``tts`` (``"openai/gpt-4.1-mini"``; see ``agents_trio.model_resolution``).
         turn_handling: Turn detection, endpointing, interruption and preemptive generation
             options; every key is optional and defaults as in LiveKit Agents.
+        stt_context_options: Static ``keyterms`` for the STT, background
+            ``keyterm_detection`` with an LLM, and ``forward_chat_context`` (see
+            ``agents_trio.stt_context``).
+        keyterms_options: LiveKit's deprecated older form of ``stt_context_options``
+            (DeprecationWarning; ignored when ``stt_context_options`` is given).
         tools: Session-wide tools, added to every agent's tools.
+        mcp_servers: MCP servers whose tools every agent gets (unless the agent gives its
+            own ``mcp_servers``); each agent connects when it starts and disconnects when it
+            ends (see ``agents_trio.mcp``).
         max_tool_steps: Tool rounds per user turn before the reply is forced to be text.
+        tool_handling: ``{"async_options": {...}}``: the templates written around background
+            tools (``agents_trio.tool_handling``); an agent's own replace them.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
             (the session then closes with reason ``error``).
@@ -148,7 +234,10 @@ class AgentSession(Generic[Userdata_T]):
     def __init__(self, *, stt: STT | str | None = None, vad: VAD | None = None,
                  llm: LLM | RealtimeModel | str | None = None, tts: TTS | str | None = None,
                  turn_handling: dict[str, Any] | None = None,
-                 tools: Sequence[Any] = (), max_tool_steps: int = 3,
+                 stt_context_options: STTContextOptions | None = None,
+                 tools: Sequence[Any] = (), mcp_servers: Sequence[MCPServer] | None = None,
+                 max_tool_steps: int = 3,
+                 tool_handling: ToolHandlingOptions | None = None,
                  max_unrecoverable_errors: int = 3,
                  userdata: Userdata_T = _NOT_GIVEN,
                  tts_text_transforms: Sequence[str | TextTransform] | None = DEFAULT_TRANSFORMS,
@@ -169,7 +258,8 @@ class AgentSession(Generic[Userdata_T]):
                  min_interruption_words: int = _NOT_GIVEN,
                  allow_interruptions: bool = _NOT_GIVEN,
                  resume_false_interruption: bool = _NOT_GIVEN,
-                 agent_false_interruption_timeout: float | None = _NOT_GIVEN) -> None:
+                 agent_false_interruption_timeout: float | None = _NOT_GIVEN,
+                 keyterms_options: KeytermsOptions | None = None) -> None:
         deprecated: dict[str, object] = {
             "preemptive_generation": preemptive_generation,
             "min_endpointing_delay": min_endpointing_delay,
@@ -190,6 +280,7 @@ class AgentSession(Generic[Userdata_T]):
                                 turn_handling=turn_handling)
         turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
+        check_vad_silence((turn_handling or {}).get("turn_detection"), models.vad)
         for name, value, allow_none in (
                 ("max_tool_steps", max_tool_steps, False),
                 ("max_unrecoverable_errors", max_unrecoverable_errors, False),
@@ -208,7 +299,11 @@ class AgentSession(Generic[Userdata_T]):
         self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
+        self.mcp_servers = check_mcp_servers("AgentSession", mcp_servers)
         self.max_tool_steps = max_tool_steps
+        #: the background-tool templates of agents that set none (``tool_handling``)
+        self.async_tool_options = resolve_async_tool_options(
+            check_tool_handling("AgentSession", tool_handling))
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
@@ -221,13 +316,18 @@ class AgentSession(Generic[Userdata_T]):
         self.audio_write_timeout = audio_write_timeout
         self._aec_warmup_ends: float | None = None  # set when the agent first speaks
         self._away_slot: LatestSlot | None = None
-        self.input = SessionInput()
+        self.input = SessionInput(self._on_audio_input_enabled)
         self.output = SessionOutput()
         #: what every activity of the session shares: history, events, states, the active run
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
         self._metrics = SessionUsage(self.conversation.emit)
+        #: the STT's keyterms (static and detected) and the turns forwarded to it
+        self.stt_context = STTContext(
+            resolve_stt_context(stt_context_options, keyterms_options),
+            history=lambda: self.conversation.history, emit_metrics=self.emit_metrics)
+        self.conversation.events.on("conversation_item_added", self.stt_context.on_item_added)
         #: held by tool code around what must not race the agent's speech (foreground())
         self.floor = Floor(on_release=self.conversation.progressed)
         self._manual_turns = ManualTurns(
@@ -291,6 +391,11 @@ class AgentSession(Generic[Userdata_T]):
     @property
     def history(self) -> ChatContext:
         return self.conversation.history
+
+    @property
+    def keyterms(self) -> list[str]:
+        """The keyterms applied to the STT now: the static ones, then those detected."""
+        return self.stt_context.keyterms
 
     @property
     def current_agent(self) -> Agent:
@@ -395,12 +500,22 @@ class AgentSession(Generic[Userdata_T]):
     def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
                        turn_detection: object = _NOT_GIVEN,
                        min_endpointing_delay: float | None = None,
-                       max_endpointing_delay: float | None = None) -> None:
+                       max_endpointing_delay: float | None = None,
+                       keyterms: list[str] | None = None) -> None:
         """Change the endpointing delays and the turn detection, for the running agent too
         (its endpointing becomes the session's, as in LiveKit). ``turn_detection=None``
         goes back to the automatic choice. ``min_endpointing_delay`` and
         ``max_endpointing_delay`` are LiveKit's deprecated spellings of
-        ``endpointing_opts``'s keys. Bad values raise as at construction."""
+        ``endpointing_opts``'s keys. ``keyterms`` replaces the static keyterms (detected
+        ones stay) and applies them to the STT at once. Bad values raise as at
+        construction."""
+        if turn_detection is not _NOT_GIVEN and turn_detection is not None:
+            # a LiveKit end-of-turn model is adapted as at construction
+            adapted = adapt_turn_handling("AgentSession.update_options",
+                                          {"turn_detection": turn_detection})
+            turn_detection = adapted["turn_detection"]  # type: ignore[index]
+        if keyterms is not None:
+            self.stt_context.set_static_keyterms(keyterms)
         layer = session_options_update(
             endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
             max_endpointing_delay=max_endpointing_delay,
@@ -515,7 +630,8 @@ class AgentSession(Generic[Userdata_T]):
 
         ``on_enter`` is launched, not awaited. Idempotent while started. With
         ``capture_run``, returns the run of the start (``await`` it: it ends when what
-        ``on_enter`` said and did has settled), else None.
+        ``on_enter`` said and did has settled), else None; so does a start the job owns
+        (None when the job is already shutting down and the session is not started).
 
         Inside ``async with session:`` the block owns the session. Outside one (LiveKit's
         way), the job whose entrypoint this runs in owns it (:class:`SessionOwner`): the
@@ -554,12 +670,8 @@ class AgentSession(Generic[Userdata_T]):
                     "session: run it in an entrypoint (`cli.run_app(server)`, `python -m "
                     "agents_trio connect`), or write `async with AgentSession(...) as session: "
                     "await session.start(agent)`")
-            if capture_run:
-                raise NotImplementedError(
-                    "session.start(capture_run=True) needs `async with session:`; a session "
-                    "the job owns cannot capture its start yet")
-            await owner.start_session(self, agent, room=room, room_options=room_options)
-            return None
+            return await owner.start_session(self, agent, room=room, room_options=room_options,
+                                             capture_run=capture_run)
         if self._state is not SessionState.ENTERED or self._nursery is None:
             raise RuntimeError("start() must be called inside `async with session:`")
         run: RunResult[Any] | None = None
@@ -587,6 +699,9 @@ class AgentSession(Generic[Userdata_T]):
                         self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
                     self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
+                    await nursery.start(self.stt_context.run)
+                    # the calls of the session's AsyncToolsets run here, not in an agent's
+                    await nursery.start(session_scope(self).run)
                     await nursery.start(self._activity_host, agent)
                     if self.input.audio is not None:
                         self._recognition = AudioRecognition(
@@ -597,6 +712,7 @@ class AgentSession(Generic[Userdata_T]):
                             transcription_timeout=self.transcription_timeout,
                             restart_policy=RestartPolicy(
                                 max_failures=self.max_unrecoverable_errors))
+                        self._recognition.set_input_enabled(self.input.audio_enabled)
                         if is_realtime_model(self.llm):
                             self._recognition.audio_sink = self._push_realtime_audio
                         await nursery.start(self._recognition.run, self.input.audio)
@@ -642,6 +758,7 @@ class AgentSession(Generic[Userdata_T]):
             activity = Activity(self, agent)
             await nursery.start(activity.run)
             self._activity = activity
+            self.stt_context.bind(activity.stt)
             task_status.started()
             async for request in switch_recv:
                 try:
@@ -663,6 +780,7 @@ class AgentSession(Generic[Userdata_T]):
         record ``handoff`` if given."""
         self._activity = activity
         self._agent = activity.agent
+        self.stt_context.bind(activity.stt)
         self.conversation.progressed()
         if handoff is not None:
             self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
@@ -894,6 +1012,10 @@ class AgentSession(Generic[Userdata_T]):
         self.shutdown(drain=False, reason=CloseReason.ERROR)
 
     # -- output -------------------------------------------------------------------------------
+    def _on_audio_input_enabled(self, enabled: bool) -> None:
+        if self._recognition is not None:
+            self._recognition.set_input_enabled(enabled)
+
     def _on_playback_started(self, _ev: PlaybackStartedEvent) -> None:
         if self._activity is not None:
             self._activity.on_playback_started()
@@ -913,7 +1035,7 @@ class AgentSession(Generic[Userdata_T]):
 
         with scope:
             await self.conversation.forward_transcription(
-                lambda: self.output.transcription, node, done)
+                lambda: self.output.active_transcription, node, done)
 
 
 def _overridden_stt_node(agent: Agent) -> SttNode | None:
@@ -940,9 +1062,10 @@ class SessionOwner(Protocol):
     """What owns the sessions started without ``async with`` (a job: ``JobContext``)."""
 
     async def start_session(self, session: AgentSession[Any], agent: Agent, *,
-                            room: rtc.Room | None, room_options: RoomOptions | None) -> None:
+                            room: rtc.Room | None, room_options: RoomOptions | None,
+                            capture_run: bool = False) -> RunResult[Any] | None:
         """Run ``session`` (entered or not) with ``agent`` until it closes; return once it
-        started.
+        started (with ``capture_run``, the run of the start, as ``session.start``).
 
         Cancellation: cancelling it before the session started closes the session."""
 

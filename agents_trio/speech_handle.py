@@ -9,7 +9,8 @@ cancels a running tool (its result is kept, with no reply).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Generator
+import logging
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any
 
 import trio
@@ -22,9 +23,24 @@ from .instructions import InputDetails
 #: LiveKit's default: a speech answers spoken input unless told otherwise
 DEFAULT_INPUT_DETAILS = InputDetails(modality="audio")
 
+logger = logging.getLogger("agents_trio.speech")
+
 SPEECH_PRIORITY_LOW = 0
 SPEECH_PRIORITY_NORMAL = 5
 SPEECH_PRIORITY_HIGH = 10
+
+
+async def _swallow_failure(awaitable: Awaitable[object]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        logger.warning("an awaitable given to wait_if_not_interrupted failed", exc_info=True)
+
+
+def _close_unstarted(awaitable: Awaitable[object]) -> None:
+    close = getattr(awaitable, "close", None)  # a coroutine never awaited: no warning
+    if callable(close):
+        close()
 
 
 class _Phase(enum.Enum):
@@ -141,6 +157,37 @@ class SpeechHandle:
         Cancellation: a checkpoint; cancelling the wait does not affect the speech.
         """
         await self._done_event.wait()
+
+    async def wait_if_not_interrupted(self, aw: Iterable[Awaitable[object]]) -> None:
+        """Wait until every awaitable of ``aw`` is done, or until the speech is interrupted,
+        whichever comes first (LiveKit's ``wait_if_not_interrupted``).
+
+        The awaitables (coroutines, ``event.wait()``, ...) run in a nursery this call owns: an
+        interruption ends the wait and cancels the ones still running, so no work outlives the
+        call. As in LiveKit, an awaitable that fails does not raise here (its work is over);
+        it is logged; keep what a coroutine produces in a variable it writes.
+
+        Cancellation:
+            Cancelling the wait cancels the awaitables still running; the speech is untouched.
+        """
+        pending = list(aw)
+        if self._interrupted:
+            for item in pending:
+                _close_unstarted(item)
+            return
+        async with trio.open_nursery() as nursery:
+            async def stop_on_interruption() -> None:
+                await self._interrupted_event.wait()
+                nursery.cancel_scope.cancel()
+
+            async def run_all() -> None:
+                async with trio.open_nursery() as work:
+                    for item in pending:
+                        work.start_soon(_swallow_failure, item)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_interruption)
+            nursery.start_soon(run_all)
 
     def __await__(self) -> Generator[Any, None, SpeechHandle]:
         async def _wait() -> SpeechHandle:

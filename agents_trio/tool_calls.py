@@ -18,32 +18,31 @@ same tool with the same validated arguments (``"name_and_args"``).
 Each admitted call runs inside its own cancel scope, owned by the tool task that runs it (the
 tool nursery of its speech): a replacement cancels that scope and waits for the task to leave
 it; nothing outlives the nursery.
+
+The activities of one session also share a :class:`SessionCalls`, the running calls by call_id,
+through which the model cancels one (``lk_agents_cancel_task``, see ``cancel_tools``).
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 import trio
 
+from ._errors import ToolError
 from .chat import FunctionCall
+from .tool_handling import (DEFAULT_ASYNC_TOOL_OPTIONS, DUPLICATE_CONFIRM, DUPLICATE_REJECT,
+                            AsyncToolOptions, Template, render_template)
 from .tools import (CONFIRM_DUPLICATE_PARAM, FunctionTool, ToolFlag, ToolOutcome,
                     execute_function_call, outcome_from_value, tool_error_outcome,
                     validated_arguments)
 
-__all__ = ["Admission", "ToolCalls", "execute_admitted"]
-
-DUPLICATE_REJECT = ("Same tool `{function_name}` is already running:\n{fnc_calls_text}\n"
-                    "If you want to cancel the existing one, call `lk_agents_cancel_task` with "
-                    "call_id.\nOnly do this when user explicitly requests it.")
-DUPLICATE_CONFIRM = ("Same tool `{function_name}` is already running:\n{fnc_calls_text}\n"
-                     "Re-call with confirm duplicate True to run a duplicate if needed,\n"
-                     "or if you want to cancel the existing one, call `lk_agents_cancel_task` "
-                     "with call_id.\nOnly run duplicate or cancel the existing one when user "
-                     "explicitly requests it.")
+__all__ = ["Admission", "DUPLICATE_CONFIRM", "DUPLICATE_REJECT", "SessionCalls", "ToolCalls",
+           "execute_admitted", "session_calls"]
 
 DuplicateKey = tuple[str, str | None]
 
@@ -89,11 +88,62 @@ class Admission:
             self._running = None
 
 
-class ToolCalls:
-    """The running calls of one activity, for duplicate detection and replacement."""
+class SessionCalls:
+    """The running calls of every activity of one session, by call_id."""
 
     def __init__(self) -> None:
+        self._by_id: dict[str, _Running] = {}
+
+    def add(self, running: _Running) -> None:
+        self._by_id[running.call.call_id] = running
+
+    def remove(self, running: _Running) -> None:
+        if self._by_id.get(running.call.call_id) is running:
+            del self._by_id[running.call.call_id]
+
+    def cancellable(self) -> list[FunctionCall]:
+        """The calls running now that may be cancelled, oldest first."""
+        return [r.call for r in self._by_id.values() if r.cancellable]
+
+    async def cancel(self, call_id: str) -> None:
+        """Cancel the running call ``call_id`` and wait until it has ended.
+
+        Cancellation: stops waiting; the call was cancelled already.
+
+        Raises:
+            ToolError: no such call runs, it is not ``CANCELLABLE``, or the speech that made it
+                may not be interrupted.
+        """
+        running = self._by_id.get(call_id)
+        if running is None:
+            raise ToolError(f"Task {call_id} not found")
+        if not running.cancellable:
+            raise ToolError(f"Tool call {call_id} is not cancellable")
+        if not running.interruptible():
+            raise ToolError(f"Tool call {call_id} is not cancellable because interruptions "
+                            "are disallowed")
+        running.scope.cancel()
+        await running.ended.wait()
+
+
+_by_session: weakref.WeakKeyDictionary[object, SessionCalls] = weakref.WeakKeyDictionary()
+
+
+def session_calls(session: object) -> SessionCalls:
+    """The running calls of ``session`` (created on first use; dropped with the session)."""
+    calls = _by_session.get(session)
+    if calls is None:
+        calls = _by_session[session] = SessionCalls()
+    return calls
+
+
+class ToolCalls:
+    """The running calls of one activity, for duplicate detection and replacement (and, in
+    ``shared``, of its session, for cancellation by call_id)."""
+
+    def __init__(self, shared: SessionCalls | None = None) -> None:
         self._running: list[_Running] = []
+        self._shared = shared if shared is not None else SessionCalls()
 
     def __len__(self) -> int:
         return len(self._running)
@@ -101,8 +151,10 @@ class ToolCalls:
     def remove(self, running: _Running) -> None:
         if running in self._running:
             self._running.remove(running)
+        self._shared.remove(running)
 
-    def admit(self, tool: FunctionTool | None, call: FunctionCall, *,
+    def admit(self, tool: FunctionTool | None, call: FunctionCall,
+              options: AsyncToolOptions = DEFAULT_ASYNC_TOOL_OPTIONS, *,
               interruptible: Callable[[], bool] = lambda: True) -> Admission:
         """Judge ``call`` against the calls running now; an admitted call counts as running
         from here (no checkpoint between the judgement and the registration).
@@ -110,6 +162,7 @@ class ToolCalls:
         Args:
             tool: The tool called (None: unknown; it runs, and fails as unknown).
             call: The call.
+            options: The templates a refusal is written with (``tool_handling``).
             interruptible: Whether the speech that made the call may still be interrupted
                 (a call replacing this one needs it).
         """
@@ -130,7 +183,8 @@ class ToolCalls:
                     admitted = self._register(call, key, _cancellable(tool), interruptible)
                     return Admission(self, admitted, replaces=tuple(running))
                 if mode == "reject" or not confirmed:
-                    template = DUPLICATE_REJECT if mode == "reject" else DUPLICATE_CONFIRM
+                    template = options["duplicate_reject_template" if mode == "reject"
+                                       else "duplicate_confirm_template"]
                     return Admission(self, None, answer=_render(template, tool, running))
         return Admission(self, self._register(call, key, _cancellable(tool), interruptible))
 
@@ -138,6 +192,7 @@ class ToolCalls:
                   interruptible: Callable[[], bool]) -> _Running:
         running = _Running(call, key, cancellable, interruptible)
         self._running.append(running)
+        self._shared.add(running)
         return running
 
 
@@ -157,10 +212,10 @@ def _replace_refusal(tool: FunctionTool, running: list[_Running]) -> str | None:
     return None
 
 
-def _render(template: str, tool: FunctionTool, running: list[_Running]) -> str:
+def _render(template: Template, tool: FunctionTool, running: list[_Running]) -> str:
     calls = [msgspec.json.encode(r.call).decode() for r in running]
-    return template.format(function_name=tool.name, fnc_calls_json=calls,
-                           fnc_calls_text="\n".join(calls))
+    return render_template(template, {"function_name": tool.name, "fnc_calls_json": calls,
+                                      "fnc_calls_text": "\n".join(calls)})
 
 
 def _decoded(arguments: str) -> dict[str, Any]:

@@ -7,9 +7,11 @@ be sync or async; what it returns or raises is the tool's result or error.
 
 Two forms, as LiveKit's:
 
-- ``with mock_tools(MyAgent, {"lookup": fake_lookup}):`` the mocks apply to every session of
-  this process while the block runs (a session's tasks are not the caller's, so a context
-  variable would not reach them); blocks nest, the innermost wins.
+- ``with mock_tools(MyAgent, {"lookup": fake_lookup}):`` the mocks live in a context variable
+  set for the block, as LiveKit's: they reach the replies asked for inside it (``session.run``,
+  ``generate_reply``, ``say``: a speech's task, and its tools' tasks, start with a copy of the
+  context of the code that asked for it), not other tasks or sessions running meanwhile; blocks
+  nest, the innermost wins for its class.
 - ``mock_tools(MyAgent, {...}, session=session)``: the mocks of ``MyAgent`` on that session
   from now on (``{}`` removes them). The block form wins over it.
 
@@ -18,6 +20,7 @@ Mocks apply to agents of exactly that class (``type(agent) is MyAgent``), as in 
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -28,7 +31,9 @@ __all__ = ["find_mock", "mock_tools", "run_mock"]
 
 Mocks = dict[str, Callable[..., Any]]
 
-_scoped: list[tuple[type, Mocks]] = []   # the open blocks, innermost last
+#: the mocks of the enclosing blocks, by agent class (a new dict per block)
+_scoped: contextvars.ContextVar[dict[type, Mocks]] = contextvars.ContextVar(
+    "agents_trio_mock_tools")
 _by_session: weakref.WeakKeyDictionary[Any, dict[type, Mocks]] = weakref.WeakKeyDictionary()
 
 
@@ -55,20 +60,20 @@ def mock_tools(agent: type, mocks: Mapping[str, Callable[..., Any]], *,
 
 @contextmanager
 def _scope(agent: type, mocks: Mocks) -> Iterator[None]:
-    entry = (agent, mocks)
-    _scoped.append(entry)
+    token = _scoped.set({**_scoped.get({}), agent: mocks})
     try:
         yield
     finally:
-        _scoped.remove(entry)
+        _scoped.reset(token)
 
 
 def find_mock(session: object, agent: object, tool_name: str) -> Callable[..., Any] | None:
-    """The mock of ``tool_name`` for ``agent`` (an instance) in ``session``, or None."""
+    """The mock of ``tool_name`` for ``agent`` (an instance) in ``session``, or None: the
+    enclosing block's (in the calling task's context) first, then the session's."""
     agent_type = type(agent)
-    for scoped_type, mocks in reversed(_scoped):
-        if scoped_type is agent_type and tool_name in mocks:
-            return mocks[tool_name]
+    scoped = _scoped.get({}).get(agent_type, {})
+    if tool_name in scoped:
+        return scoped[tool_name]
     return _by_session.get(session, {}).get(agent_type, {}).get(tool_name)
 
 

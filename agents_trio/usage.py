@@ -14,7 +14,7 @@ import msgspec
 
 from ._ids import now
 from .events import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, MetricsCollectedEvent,
-                     STTMetrics, TTSMetrics)
+                     RealtimeCachedTokenDetails, RealtimeModelMetrics, STTMetrics, TTSMetrics)
 
 
 class LLMModelUsage(msgspec.Struct, kw_only=True):
@@ -123,6 +123,9 @@ class ModelUsageCollector:
             llm.input_cache_creation_tokens += metrics.cache_creation_tokens
             llm.output_tokens += metrics.completion_tokens
             llm.output_reasoning_tokens += metrics.reasoning_tokens
+        elif isinstance(metrics, RealtimeModelMetrics):
+            _add_realtime(self._llm.setdefault(key, LLMModelUsage(provider=key[0],
+                                                                  model=key[1])), metrics)
         elif isinstance(metrics, TTSMetrics):
             tts = self._tts.setdefault(key, TTSModelUsage(provider=key[0], model=key[1]))
             tts.input_tokens += metrics.input_tokens
@@ -142,6 +145,24 @@ class ModelUsageCollector:
         for totals in (self._llm, self._tts, self._stt):
             usage.extend(copy.copy(u) for u in totals.values())
         return usage
+
+
+def _add_realtime(usage: LLMModelUsage, metrics: RealtimeModelMetrics) -> None:
+    """A realtime response's tokens added to its model's LLM usage, as LiveKit counts them."""
+    inp, out = metrics.input_token_details, metrics.output_token_details
+    cached = inp.cached_tokens_details or RealtimeCachedTokenDetails()
+    usage.input_tokens += metrics.input_tokens
+    usage.input_cached_tokens += inp.cached_tokens
+    usage.input_text_tokens += inp.text_tokens
+    usage.input_cached_text_tokens += cached.text_tokens
+    usage.input_image_tokens += inp.image_tokens
+    usage.input_cached_image_tokens += cached.image_tokens
+    usage.input_audio_tokens += inp.audio_tokens
+    usage.input_cached_audio_tokens += cached.audio_tokens
+    usage.output_text_tokens += out.text_tokens
+    usage.output_audio_tokens += out.audio_tokens
+    usage.output_tokens += metrics.output_tokens
+    usage.session_duration += metrics.session_duration
 
 
 @dataclasses.dataclass
@@ -194,6 +215,21 @@ class UsageCollector:
             s.llm_prompt_tokens += metrics.prompt_tokens
             s.llm_prompt_cached_tokens += metrics.prompt_cached_tokens
             s.llm_completion_tokens += metrics.completion_tokens
+        elif isinstance(metrics, RealtimeModelMetrics):
+            inp, out = metrics.input_token_details, metrics.output_token_details
+            cached = inp.cached_tokens_details or RealtimeCachedTokenDetails()
+            s.llm_prompt_tokens += metrics.input_tokens
+            s.llm_prompt_cached_tokens += inp.cached_tokens
+            s.llm_input_text_tokens += inp.text_tokens
+            s.llm_input_cached_text_tokens += cached.text_tokens
+            s.llm_input_image_tokens += inp.image_tokens
+            s.llm_input_cached_image_tokens += cached.image_tokens
+            s.llm_input_audio_tokens += inp.audio_tokens
+            s.llm_input_cached_audio_tokens += cached.audio_tokens
+            s.llm_output_text_tokens += out.text_tokens
+            s.llm_output_image_tokens += out.image_tokens
+            s.llm_output_audio_tokens += out.audio_tokens
+            s.llm_completion_tokens += metrics.output_tokens
         elif isinstance(metrics, TTSMetrics):
             s.tts_characters_count += metrics.characters_count
             s.tts_audio_duration += metrics.audio_duration

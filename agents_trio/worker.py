@@ -50,6 +50,7 @@ from livekit.agents.telemetry import loop_monitor
 from .io.bridge import is_asyncio_cancellation, plain_asyncio_in_this_thread
 from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
 from .job_process import JobProcess
+from .livekit_job import CrossLoopInferenceExecutor
 from .job_host import JobHost, job_host_load, process_job_host
 
 __all__ = ["PrepareJobThread", "TrioJobEntrypoint", "create_agent_server"]
@@ -120,6 +121,12 @@ class TrioJobEntrypoint:
                                   "on_ready": contexts.append}
         if self.open_room_fn is not None:
             kwargs["open_room_fn"] = self.open_room_fn
+        # LiveKit's inference executor of this job lives on this thread's loop; the job's
+        # plugins call it from the bridge's
+        lk_executor = getattr(job_ctx, "inference_executor", None)
+        if lk_executor is not None:
+            kwargs["inference_executor"] = CrossLoopInferenceExecutor(
+                lk_executor, asyncio.get_running_loop())
         lk_proc = getattr(job_ctx, "proc", None)  # what the server's setup_fnc filled
         if lk_proc is not None:
             kwargs["proc"] = JobProcess.sharing(lk_proc)

@@ -1,8 +1,8 @@
 """Agent's and AgentTask's deprecated turn keywords (LiveKit 1.8.9 takes ``turn_detection``,
 ``min_endpointing_delay``, ``max_endpointing_delay`` on both, as it does on the session).
 They are folded into the agent's ``turn_handling`` with a DeprecationWarning, and an explicit
-``turn_handling`` wins, as for ``AgentSession``. LiveKit's ``tool_handling``,
-``use_tts_aligned_transcript`` and ``mcp_servers`` are still refused by name."""
+``turn_handling`` wins, as for ``AgentSession``. LiveKit's
+``use_tts_aligned_transcript`` is still refused by name (``tool_handling`` and ``mcp_servers`` are taken)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_bad_deprecated_value_is_refused_at_construction(cls: type[Agent]) -> No
         cls(instructions="x", turn_detection="telepathy")
 
 
-@pytest.mark.parametrize("name", ["tool_handling", "use_tts_aligned_transcript", "mcp_servers"])
+@pytest.mark.parametrize("name", ["use_tts_aligned_transcript"])
 def test_unsupported_keywords_are_refused_by_name(name: str) -> None:
     with pytest.raises(TypeError, match=name):
         Agent(instructions="x", **{name: None})

@@ -105,3 +105,40 @@ def test_bad_input_is_refused() -> None:
         mock_tools(Weather(), {})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not callable"):
         mock_tools(Weather, {"lookup": "x"})  # type: ignore[dict-item]
+
+
+async def test_the_block_form_reaches_only_speeches_asked_for_inside_it(autojump_clock) -> None:
+    """As LiveKit's context variable: a reply asked for inside the block (and its tools) sees
+    the mocks; another session's turn running meanwhile, outside the block, does not."""
+    import trio
+
+    outputs: dict[str, str] = {}
+    block_open = trio.Event()
+    block_done = trio.Event()
+
+    async with AgentSession(llm=_llm()) as mocked, AgentSession(llm=_llm()) as real:
+        await mocked.start(Weather())
+        await real.start(Weather())
+
+        async def in_block() -> None:
+            with mock_tools(Weather, {"lookup": lambda city: f"mocked {city}"}):
+                block_open.set()
+                outputs["mocked"] = await _run_output(mocked)
+            block_done.set()
+
+        async def outside() -> None:
+            await block_open.wait()
+            outputs["real"] = await _run_output(real)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(in_block)
+            nursery.start_soon(outside)
+        # the block is closed: the first session's next turn runs the real tool again
+        assert block_done.is_set()
+    assert outputs == {"mocked": "mocked Paris", "real": "real weather in Paris"}
+
+
+async def _run_output(session: AgentSession) -> str:
+    result = await session.run(user_input="weather?")
+    result.expect.next_event().is_function_call(name="lookup")
+    return result.expect.next_event().is_function_call_output().event().item.output

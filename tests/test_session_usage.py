@@ -46,6 +46,17 @@ def _records(lib: Any) -> list[Any]:
         lib.STTMetrics(label="s", request_id="s1", duration=0.0, audio_duration=3.5,
                        streamed=True, input_tokens=9, output_tokens=2, input_audio_tokens=8,
                        metadata=meta("nova", "deepgram"), **common),
+        lib.RealtimeModelMetrics(
+            label="rt", request_id="resp_1", duration=2.0, session_duration=30.0, ttft=0.3,
+            cancelled=False, input_tokens=100, output_tokens=50, total_tokens=150,
+            tokens_per_second=25.0,
+            input_token_details=lib.RealtimeModelMetrics.InputTokenDetails(
+                audio_tokens=60, text_tokens=35, image_tokens=5, cached_tokens=20,
+                cached_tokens_details=lib.RealtimeModelMetrics.CachedTokenDetails(
+                    audio_tokens=12, text_tokens=7, image_tokens=1)),
+            output_token_details=lib.RealtimeModelMetrics.OutputTokenDetails(
+                text_tokens=10, audio_tokens=40),
+            metadata=meta("gpt-realtime", "openai"), **common),
         lib.EOUMetrics(end_of_utterance_delay=0.5, transcription_delay=0.2,
                        on_user_turn_completed_delay=0.01, **common),
         lib.VADMetrics(label="v", idle_time=1.0, inference_duration_total=0.1,
@@ -79,7 +90,7 @@ def test_the_deprecated_usage_collector_sums_as_livekits() -> None:
         expected = vars(theirs.get_summary())
     summary = ours.get_summary()
     assert vars(summary) == expected
-    assert summary.llm_input_tokens == 72 and summary.llm_output_tokens == 11
+    assert summary.llm_input_tokens == 172 and summary.llm_output_tokens == 61
 
 
 def test_stt_total_tokens_defaults_to_input_plus_output() -> None:
@@ -91,6 +102,9 @@ _LOG_FIELDS = ("ttft", "prompt_tokens", "prompt_cached_tokens", "cache_creation_
                "completion_tokens", "reasoning_tokens", "tokens_per_second", "ttfb",
                "audio_duration", "end_of_utterance_delay", "transcription_delay",
                "input_tokens", "output_tokens", "total_tokens", "input_audio_tokens",
+               "cached_input_tokens", "input_text_tokens", "input_cached_text_tokens",
+               "input_image_tokens", "input_cached_image_tokens", "input_cached_audio_tokens",
+               "output_text_tokens", "output_audio_tokens", "output_image_tokens",
                "model_name", "model_provider")
 
 
@@ -108,7 +122,7 @@ def test_log_metrics_logs_what_livekits_logs(caplog: pytest.LogCaptureFixture) -
             lk_metrics.log_metrics(record, logger=lk_logger)
     ours = _logged([r for r in caplog.records if r.name == "test.ours"])
     theirs = _logged([r for r in caplog.records if r.name == "test.lk"])
-    assert ours == theirs and len(ours) == 6  # VAD metrics are not logged
+    assert ours == theirs and len(ours) == 7  # VAD metrics are not logged
 
 
 class MeteredLLM(FakeLLM):

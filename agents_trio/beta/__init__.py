@@ -1,10 +1,10 @@
-"""``agents_trio.beta``: LiveKit's ``livekit.agents.beta``: ``EndCallTool``, ``workflows`` and
-``Instructions``."""
+"""``agents_trio.beta``: LiveKit's ``livekit.agents.beta``: ``EndCallTool``, ``workflows``,
+``toolsets`` and ``Instructions``."""
 
 from __future__ import annotations
 
 from ..instructions import Instructions
 from ..prebuilt import EndCallTool
-from . import workflows
+from . import toolsets, workflows
 
-__all__ = ["EndCallTool", "Instructions", "workflows"]
+__all__ = ["EndCallTool", "Instructions", "toolsets", "workflows"]

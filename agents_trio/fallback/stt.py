@@ -22,12 +22,16 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 from livekit import rtc
 
 from .._errors import APIConnectionError
+from ..model_capabilities import STTCapabilities
 from ..models import STT, VAD, SpeechEvent, SpeechEventType, STTStream
+from ..stt_context import accepts_keyterms, reads_conversation
+from ..stt_stream_adapter import StreamAdapter
 from ._base import FallbackBase, label
 
 logger = logging.getLogger("agents_trio")
@@ -107,18 +111,21 @@ class FallbackAdapter(FallbackBase[STT]):
 
     Args:
         stt: The STTs, most preferred first.
-        vad: LiveKit uses it to wrap STTs that cannot stream; every STT here streams (the
-            ``STT`` protocol), so it is accepted and not needed.
+        vad: Segments the audio for an STT that does not stream (``capabilities.streaming``
+            False, ``recognize(buffer)``): such an STT is wrapped in ``stt.StreamAdapter``
+            with it, as LiveKit does.
         attempt_timeout: Seconds an STT's stream may take to open.
         max_retry_per_stt: Retries of a retryable failure on the same STT before moving on.
         retry_interval: Seconds between those retries.
 
     Raises:
-        ValueError: No STT, or a non-positive timeout, a negative retry count or interval.
+        ValueError: No STT, or a non-positive timeout, a negative retry count or interval,
+            or an STT that does not stream and no ``vad``.
     """
 
     def __init__(self, stt: list[STT], *, vad: VAD | None = None, attempt_timeout: float = 10.0,
                  max_retry_per_stt: int = 1, retry_interval: float = 5) -> None:
+        stt = [_streaming(model, vad) for model in stt]
         super().__init__(stt, kind="stt", make_event=lambda m, ok: AvailabilityChangedEvent(
             stt=m, available=ok))
         if attempt_timeout <= 0 or max_retry_per_stt < 0 or retry_interval < 0:
@@ -128,6 +135,31 @@ class FallbackAdapter(FallbackBase[STT]):
         self.attempt_timeout = attempt_timeout
         self.max_retry_per_stt = max_retry_per_stt
         self.retry_interval = retry_interval
+
+    @property
+    def capabilities(self) -> STTCapabilities:
+        """As LiveKit's: streaming; interim results when every STT has them; ``keyterms``
+        and ``chat_context`` when any STT takes them (each is given what it takes)."""
+        def every(name: str) -> bool:
+            return all(getattr(getattr(m, "capabilities", None), name, False)
+                       for m in self.models)
+        return STTCapabilities(
+            streaming=True, interim_results=every("interim_results"),
+            diarization=every("diarization"), manual_flush=every("manual_flush"),
+            keyterms=any(accepts_keyterms(m) for m in self.models),
+            chat_context=any(reads_conversation(m) for m in self.models))
+
+    def update_session_keyterms(self, keyterms: list[str]) -> None:
+        """The session's keyterms, to every STT that takes them."""
+        for model in self.models:
+            if accepts_keyterms(model):
+                model.update_session_keyterms(keyterms)  # type: ignore[attr-defined]
+
+    def push_conversation_item(self, event: Any) -> None:  # noqa: ANN401 - the session event
+        """A conversation turn, to every STT that reads them."""
+        for model in self.models:
+            if reads_conversation(model):
+                model.push_conversation_item(event)  # type: ignore[attr-defined]
 
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[FallbackSTTStream]:
@@ -219,3 +251,13 @@ class FallbackAdapter(FallbackBase[STT]):
             return False
 
         self.start_probe(index, probe)
+
+
+def _streaming(model: STT, vad: VAD | None) -> STT:
+    """``model``, or ``model`` made streaming by ``vad`` when it says it does not stream."""
+    if getattr(getattr(model, "capabilities", None), "streaming", True):
+        return model
+    if vad is None:
+        raise ValueError(f"{label(model)} does not stream: give FallbackAdapter a vad= to "
+                         "segment the audio for it (or wrap it in stt.StreamAdapter)")
+    return StreamAdapter(stt=model, vad=vad)  # type: ignore[arg-type]

@@ -82,7 +82,9 @@ Cancellation, and where the two worlds differ:
   a thread round trip.
 - **Ready callbacks run in batches.** The loop runs up to ``CALLBACKS_PER_STEP`` ready asyncio
   callbacks per Trio scheduling step (trio-asyncio alone runs one), in their order, then lets
-  Trio run: a hop of asyncio code no longer waits for a full Trio round each.
+  Trio run: a hop of asyncio code no longer waits for a full Trio round each. ``call_soon``
+  queues C-level callbacks (task wakeups, future callbacks) without trio-asyncio's per-call
+  coroutine-function check, which cannot match them.
 - **Unhandled loop errors are logged, not raised.** trio-asyncio's default handler re-raises
   "task exception was never retrieved" into the loop, which would tear down every session on
   it; the bridge logs them and counts them in :attr:`BridgeStatistics.loop_errors`.
@@ -104,6 +106,7 @@ import inspect
 import logging
 import math
 import threading
+import types
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -133,6 +136,10 @@ _jobs_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 # Ready asyncio callbacks run per Trio scheduling step (see _run_callbacks_in_batches).
 CALLBACKS_PER_STEP = 16
+
+# The bridge's own per-frame loop callbacks (functions of methods, added in their classes):
+# never coroutine functions, so queued without trio-asyncio's check (see _cheap_call_soon).
+_PLAIN_METHODS: set[Callable[..., object]] = set()
 
 
 class BridgeError(AgentsTrioError):
@@ -243,6 +250,7 @@ async def open_bridge(*, cancel_grace: float = 5.0) -> AsyncIterator[AsyncioBrid
             bridge = AsyncioBridge(loop, cancel_grace=cancel_grace)
             _accept_any_executor(loop)
             _run_callbacks_in_batches(loop)
+            _cheap_call_soon(loop)
             token = _current.set(bridge)
             try:
                 yield bridge
@@ -328,20 +336,34 @@ def _job_on_loop(loop: asyncio.AbstractEventLoop, func: Callable[..., T],
                  args: tuple[object, ...]) -> asyncio.Future[T]:
     """An asyncio future of ``func(*args)`` run as a loop callback (see
     ``executor_jobs_on_loop``)."""
-    future: asyncio.Future[T] = loop.create_future()
+    job = _LoopJob(loop.create_future(), func, args)
+    loop.call_soon(job.run)
+    return job.future
 
-    def run() -> None:
+
+class _LoopJob(Generic[T]):
+    """An executor job run as a loop callback (``run``), settling ``future``."""
+
+    __slots__ = ("args", "func", "future")
+
+    def __init__(self, future: asyncio.Future[T], func: Callable[..., T],
+                 args: tuple[object, ...]) -> None:
+        self.future = future
+        self.func = func
+        self.args = args
+
+    def run(self) -> None:
+        future = self.future
         if future.cancelled():
             return
         try:
-            result = func(*args)
+            result = self.func(*self.args)
         except Exception as error:
             future.set_exception(error)
         else:
             future.set_result(result)
 
-    loop.call_soon(run)
-    return future
+    _PLAIN_METHODS.add(run)   # queued without the coroutine check (_cheap_call_soon)
 
 
 def _run_callbacks_in_batches(loop: asyncio.AbstractEventLoop) -> None:
@@ -362,22 +384,58 @@ def _run_callbacks_in_batches(loop: asyncio.AbstractEventLoop) -> None:
     own pace.
     """
     step = getattr(loop, "_main_loop_one", None)
-    queue = getattr(loop, "_q_recv", None)
-    if step is None or not isinstance(queue, trio.MemoryReceiveChannel):
+    if step is None:
         return
-    ready = queue.statistics
 
     async def run_batch(no_wait: bool = False) -> None:
         await step(no_wait)
-        for _ in range(CALLBACKS_PER_STEP - 1):
-            if not ready().current_buffer_used:
-                return
-            try:
-                await step(True)
-            except trio.WouldBlock:
-                return
+        try:
+            for _ in range(CALLBACKS_PER_STEP - 1):
+                await step(True)   # takes a ready callback without waiting, or raises
+        except trio.WouldBlock:
+            pass
 
     setattr(loop, "_main_loop_one", run_batch)
+
+
+# Callables that cannot be coroutine functions: what asyncio's own machinery schedules
+# (a task's wakeup and step, a future's callbacks are C methods); also _PLAIN_METHODS.
+_PLAIN_CALLBACK_TYPES = (types.BuiltinMethodType, types.BuiltinFunctionType,
+                         types.MethodWrapperType)
+
+
+def _cheap_call_soon(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the trio-asyncio ``loop``'s ``call_soon`` skip its coroutine-function check for
+    callbacks that cannot be one.
+
+    trio-asyncio checks every callback (``_check_callback``, which asyncio itself does only in
+    debug mode) with ``inspect``: a few microseconds on each of the half a dozen asyncio hops
+    an audio window takes through a plugin stream. A C-level callable (a task's wakeup, a
+    future's ``set_result``) is never a coroutine function, nor are the bridge's own per-frame
+    callbacks (a feeder's drain, a job on the loop), so those are queued directly; anything
+    else goes through the loop's own ``call_soon`` and its check, unchanged.
+
+    Note: this replaces ``call_soon`` on this loop object and queues through trio-asyncio's
+    ``_queue_handle`` (the method its own ``call_soon`` ends in); with a trio-asyncio without
+    it, the loop keeps its own ``call_soon``.
+    """
+    native = loop.call_soon
+    queue_handle: Callable[[asyncio.Handle], asyncio.Handle] | None = getattr(
+        loop, "_queue_handle", None)
+    if queue_handle is None:
+        return
+    handle_type = asyncio.Handle
+
+    def call_soon(callback: Callable[..., object], *args: object,
+                  context: contextvars.Context | None = None) -> asyncio.Handle:
+        kind = type(callback)
+        if kind in _PLAIN_CALLBACK_TYPES or (
+                kind is types.MethodType
+                and callback.__func__ in _PLAIN_METHODS):  # type: ignore[attr-defined]
+            return queue_handle(handle_type(callback, args, loop, context=context))
+        return native(callback, *args, context=context)
+
+    setattr(loop, "call_soon", call_soon)
 
 
 def _chain_job(loop: asyncio.AbstractEventLoop,
@@ -808,6 +866,8 @@ class BridgeFeeder(Generic[T]):
                 self.error = e
                 self._link.counters.callback_errors += 1
                 logger.debug("feeder %r stopped: %r", self._fn, e)
+
+    _PLAIN_METHODS.add(_drain)   # queued without the coroutine check (_cheap_call_soon)
 
 
 class _Call:

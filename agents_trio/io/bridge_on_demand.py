@@ -22,7 +22,7 @@ import trio
 from .bridge import AsyncioBridge, BridgeError, current_bridge, open_bridge
 from .plugin_http import PluginHttpSession
 
-__all__ = ["BridgeOnDemand", "find_bridge"]
+__all__ = ["BridgeOnDemand", "find_bridge", "open_bridge_or_none"]
 
 _on_demand: contextvars.ContextVar[BridgeOnDemand | None] = contextvars.ContextVar(
     "agents_trio_bridge_on_demand", default=None)
@@ -45,6 +45,12 @@ class BridgeOnDemand:
         self._lock = trio.Lock()
         self._bridge: AsyncioBridge | None = None
         self._http = PluginHttpSession()
+
+    @property
+    def open_bridge(self) -> AsyncioBridge | None:
+        """The bridge, if it was opened and is not closed yet (nothing is opened here)."""
+        bridge = self._bridge
+        return bridge if bridge is not None and not bridge.closed else None
 
     @property
     def opened(self) -> bool:
@@ -94,6 +100,18 @@ class BridgeOnDemand:
         self._closed = True
         if self._scope is not None:
             self._scope.cancel()
+
+
+def open_bridge_or_none(bridge: AsyncioBridge | None = None) -> AsyncioBridge | None:
+    """As :func:`find_bridge`, without opening anything: ``bridge`` if open, else the
+    current bridge, else the caller's session's bridge on demand if it is open; else None."""
+    if bridge is not None and not bridge.closed:
+        return bridge
+    try:
+        return current_bridge()
+    except BridgeError:
+        on_demand = _on_demand.get()
+        return None if on_demand is None else on_demand.open_bridge
 
 
 async def find_bridge(bridge: AsyncioBridge | None = None) -> AsyncioBridge:

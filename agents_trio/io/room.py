@@ -540,8 +540,9 @@ class RoomIO:
                 except trio.WouldBlock:
                     break
             texts = await self._bridge.run(_read_texts, [reader for reader, _ in batch])
-            for (_, identity), text in zip(batch, texts):
-                self._chat.fill(identity, text)
+            for (reader, identity), text in zip(batch, texts):
+                self._chat.fill(identity, text, info=getattr(reader, "info", None),
+                                participant=self.room.remote_participants.get(identity))
 
     async def _deliver_chat(self) -> None:
         """The one chat deliverer: the inbox to ``text_input_cb``, one input at a time."""

@@ -40,7 +40,9 @@ class TextInputEvent:
     was busy arrive as one event, joined with newlines)."""
 
     text: str
-    participant_identity: str
+    participant_identity: str = ""
+    info: Any = None  # LiveKit's ``rtc.TextStreamInfo`` of the (last) message, when known
+    participant: Any = None  # the sending ``rtc.RemoteParticipant``, when known
 
 
 # The session parameter is ``Any`` so that a callback annotated with ``AgentSession`` fits;
@@ -121,6 +123,8 @@ class ChatInbox:
         self._chars = 0
         self._reserved = 0
         self._identity = ""
+        self._info: object = None
+        self._participant: object = None
         self._filled = trio.Event()
         self._refused_in_burst = 0
         self._received = 0
@@ -149,8 +153,10 @@ class ChatInbox:
         self._reserved += 1
         return True
 
-    def fill(self, identity: str, text: str | None) -> None:
-        """The text of a reserved message (``None``: it could not be read)."""
+    def fill(self, identity: str, text: str | None, *, info: object = None,
+             participant: object = None) -> None:
+        """The text of a reserved message (``None``: it could not be read); ``info`` and
+        ``participant`` (LiveKit's stream info and sender) go with the input it joins."""
         self._reserved -= 1
         if text is None or not text.strip():
             self.ignore(identity, "empty message")
@@ -163,6 +169,7 @@ class ChatInbox:
         self._texts.append(text)
         self._chars += len(text)
         self._identity = identity
+        self._info, self._participant = info, participant
         self._filled.set()
 
     def _refuse(self, identity: str, why: str) -> None:
@@ -183,7 +190,8 @@ class ChatInbox:
             logger.warning("chat from %s: %d messages in all were refused while the agent was "
                            "busy", self._identity, self._refused_in_burst)
         self._refused_in_burst = 0
-        ev = TextInputEvent(text="\n".join(self._texts), participant_identity=self._identity)
+        ev = TextInputEvent(text="\n".join(self._texts), participant_identity=self._identity,
+                            info=self._info, participant=self._participant)
         self._delivered_messages += len(self._texts)
         self._delivered_inputs += 1
         self._texts, self._chars = [], 0

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ..usage import (AgentSessionUsage, LLMModelUsage, ModelUsage, ModelUsageCollector,
                      STTModelUsage, TTSModelUsage, UsageCollector, UsageSummary)
-from .base import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, STTMetrics, TTSMetrics,
-                   VADMetrics)
+from .base import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, RealtimeModelMetrics,
+                   STTMetrics, TTSMetrics, VADMetrics)
 from .utils import log_metrics
 
 __all__ = ["AgentMetrics", "AgentSessionUsage", "EOUMetrics", "LLMMetrics", "LLMModelUsage",
-           "Metadata", "ModelUsage", "ModelUsageCollector", "STTMetrics", "STTModelUsage",
+           "Metadata", "ModelUsage", "ModelUsageCollector", "RealtimeModelMetrics", "STTMetrics", "STTModelUsage",
            "TTSMetrics", "TTSModelUsage", "UsageCollector", "UsageSummary", "VADMetrics",
            "log_metrics"]

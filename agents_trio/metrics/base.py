@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..events import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, STTMetrics, TTSMetrics,
-                      VADMetrics)
+from ..events import (AgentMetrics, EOUMetrics, LLMMetrics, Metadata, RealtimeModelMetrics,
+                      STTMetrics, TTSMetrics, VADMetrics)
 
-__all__ = ["AgentMetrics", "EOUMetrics", "LLMMetrics", "Metadata", "STTMetrics", "TTSMetrics",
-           "VADMetrics"]
+__all__ = ["AgentMetrics", "EOUMetrics", "LLMMetrics", "Metadata", "RealtimeModelMetrics",
+           "STTMetrics", "TTSMetrics", "VADMetrics"]

@@ -43,15 +43,16 @@ from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter, RealtimeSessionAdapter
 from .stt import RecognitionStream, STTAdapter
 from .tts import TTSAdapter
+from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_detector
 from .turn_detector import TurnDetectorAdapter, is_lk_turn_detector
 from .vad import VADAdapter
 
 if typing.TYPE_CHECKING:
     from ..io.bridge import AsyncioBridge
 
-__all__ = ["LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
+__all__ = ["AudioTurnDetectorAdapter", "LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
            "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
-           "is_lk_turn_detector", "to_api_error"]
+           "is_lk_audio_turn_detector", "is_lk_turn_detector", "to_api_error"]
 
 
 _M = typing.TypeVar("_M")
@@ -101,6 +102,8 @@ def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = N
         return TTSAdapter(model, bridge=bridge)
     if isinstance(model, _lk_vad.VAD):
         return VADAdapter(model, bridge=bridge)
+    if is_lk_audio_turn_detector(model):
+        return AudioTurnDetectorAdapter(model, bridge=bridge)  # type: ignore[arg-type]
     if is_lk_turn_detector(model):
         return TurnDetectorAdapter(model, bridge=bridge)  # type: ignore[arg-type]
     return model

@@ -32,6 +32,13 @@ def to_lk_chat_ctx(chat_ctx: ChatContext) -> lk_llm.ChatContext:
     return lk_llm.ChatContext([_to_lk_item(item) for item in chat_ctx.items])
 
 
+def to_lk_chat_message(message: ChatMessage) -> lk_llm.ChatMessage:
+    """``message`` as LiveKit's ``ChatMessage``."""
+    converted = _to_lk_item(message)
+    assert isinstance(converted, lk_llm.ChatMessage)
+    return converted
+
+
 def _to_lk_content(content: ChatContent) -> lk_llm.ChatContent:
     if isinstance(content, ImageContent):
         return lk_llm.ImageContent(id=content.id, image=content.image,

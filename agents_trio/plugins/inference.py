@@ -11,8 +11,8 @@ Construction does not connect: LiveKit's objects only read their credentials
 (``LIVEKIT_API_KEY``/``LIVEKIT_API_SECRET`` or ``LIVEKIT_INFERENCE_API_KEY``/``…_SECRET``)
 and raise ``ValueError`` when one is missing; the gateway is reached when a stream opens.
 
-LiveKit's ``inference.TurnDetector`` (an end-of-turn model fed with the user's audio) is not
-supported: see ``agents_trio.plugins.turn_detector``.
+``TurnDetector`` (LiveKit's end-of-turn model fed with the user's audio) is in
+``agents_trio.plugins.audio_turn_detector``.
 """
 
 from __future__ import annotations

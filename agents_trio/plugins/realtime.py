@@ -18,8 +18,11 @@ from typing import Any, ClassVar, TypeVar
 import trio
 from livekit import rtc
 from livekit.agents import llm as lk_llm
+from livekit.agents import metrics as lk_metrics
 
 from ..chat import ChatContext, FunctionCall
+from ..events import (Metadata, RealtimeCachedTokenDetails, RealtimeInputTokenDetails,
+                      RealtimeModelMetrics, RealtimeOutputTokenDetails)
 from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
 from ..models import ToolChoice
 from ..realtime import (
@@ -48,7 +51,7 @@ from ._common import (
 from ._convert import from_lk_function_call, to_lk_chat_ctx, to_lk_tool_choice, to_lk_tools
 
 _EVENTS = ("input_speech_started", "input_speech_stopped", "input_audio_transcription_completed",
-           "generation_created", "session_reconnected", "error")
+           "generation_created", "session_reconnected", "error", "metrics_collected")
 _CAPABILITIES = ("message_truncation", "turn_detection", "user_transcription",
                  "auto_tool_reply_generation", "audio_output", "manual_function_calls",
                  "mutable_chat_context", "mutable_instructions", "mutable_tools", "supports_say")
@@ -195,6 +198,8 @@ class RealtimeSessionAdapter:
                 confidence=ev.confidence if ev.confidence is not None else 1.0)
         if name == "session_reconnected":
             return SessionReconnectedEvent()
+        if name == "metrics_collected" and isinstance(ev, lk_metrics.RealtimeModelMetrics):
+            return from_lk_realtime_metrics(ev)
         if name == "error":
             error = getattr(ev, "error", ev)
             if not isinstance(error, BaseException):
@@ -378,3 +383,29 @@ class RealtimeSessionAdapter:
 async def _await_shielded(future: asyncio.Future[T]) -> T:
     """(In the loop) wait for a plugin's future; cancelling the wait leaves it pending."""
     return await asyncio.shield(future)
+
+
+def from_lk_realtime_metrics(ev: lk_metrics.RealtimeModelMetrics) -> RealtimeModelMetrics:
+    """LiveKit's record as this runtime's: the same fields; ``timestamp`` (LiveKit's wall
+    clock at the response's creation) becomes Trio time, ``duration`` before now."""
+    inp, out = ev.input_token_details, ev.output_token_details
+    cached = inp.cached_tokens_details
+    metadata = ev.metadata
+    return RealtimeModelMetrics(
+        timestamp=trio.current_time() - ev.duration, label=ev.label,
+        request_id=ev.request_id, duration=ev.duration, session_duration=ev.session_duration,
+        ttft=ev.ttft, cancelled=ev.cancelled, input_tokens=ev.input_tokens,
+        output_tokens=ev.output_tokens, total_tokens=ev.total_tokens,
+        tokens_per_second=ev.tokens_per_second,
+        input_token_details=RealtimeInputTokenDetails(
+            audio_tokens=inp.audio_tokens, text_tokens=inp.text_tokens,
+            image_tokens=inp.image_tokens, cached_tokens=inp.cached_tokens,
+            cached_tokens_details=None if cached is None else RealtimeCachedTokenDetails(
+                audio_tokens=cached.audio_tokens, text_tokens=cached.text_tokens,
+                image_tokens=cached.image_tokens)),
+        output_token_details=RealtimeOutputTokenDetails(
+            text_tokens=out.text_tokens, audio_tokens=out.audio_tokens,
+            image_tokens=out.image_tokens),
+        acquire_time=ev.acquire_time, connection_reused=ev.connection_reused,
+        metadata=None if metadata is None else Metadata(
+            model_name=metadata.model_name, model_provider=metadata.model_provider))

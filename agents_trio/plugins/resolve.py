@@ -4,7 +4,6 @@ model. Both raise ``TypeError``/``ValueError`` for what does not fit."""
 
 from __future__ import annotations
 
-import sys
 
 from livekit.agents import llm as lk_llm
 from livekit.agents import stt as lk_stt
@@ -16,6 +15,7 @@ from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter
 from .stt import STTAdapter
 from .tts import TTSAdapter
+from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_detector
 from .turn_detector import TurnDetectorAdapter
 from .vad import VADAdapter
 
@@ -74,23 +74,15 @@ def adapt_livekit_turn_detector(value: object) -> object:
     """A LiveKit end-of-turn model (``livekit-plugins-turn-detector``'s, or any object of a
     LiveKit class with the protocol's three methods) as a Trio turn detector.
 
+    LiveKit's streaming audio detector (``inference.TurnDetector``) becomes an
+    :class:`AudioTurnDetectorAdapter`.
+
     Raises:
-        TypeError: LiveKit's streaming audio detector (``inference.TurnDetector``), or a
-            LiveKit object without the end-of-turn methods.
+        TypeError: A LiveKit object without the end-of-turn methods.
     """
-    streaming = _streaming_detector_base()
-    if streaming is not None and isinstance(value, streaming):
-        raise TypeError(f"{value!r} is LiveKit's audio end-of-turn detector "
-                        "(inference.TurnDetector), which agents_trio does not run; use "
-                        "livekit-plugins-turn-detector's MultilingualModel() or a mode "
-                        "('stt', 'vad', 'realtime_llm', 'manual')")
+    if is_lk_audio_turn_detector(value):
+        return AudioTurnDetectorAdapter(value)  # type: ignore[arg-type]
     return TurnDetectorAdapter(value)  # type: ignore[arg-type]  # raises TypeError if unfit
-
-
-def _streaming_detector_base() -> type | None:
-    module = sys.modules.get("livekit.agents.inference.eot.base")
-    base = getattr(module, "_BaseStreamingTurnDetector", None)
-    return base if isinstance(base, type) else None
 
 
 def resolve_model_string(kind: str, model: str) -> object:

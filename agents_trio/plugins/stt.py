@@ -12,8 +12,14 @@ from livekit.agents import NOT_GIVEN, APIConnectOptions, NotGivenOr
 from livekit.agents import stt as lk_stt
 from livekit.agents import vad as lk_vad
 
+from livekit.agents import voice as lk_voice
+
+from ..chat import ChatMessage
+from ..events import ConversationItemAddedEvent
 from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
-from ..models import SpeechData, SpeechEvent, SpeechEventType
+from ..io.bridge_on_demand import open_bridge_or_none
+from ..models import SpeechData, SpeechEvent, SpeechEventType, TimedString
+from ._convert import to_lk_chat_message
 from ._common import (
     aclose_plugin_stream,
     connect_options,
@@ -22,7 +28,9 @@ from ._common import (
     to_api_error,
 )
 
-_SPEECH_TYPES = {t.value: t for t in SpeechEventType}
+# recognition_usage is billing, not speech: the plugin's own metrics report it
+_SPEECH_TYPES = {t.value: t for t in SpeechEventType
+                 if t is not SpeechEventType.RECOGNITION_USAGE}
 
 E = TypeVar("E")
 
@@ -65,6 +73,33 @@ class STTAdapter:
     def label(self) -> str:
         return self.stt.label
 
+    @property
+    def capabilities(self) -> lk_stt.STTCapabilities:
+        """The plugin's own (``keyterms`` and ``chat_context`` decide what the session's STT
+        context gives it)."""
+        return self.stt.capabilities
+
+    def update_session_keyterms(self, keyterms: list[str]) -> None:
+        """Hand the session's keyterms to the plugin through LiveKit's framework hook (its
+        ``_update_session_keyterms``, which LiveKit's session calls), in the asyncio loop."""
+        # LiveKit's hook for the framework: private by name, public to sessions by contract
+        self._on_loop(self.stt._update_session_keyterms, list(keyterms))  # noqa: SLF001
+
+    def push_conversation_item(self, event: ConversationItemAddedEvent) -> None:
+        """Hand a conversation turn to the plugin through LiveKit's framework hook (its
+        ``_push_conversation_item``), as LiveKit's event with the item converted."""
+        if not isinstance(event.item, ChatMessage):
+            return  # LiveKit's plugins read messages only
+        lk_event = lk_voice.ConversationItemAddedEvent(item=to_lk_chat_message(event.item))
+        self._on_loop(self.stt._push_conversation_item, lk_event)  # noqa: SLF001
+
+    def _on_loop(self, fn: Callable[[Any], object], arg: object) -> None:
+        bridge = open_bridge_or_none(self._bridge)
+        if bridge is None:
+            fn(arg)  # no loop open yet: no plugin stream either, the plugin only stores it
+            return
+        bridge.call_soon(fn, arg)
+
     @asynccontextmanager
     async def stream(self) -> AsyncIterator[RecognitionStream[SpeechEvent]]:
         """A recognition stream (see the class docstring).
@@ -92,10 +127,36 @@ def from_lk_speech_event(ev: lk_stt.SpeechEvent) -> SpeechEvent | None:
     kind = _SPEECH_TYPES.get(getattr(ev.type, "value", ev.type))
     if kind is None:  # e.g. recognition_usage: metrics, not speech
         return None
-    return SpeechEvent(type=kind, alternatives=[
-        SpeechData(text=alt.text, confidence=alt.confidence, language=str(alt.language or ""),
-                   start_time=alt.start_time, end_time=alt.end_time)
-        for alt in ev.alternatives])
+    return SpeechEvent(
+        type=kind, request_id=ev.request_id, speech_start_time=ev.speech_start_time,
+        speech_end_time=ev.speech_end_time,
+        alternatives=[_from_lk_speech_data(alt) for alt in ev.alternatives])
+
+
+def _from_lk_speech_data(alt: lk_stt.SpeechData) -> SpeechData:
+    words = None if alt.words is None else [
+        TimedString(str(w), start_time=_given(getattr(w, "start_time", None)),
+                    end_time=_given(getattr(w, "end_time", None)),
+                    confidence=_given(getattr(w, "confidence", None)),
+                    start_time_offset=_given(getattr(w, "start_time_offset", None)),
+                    speaker_id=getattr(w, "speaker_id", None))
+        for w in alt.words]
+    return SpeechData(
+        text=alt.text, confidence=alt.confidence, language=str(alt.language or ""),
+        start_time=alt.start_time, end_time=alt.end_time, speaker_id=alt.speaker_id,
+        is_primary_speaker=alt.is_primary_speaker, words=words,
+        source_languages=_strs(alt.source_languages), source_texts=alt.source_texts,
+        target_languages=_strs(alt.target_languages), target_texts=alt.target_texts,
+        metadata=alt.metadata)
+
+
+def _given(value: object) -> float | None:
+    """LiveKit's NOT_GIVEN (or anything not a number) as None."""
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _strs(values: list[Any] | None) -> list[str] | None:
+    return None if values is None else [str(v) for v in values]
 
 
 class RecognitionStream(Generic[E]):

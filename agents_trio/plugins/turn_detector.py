@@ -16,15 +16,15 @@ becomes LiveKit's, the language a ``LanguageCode``, and failures become
 
 ``adapt()`` recognizes ``livekit-plugins-turn-detector``'s models
 (``livekit.plugins.turn_detector.multilingual.MultilingualModel``, ``.english.EnglishModel``,
-any ``EOUModelBase``). They can only be *constructed* inside a LiveKit job process (they run
-their model on the job's inference executor, ``get_job_context().inference_executor``) with
-their weights downloaded (``python agent.py download-files``); outside one LiveKit raises
-``RuntimeError: no job context found``. A detector of your own written against LiveKit's
-protocol (asyncio methods) cannot be told from a Trio one by its shape: wrap it with
+any ``EOUModelBase``). They are constructed where LiveKit's job context is set: in any job
+of this runtime (``agents_trio.livekit_job`` sets it, with an inference executor usable from
+the bridge), with their model files downloaded (``python agent.py download-files``);
+elsewhere LiveKit raises ``RuntimeError: no job context found``. A detector of your own
+written against LiveKit's protocol (asyncio methods) cannot be told from a Trio one by its shape: wrap it with
 ``TurnDetectorAdapter(detector)``.
 
 LiveKit's streaming audio turn detector (``livekit.agents.inference.TurnDetector``, a
-``stream()`` of audio) is another protocol and is not adapted here.
+``stream()`` of audio) is another protocol, adapted by ``agents_trio.plugins.audio_turn_detector``.
 """
 
 from __future__ import annotations

@@ -85,4 +85,7 @@ def from_lk_vad_event(ev: lk_vad.VADEvent) -> VADEvent | None:
     return VADEvent(type=kind, speech_duration=ev.speech_duration,
                     silence_duration=ev.silence_duration,
                     inference_duration=ev.inference_duration, speaking=ev.speaking,
-                    probability=ev.probability, timestamp=ev.timestamp)
+                    probability=ev.probability, timestamp=ev.timestamp,
+                    samples_index=ev.samples_index, frames=ev.frames,
+                    raw_accumulated_silence=ev.raw_accumulated_silence,
+                    raw_accumulated_speech=ev.raw_accumulated_speech)

@@ -4,7 +4,10 @@ Each task keeps one hypothesis of the value the user gave. An ``update_…`` too
 when a confirmation is required, it also installs a ``confirm_…`` tool bound to that exact
 value (so the model cannot confirm before it asked, and a confirmation of a value replaced
 since says so instead of completing), and a ``decline_…_capture`` tool completes the task
-with a ``ToolError`` carrying the user's reason.
+with a ``ToolError`` carrying the user's reason. The shared pieces are here:
+:meth:`CaptureTask.ask_to_confirm` (install the confirm tool and write the read-back request,
+spelled out from the second attempt on), :func:`confirm_tool` (the tool bound to a value) and
+:func:`decline_tool`.
 
 Confirmation: as in LiveKit, one is asked for by default when the turn the tool answers
 was spoken (``speech_handle.input_details.modality == "audio"``) and not when it was typed;
@@ -66,6 +69,8 @@ class CaptureTask(AgentTask[T]):
         self._confirm_tool_name = confirm_tool
         self._require_confirmation = require_confirmation
         self._verify_spelling = verify_spelling
+        #: read the value back spelled out (with spelling checks, and from the second attempt)
+        self._spell_read_back = verify_spelling
         super().__init__(
             instructions=(voice_instructions if voice_instructions == text_instructions else
                           Instructions("", audio=voice_instructions, text=text_instructions)),
@@ -109,9 +114,38 @@ class CaptureTask(AgentTask[T]):
         tools = [t for t in self.tools if t.name != self._confirm_tool_name]
         await self.update_tools([*tools, make_tool()])
 
+    async def ask_to_confirm(self, make_tool: Callable[[], FunctionTool], *, now: str,
+                             read_back: str, spelled: str) -> str:
+        """Install the confirm tool and return the tool output asking the model to read the
+        value back (``spelled`` once a first read-back was asked for) and get it confirmed.
+
+        Cancellation: not a checkpoint.
+        """
+        await self.install_confirmation(make_tool)
+        how = spelled if self._spell_read_back else read_back
+        self._spell_read_back = True  # a second attempt is spelled out
+        return (f"{now}\n{how}\n"
+                f"Ask the user to confirm it; do not call `{self._confirm_tool_name}` yourself")
+
     def finish(self, result: T) -> None:
         if not self.done():
             self.complete(result)
+
+
+def confirm_tool(*, name: str, subject: str, asked: object, current: Callable[[], object],
+                 finish: Callable[[], str | None]) -> FunctionTool:
+    """The ``confirm_…`` tool bound to the hypothesis ``asked``: if ``current()`` differs
+    (an update ran after it was installed, e.g. parallel calls) it says so; else it returns
+    what ``finish()`` returns (None once the task completed)."""
+    async def confirm() -> str | None:
+        if asked != current():
+            return (f"The {subject} changed after the confirmation was asked for; ask the user "
+                    "to confirm the new one.")
+        return finish()
+
+    confirm.__doc__ = f"Call once the user has said the {subject} is right."
+    confirm.__name__ = confirm.__qualname__ = name  # the schema's title is built from it
+    return function_tool(confirm, name=name)
 
 
 def decline_tool(*, name: str, what: str, task: AgentTask[Any]) -> FunctionTool:
@@ -126,5 +160,5 @@ def decline_tool(*, name: str, what: str, task: AgentTask[Any]) -> FunctionTool:
     return function_tool(decline, name=name, flags=ToolFlag.IGNORE_ON_ENTER)
 
 
-__all__ = ["CONFIRM_RULE", "NOT_GIVEN", "CaptureTask", "decline_tool", "turn_handling_for",
-           "update_flags"]
+__all__ = ["CONFIRM_RULE", "NOT_GIVEN", "CaptureTask", "confirm_tool", "decline_tool",
+           "turn_handling_for", "update_flags"]

@@ -11,7 +11,7 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, decline_tool, update_flags
+from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
 
 logger = logging.getLogger("agents_trio")
 
@@ -92,7 +92,6 @@ class GetAddressTask(CaptureTask[GetAddressResult]):
                 for modality, confirm in ((VOICE, require_confirmation is not False),
                                           (TEXT, require_confirmation is True)))
         self._current = ""
-        self._spell_read_back = False
         super().__init__(
             voice_instructions=voice, text_instructions=text,
             ask_prompt=("Ask the user for their address. If they already gave one earlier in "
@@ -129,22 +128,12 @@ class GetAddressTask(CaptureTask[GetAddressResult]):
         if not self.confirmation_required():
             self.finish(GetAddressResult(address=address))
             return None
-        await self.install_confirmation(lambda: self._confirm_tool(address))
         spelled_street = " ".join(street_address.replace(" ", ""))
-        read_back = (f"Read it back field by field, spelling the street name one letter at a "
-                     f"time: {[spelled_street, *fields[1:]]}"
-                     if self._spell_read_back else "Read the address back to the user.")
-        self._spell_read_back = True
-        return (f"The address is now {address}\n{read_back}\n"
-                "Ask the user to confirm it; do not call `confirm_address` yourself")
-
-    def _confirm_tool(self, address: str) -> FunctionTool:
-        async def confirm_address() -> str | None:
-            """Call once the user has said the address is right."""
-            if address != self._current:
-                return ("The address changed after the confirmation was asked for; ask the "
-                        "user to confirm the new one.")
-            self.finish(GetAddressResult(address=address))
-            return None
-
-        return function_tool(confirm_address)
+        return await self.ask_to_confirm(
+            lambda: confirm_tool(name="confirm_address", subject="address", asked=address,
+                                 current=lambda: self._current,
+                                 finish=lambda: self.finish(GetAddressResult(address=address))),
+            now=f"The address is now {address}",
+            read_back="Read the address back to the user.",
+            spelled=(f"Read it back field by field, spelling the street name one letter at a "
+                     f"time: {[spelled_street, *fields[1:]]}"))

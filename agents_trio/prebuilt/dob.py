@@ -13,7 +13,7 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, decline_tool, update_flags
+from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
 
 TEMPLATE = """\
 Your only job, as one step of a larger system, is to get the user's date of birth.
@@ -79,7 +79,6 @@ class GetDOBTask(CaptureTask[GetDOBResult]):
         self._include_time = include_time
         self._dob: date | None = None
         self._time: time | None = None
-        self._spell_read_back = False
         own = [self._update_dob_tool(require_explicit_ask)]
         if include_time:
             own.append(self._update_time_tool())
@@ -125,16 +124,14 @@ class GetDOBTask(CaptureTask[GetDOBResult]):
         if not self.confirmation_required():
             self.finish(self._collected())
             return None
-        await self.install_confirmation(self._confirm_tool)
         reply = f"The date of birth is now {dob.strftime('%B %d, %Y')}"
         if self._time is not None:
             reply += f" at {self._time.strftime('%I:%M %p')}"
-        read_back = (f"Read the date back one part at a time, month, day, then year: "
-                     f"{dob.strftime('%B')}, {dob.day}, {dob.year}" if self._spell_read_back
-                     else "Read the date back to the user the way people say dates.")
-        self._spell_read_back = True
-        return (f"{reply}\n{read_back}\n"
-                "Ask the user to confirm it; do not call `confirm_dob` yourself")
+        return await self.ask_to_confirm(
+            self._confirm_tool, now=reply,
+            read_back="Read the date back to the user the way people say dates.",
+            spelled=(f"Read the date back one part at a time, month, day, then year: "
+                     f"{dob.strftime('%B')}, {dob.day}, {dob.year}"))
 
     def _update_time_tool(self) -> FunctionTool:
         async def update_time(hour: int, minute: int) -> str | None:
@@ -171,16 +168,12 @@ class GetDOBTask(CaptureTask[GetDOBResult]):
         return f"{reply}\nThe date of birth is still missing: ask the user for it."
 
     def _confirm_tool(self) -> FunctionTool:
-        asked_dob, asked_time = self._dob, self._time
-
-        async def confirm_dob() -> str | None:
-            """Call once the user has said the date of birth is right."""
-            if (asked_dob, asked_time) != (self._dob, self._time):
-                return ("The date of birth changed after the confirmation was asked for; ask "
-                        "the user to confirm the new one.")
+        def finish() -> str | None:
             if self._dob is None:
                 return "The user has not given a date of birth yet: ask for it."
             self.finish(self._collected())
             return None
 
-        return function_tool(confirm_dob)
+        return confirm_tool(name="confirm_dob", subject="date of birth",
+                            asked=(self._dob, self._time),
+                            current=lambda: (self._dob, self._time), finish=finish)

@@ -13,7 +13,7 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, decline_tool, update_flags
+from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
 
 logger = logging.getLogger("agents_trio")
 
@@ -103,7 +103,6 @@ class GetEmailTask(CaptureTask[GetEmailResult]):
                                         extra_instructions, spoken)
                            for modality, spoken in ((VOICE, True), (TEXT, False)))
         self._current = ""
-        self._spell_read_back = verify_spelling
         update = self._update_tool(require_explicit_ask)
         super().__init__(
             voice_instructions=voice, text_instructions=text,
@@ -150,21 +149,10 @@ class GetEmailTask(CaptureTask[GetEmailResult]):
         if not self.confirmation_required():
             self.finish(GetEmailResult(email_address=email))
             return None
-        await self.install_confirmation(lambda: self._confirm_tool(email))
-        read_back = (f"Read it back one character at a time: {' '.join(email)}"
-                     if self._spell_read_back else "Read the address back to the user.")
-        self._spell_read_back = True  # a second attempt is spelled out
-        return (f"The email address is now {email}\n{read_back}\n"
-                "Ask the user to confirm it; do not call `confirm_email_address` yourself")
-
-    def _confirm_tool(self, email: str) -> FunctionTool:
-        async def confirm_email_address() -> str | None:
-            """Call once the user has said the email address is right."""
-            if email != self._current:
-                # another update ran after this tool was installed (e.g. parallel calls)
-                return ("The email address changed after the confirmation was asked for; "
-                        "ask the user to confirm the new one.")
-            self.finish(GetEmailResult(email_address=email))
-            return None
-
-        return function_tool(confirm_email_address)
+        return await self.ask_to_confirm(
+            lambda: confirm_tool(name="confirm_email_address", subject="email address",
+                                 asked=email, current=lambda: self._current,
+                                 finish=lambda: self.finish(GetEmailResult(email_address=email))),
+            now=f"The email address is now {email}",
+            read_back="Read the address back to the user.",
+            spelled=f"Read it back one character at a time: {' '.join(email)}")

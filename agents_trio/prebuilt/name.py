@@ -12,7 +12,7 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, decline_tool, update_flags
+from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
 
 TEMPLATE = """\
 Your only job, as one step of a larger system, is to get the user's name, in the form \
@@ -107,7 +107,6 @@ class GetNameTask(CaptureTask[GetNameResult]):
             self._name_format = " ".join(f"{{{part}_name}}" for part, on in self._wanted.items()
                                          if on)
         self._parts = {"first": "", "middle": "", "last": ""}
-        self._spell_read_back = verify_spelling
         extra = f"\n{extra_instructions}" if extra_instructions else ""
         voice, text = (TEMPLATE.format(
             name_format=self._name_format, modality=modality, extra=extra,
@@ -162,23 +161,12 @@ class GetNameTask(CaptureTask[GetNameResult]):
         if not self.confirmation_required():
             self.finish(self._collected())
             return None
-        await self.install_confirmation(self._confirm_tool)
-        read_back = (f"Spell the name back one letter at a time: "
-                     f"{' '.join(full.replace(' ', ''))}"
-                     if self._spell_read_back else "Read the name back to the user.")
-        self._spell_read_back = True
-        return (f"The name is now {full}\n{read_back}\n"
-                "Ask the user to confirm it; do not call `confirm_name` yourself")
+        return await self.ask_to_confirm(
+            self._confirm_tool, now=f"The name is now {full}",
+            read_back="Read the name back to the user.",
+            spelled=f"Spell the name back one letter at a time: {' '.join(full.replace(' ', ''))}")
 
     def _confirm_tool(self) -> FunctionTool:
-        asked = dict(self._parts)
-
-        async def confirm_name() -> str | None:
-            """Call once the user has said the name is right."""
-            if asked != self._parts:
-                return ("The name changed after the confirmation was asked for; ask the user "
-                        "to confirm the new one.")
-            self.finish(self._collected())
-            return None
-
-        return function_tool(confirm_name)
+        return confirm_tool(name="confirm_name", subject="name", asked=dict(self._parts),
+                            current=lambda: self._parts,
+                            finish=lambda: self.finish(self._collected()))

@@ -13,7 +13,7 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, decline_tool, update_flags
+from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
 
 #: an optional +, then 7 to 15 digits not starting with 0 (E.164's shape)
 PHONE_REGEX = r"^\+?[1-9]\d{6,14}$"
@@ -78,7 +78,6 @@ class GetPhoneNumberTask(CaptureTask[GetPhoneNumberResult]):
             for modality, confirm in ((VOICE, require_confirmation is not False),
                                       (TEXT, require_confirmation is True)))
         self._current = ""
-        self._spell_read_back = False
         super().__init__(
             voice_instructions=voice, text_instructions=text,
             ask_prompt=("Ask the user for their phone number. If they already gave one earlier "
@@ -111,20 +110,11 @@ class GetPhoneNumberTask(CaptureTask[GetPhoneNumberResult]):
         if not self.confirmation_required():
             self.finish(GetPhoneNumberResult(phone_number=cleaned))
             return None
-        await self.install_confirmation(lambda: self._confirm_tool(cleaned))
-        read_back = (f"Read the number back one digit at a time: {' '.join(cleaned)}"
-                     if self._spell_read_back else "Read the number back to the user in groups.")
-        self._spell_read_back = True
-        return (f"The phone number is now {cleaned}\n{read_back}\n"
-                "Ask the user to confirm it; do not call `confirm_phone_number` yourself")
-
-    def _confirm_tool(self, number: str) -> FunctionTool:
-        async def confirm_phone_number() -> str | None:
-            """Call once the user has said the phone number is right."""
-            if number != self._current:
-                return ("The phone number changed after the confirmation was asked for; ask "
-                        "the user to confirm the new one.")
-            self.finish(GetPhoneNumberResult(phone_number=number))
-            return None
-
-        return function_tool(confirm_phone_number)
+        return await self.ask_to_confirm(
+            lambda: confirm_tool(
+                name="confirm_phone_number", subject="phone number", asked=cleaned,
+                current=lambda: self._current,
+                finish=lambda: self.finish(GetPhoneNumberResult(phone_number=cleaned))),
+            now=f"The phone number is now {cleaned}",
+            read_back="Read the number back to the user in groups.",
+            spelled=f"Read the number back one digit at a time: {' '.join(cleaned)}")

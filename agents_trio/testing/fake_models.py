@@ -68,7 +68,10 @@ class FakeVAD:
             while (t := s.start + k * self.min_speech) < eos - 0.1:
                 out.append((t, VADEvent(type=VADEventType.INFERENCE_DONE,
                                         speech_duration=min(t, s.end) - s.start,
-                                        silence_duration=max(0.0, t - s.end))))
+                                        silence_duration=max(0.0, t - s.end),
+                                        raw_accumulated_speech=(self.min_speech if t <= s.end
+                                                                else 0.0),
+                                        raw_accumulated_silence=max(0.0, t - s.end))))
                 k += 1
             out.append((eos, VADEvent(type=VADEventType.END_OF_SPEECH,
                                       speech_duration=s.end - s.start,

@@ -24,6 +24,7 @@ from livekit import rtc
 
 from .._ids import short_id
 from ..chat import ChatContext, ChatMessage, FunctionCall, FunctionCallOutput
+from ..events import RealtimeModelMetrics
 from ..models import FunctionToolCall, ToolChoice
 from ..realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, GenerationCreatedEvent,
                         InputSpeechStartedEvent, InputSpeechStoppedEvent,
@@ -41,6 +42,8 @@ class FakeRealtimeResponse(msgspec.Struct, kw_only=True):
     function_calls: list[FunctionToolCall] = msgspec.field(default_factory=list)
     ttft: float = 0.1
     stall: bool = False  # send everything, then never close the streams (a lost response end)
+    input_tokens: int = 0   # billed for the response (reported in its RealtimeModelMetrics)
+    output_tokens: int = 0
 
 
 class FakeRealtimeModel:
@@ -74,12 +77,15 @@ class FakeRealtimeModel:
 
     def add_response(self, input: str, text: str = "", *, audio_duration: float = 0.0,
                      function_calls: list[FunctionToolCall] | None = None,
-                     ttft: float = 0.1, stall: bool = False) -> FakeRealtimeModel:
+                     ttft: float = 0.1, stall: bool = False, input_tokens: int = 0,
+                     output_tokens: int = 0) -> FakeRealtimeModel:
         """Script the answer to ``input``; ``stall`` keeps its streams open after the last
-        item, as a server whose end of response got lost."""
+        item, as a server whose end of response got lost. The tokens are reported in the
+        response's ``RealtimeModelMetrics`` once it is done (text input, audio output)."""
         self.responses.append(FakeRealtimeResponse(
             input=input, text=text, audio_duration=audio_duration,
-            function_calls=list(function_calls or []), ttft=ttft, stall=stall))
+            function_calls=list(function_calls or []), ttft=ttft, stall=stall,
+            input_tokens=input_tokens, output_tokens=output_tokens))
         return self
 
     @property
@@ -281,14 +287,35 @@ class FakeRealtimeSession:
                           user_initiated: bool) -> GenerationCreatedEvent:
         assert self._nursery is not None
         msg_send, msg_recv, fn_send, fn_recv = open_generation_channels()
-        self._nursery.start_soon(self._produce, response, msg_send, fn_send)
+        response_id = short_id("resp")
+        self._nursery.start_soon(self._produce, response, response_id, msg_send, fn_send)
         return GenerationCreatedEvent(message_stream=msg_recv, function_stream=fn_recv,
-                                      user_initiated=user_initiated,
-                                      response_id=short_id("resp"))
+                                      user_initiated=user_initiated, response_id=response_id)
 
-    async def _produce(self, response: FakeRealtimeResponse,
+    async def _produce(self, response: FakeRealtimeResponse, response_id: str,
                        msg_send: trio.MemorySendChannel[MessageGeneration],
                        fn_send: trio.MemorySendChannel[FunctionCall]) -> None:
+        created_at = trio.current_time()
+        await self._send_response(response, msg_send, fn_send)
+        if self.closed:
+            return
+        # the server's response is done: its metrics follow, as a LiveKit plugin's do
+        duration = trio.current_time() - created_at
+        spoke = bool(response.text or response.audio_duration)
+        self._events_send.send_nowait(RealtimeModelMetrics(
+            timestamp=created_at, request_id=response_id, ttft=0.0 if spoke else -1.0,
+            duration=duration, input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            total_tokens=response.input_tokens + response.output_tokens,
+            tokens_per_second=response.output_tokens / duration if duration > 0 else 0.0,
+            input_token_details=RealtimeModelMetrics.InputTokenDetails(
+                text_tokens=response.input_tokens),
+            output_token_details=RealtimeModelMetrics.OutputTokenDetails(
+                audio_tokens=response.output_tokens)))
+
+    async def _send_response(self, response: FakeRealtimeResponse,
+                             msg_send: trio.MemorySendChannel[MessageGeneration],
+                             fn_send: trio.MemorySendChannel[FunctionCall]) -> None:
         async with msg_send, fn_send:
             text_send, text_recv = trio.open_memory_channel[str](math.inf)
             audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)

@@ -36,7 +36,9 @@ import asyncio
 import itertools
 import json
 import math
+import os
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any, Literal, Union
 
 import numpy as np
@@ -54,10 +56,13 @@ from livekit.agents import (
     utils,
     vad,
 )
+from livekit.agents.inference_runner import _InferenceRunner
 
 __all__ = [
     "FakePluginLLM", "FakePluginRealtimeModel", "FakePluginRealtimeSession", "FakePluginSTT",
-    "FakePluginTTS", "FakePluginVAD", "LLMReply", "NO_RETRY", "is_loud", "tool_call",
+    "FakePluginTTS", "FakePluginVAD", "FakeEnglishTurnDetectorRunner", "FakeTurnDetectorRunner",
+    "LLMReply", "NO_RETRY", "TURN_DETECTOR_METHODS", "is_loud", "tool_call",
+    "use_fake_turn_detector_runners", "write_fake_turn_detector_files",
 ]
 
 #: connection options without retries: a scripted failure surfaces at once
@@ -624,3 +629,90 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
         self.emit("generation_created", self._generation(
             "server reply", user_initiated=False,
             calls=[llm.FunctionCall(call_id="c1", name="lookup", arguments='{"q": 1}')]))
+
+
+# -- the turn detector's model, faked ------------------------------------------------------------
+#: the inference methods of ``livekit-plugins-turn-detector`` (multilingual, English)
+TURN_DETECTOR_METHODS = ("lk_end_of_utterance_multilingual", "lk_end_of_utterance_en")
+
+
+class FakeTurnDetectorRunner(_InferenceRunner):
+    """A LiveKit inference runner standing in for the turn detector's model, under its
+    inference method: it answers a scripted end-of-utterance probability instead of running
+    the model (whose files cannot be downloaded in tests).
+
+    The script is the user's last message: one that trails off (ends with ``...`` or
+    ``…``) gets :attr:`UNLIKELY` (the user has not finished: the turn waits), any other
+    :attr:`LIKELY`. Scripted by the input, so it needs no state: LiveKit runs runners in a
+    child process, which imports this class by name. Subclass it (at module level) and
+    override :meth:`probability` for another script.
+    """
+
+    INFERENCE_METHOD = "lk_end_of_utterance_multilingual"
+    UNLIKELY = 0.01
+    LIKELY = 0.99
+
+    def initialize(self) -> None:
+        """Nothing to load."""
+
+    def probability(self, text: str) -> float:
+        """The end-of-utterance probability for the user's last message ``text``."""
+        return self.UNLIKELY if text.rstrip().endswith(("...", "…")) else self.LIKELY
+
+    def run(self, data: bytes) -> bytes | None:
+        """LiveKit's runner protocol: ``{"chat_ctx": [{"role", "content"}, ...]}`` in,
+        ``{"eou_probability", "duration", "input"}`` out (as the real runner answers)."""
+        messages = json.loads(data).get("chat_ctx") or []
+        text = next((str(m.get("content", "")) for m in reversed(messages)
+                     if m.get("role") == "user"), "")
+        return json.dumps({"eou_probability": self.probability(text), "duration": 0.0,
+                           "input": text}).encode()
+
+
+class FakeEnglishTurnDetectorRunner(FakeTurnDetectorRunner):
+    """:class:`FakeTurnDetectorRunner` under the English model's inference method."""
+
+    INFERENCE_METHOD = "lk_end_of_utterance_en"
+
+
+def use_fake_turn_detector_runners() -> None:
+    """Register the fake runners in place of the turn detector plugin's (both models):
+    the plugin is imported first (importing it registers its own runners), then its
+    entries are replaced. Call it on the main thread, before the job starts (LiveKit's
+    worker, or this runtime's job, reads the registered runners when it starts its inference
+    process)."""
+    import livekit.plugins.turn_detector.english  # noqa: F401 - registers its runner
+    import livekit.plugins.turn_detector.multilingual  # noqa: F401 - registers its runner
+
+    registered = _InferenceRunner.registered_runners
+    registered[FakeTurnDetectorRunner.INFERENCE_METHOD] = FakeTurnDetectorRunner
+    registered[FakeEnglishTurnDetectorRunner.INFERENCE_METHOD] = FakeEnglishTurnDetectorRunner
+
+
+def write_fake_turn_detector_files(cache_dir: str | os.PathLike[str],
+                                   thresholds: dict[str, float] | None = None) -> Path:
+    """Write the one file the turn detector's models read when constructed
+    (``languages.json``: the unlikely-threshold per language) into a Hugging Face cache
+    at ``cache_dir``, for both models' revisions. Point ``HF_HUB_CACHE`` at it (before
+    ``huggingface_hub`` is imported, or patch ``huggingface_hub.constants.HF_HUB_CACHE``).
+
+    Args:
+        thresholds: Threshold per language code (default: English, 0.5).
+
+    Returns:
+        ``cache_dir`` as a path.
+    """
+    from livekit.plugins.turn_detector.models import HG_MODEL, MODEL_REVISIONS
+
+    root = Path(cache_dir)
+    repo = root / f"models--{HG_MODEL.replace('/', '--')}"
+    languages = {code: {"threshold": value}
+                 for code, value in (thresholds or {"en": 0.5}).items()}
+    for index, revision in enumerate(sorted(set(MODEL_REVISIONS.values()))):
+        commit = f"{index:040x}"
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / revision).write_text(commit)
+        snapshot = repo / "snapshots" / commit
+        snapshot.mkdir(parents=True, exist_ok=True)
+        (snapshot / "languages.json").write_text(json.dumps(languages))
+    return root

@@ -289,7 +289,9 @@ class UserAudioScript:
             while t < eos - 0.1:  # an inference every 0.25 s is enough for the thresholds
                 out.append((t, VADEvent(type=VADEventType.INFERENCE_DONE,
                                         speech_duration=min(t, end) - s.at,
-                                        silence_duration=max(0.0, t - end))))
+                                        silence_duration=max(0.0, t - end),
+                                        raw_accumulated_speech=0.25 if t <= end else 0.0,
+                                        raw_accumulated_silence=max(0.0, t - end))))
                 t += 0.25
             out.append((eos, VADEvent(type=VADEventType.END_OF_SPEECH,
                                       speech_duration=s.duration,

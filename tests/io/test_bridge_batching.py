@@ -8,6 +8,7 @@ These tests write asyncio code on purpose (it is what the bridge runs).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -182,6 +183,48 @@ async def test_a_job_cancelled_before_its_turn_never_runs() -> None:
         await bridge.run_sync(lambda: None)
         assert bridge.statistics().loop_errors == 0
     assert ran == []
+
+
+# -- call_soon ------------------------------------------------------------------------------------
+async def test_call_soon_still_refuses_coroutine_functions_and_coroutines() -> None:
+    async def coroutine_function() -> None:
+        pass
+
+    def schedule(callback: object) -> None:
+        asyncio.get_running_loop().call_soon(callback)  # type: ignore[arg-type]
+
+    async with open_bridge() as bridge:
+        with pytest.raises(TypeError, match="coroutine"):
+            await bridge.run_sync(schedule, coroutine_function)
+        coro = coroutine_function()
+        try:
+            with pytest.raises(TypeError, match="coroutine"):
+                await bridge.run_sync(schedule, coro)
+        finally:
+            coro.close()
+
+
+async def test_call_soon_keeps_order_and_context_for_builtin_and_python_callbacks() -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    ran: list[object] = []
+
+    def python_callback(tag: str) -> None:
+        ran.append((tag, var.get()))
+
+    def schedule() -> None:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        context.run(var.set, "given")
+        loop.call_soon(ran.append, "builtin 1")
+        loop.call_soon(python_callback, "python", context=context)
+        handle = loop.call_soon(ran.append, "cancelled")
+        loop.call_soon(ran.append, "builtin 2")
+        handle.cancel()
+
+    async with open_bridge() as bridge:
+        await bridge.run_sync(schedule)
+        await bridge.run_sync(lambda: None)
+    assert ran == ["builtin 1", ("python", "given"), "builtin 2"]
 
 
 async def test_an_explicit_executor_is_still_used_inside_the_block() -> None:

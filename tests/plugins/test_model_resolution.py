@@ -123,10 +123,14 @@ def test_a_livekit_turn_detector_in_turn_handling_is_adapted() -> None:
     assert isinstance(agent.turn_handling["turn_detection"], TurnDetectorAdapter)
 
 
-def test_livekits_audio_turn_detector_is_refused_at_construction(credentials: None) -> None:
+def test_livekits_audio_turn_detector_is_adapted_at_construction(credentials: None) -> None:
     from livekit.agents import inference
-    with pytest.raises(TypeError, match=r"turn_detection.*audio end-of-turn detector"):
-        AgentSession(turn_handling={"turn_detection": inference.TurnDetector()})
+
+    from agents_trio.plugins import AudioTurnDetectorAdapter
+    detector = inference.TurnDetector()
+    session = AgentSession(turn_handling={"turn_detection": detector})
+    adapted = session.turn_handling_overrides["turn_detection"]
+    assert isinstance(adapted, AudioTurnDetectorAdapter) and adapted.detector is detector
 
 
 # -- model strings resolve through the inference gateway ------------------------------------

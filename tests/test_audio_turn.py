@@ -1,0 +1,174 @@
+"""The audio turn detector's feed and consultation rules (``agents_trio.audio_turn``), on a
+Trio detector of the test's: when a prediction is requested, withdrawn, awaited and flushed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from agents_trio import AgentSession
+from agents_trio.audio_turn import (AudioTurnDetector, AudioTurnDetectorStream, AudioTurnTracker,
+                                    PendingPrediction, TurnPrediction, check_vad_silence)
+from agents_trio.models import VADEvent, VADEventType
+
+
+class RecordingStream(AudioTurnDetectorStream):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.pending: list[PendingPrediction] = []
+        self.threshold: float | None = 0.5
+        self.languages = {"en"}
+
+    @property
+    def prediction_timeout(self) -> float:
+        return 1.0
+
+    def push_audio(self, frame: Any) -> None:
+        self.calls.append("audio")
+
+    def predict(self) -> PendingPrediction:
+        self.calls.append("predict")
+        self.pending.append(PendingPrediction())
+        return self.pending[-1]
+
+    def cancel_inference(self, *, timed_out: bool = False) -> None:
+        self.calls.append("cancel(timed_out)" if timed_out else "cancel")
+
+    def flush(self, reason: str | None = None) -> None:
+        self.calls.append(f"flush({reason})")
+
+    async def unlikely_threshold(self, language: str | None) -> float | None:
+        return self.threshold
+
+    async def supports_language(self, language: str | None) -> bool:
+        return (language or "en") in self.languages
+
+
+class RecordingDetector(AudioTurnDetector):
+    def __init__(self) -> None:
+        self.stream_ = RecordingStream()
+        self.opened = 0
+        self.closed = 0
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[AudioTurnDetectorStream]:
+        self.opened += 1
+        try:
+            yield self.stream_
+        finally:
+            self.closed += 1
+
+
+def _inference(*, speech: float = 0.0, silence: float = 0.0) -> VADEvent:
+    return VADEvent(type=VADEventType.INFERENCE_DONE, raw_accumulated_speech=speech,
+                    raw_accumulated_silence=silence)
+
+
+async def _tracker(nursery: trio.Nursery, detector: RecordingDetector) -> AudioTurnTracker:
+    tracker = AudioTurnTracker(nursery, on_error=lambda e, source: None)
+    tracker.use(detector)
+    await trio.testing.wait_all_tasks_blocked()
+    assert tracker.stream is detector.stream_
+    return tracker
+
+
+async def test_requests_follow_the_raw_silence_and_speech(
+        autojump_clock: trio.testing.MockClock) -> None:
+    detector = RecordingDetector()
+    async with trio.open_nursery() as nursery:
+        tracker = await _tracker(nursery, detector)
+        stream = detector.stream_
+        tracker.on_vad_inference(_inference(silence=0.3), speaking=False)  # not in a speech
+        tracker.on_speech_started()
+        tracker.on_vad_inference(_inference(silence=0.1), speaking=True)   # too short
+        tracker.on_vad_inference(_inference(silence=0.2), speaking=True)   # requested
+        tracker.on_vad_inference(_inference(silence=0.3), speaking=True)   # already pending
+        tracker.on_vad_inference(_inference(speech=0.03), speaking=True)   # speech again
+        tracker.on_vad_inference(_inference(silence=0.25), speaking=True)  # asked again
+        tracker.on_turn_ended("turn committed")
+        assert stream.calls == ["cancel", "predict", "cancel", "predict",
+                                "flush(turn committed)"]
+        # after the flush nothing is pending: the decision has no prediction to wait for
+        assert not await tracker.end_of_turn_unlikely("en")
+        tracker.use(None)  # another agent without the detector: the stream closes
+        await trio.testing.wait_all_tasks_blocked()
+        assert (detector.opened, detector.closed) == (1, 1) and tracker.stream is None
+
+
+@pytest.mark.parametrize("probability, unlikely", [(0.2, True), (0.8, False)])
+async def test_the_decision_compares_the_answer_with_the_threshold(
+        autojump_clock: trio.testing.MockClock, probability: float, unlikely: bool) -> None:
+    detector = RecordingDetector()
+    async with trio.open_nursery() as nursery:
+        tracker = await _tracker(nursery, detector)
+        tracker.on_speech_started()
+        tracker.on_vad_inference(_inference(silence=0.2), speaking=True)
+        (pending,) = detector.stream_.pending
+
+        async def answer() -> None:
+            await trio.sleep(0.3)
+            pending.resolve(TurnPrediction(end_of_turn_probability=probability))
+        nursery.start_soon(answer)
+        started = trio.current_time()
+        assert await tracker.end_of_turn_unlikely("en") is unlikely
+        assert trio.current_time() - started == pytest.approx(0.3)
+        tracker.use(None)
+
+
+async def test_a_late_answer_times_out_and_tells_the_stream(
+        autojump_clock: trio.testing.MockClock) -> None:
+    detector = RecordingDetector()
+    async with trio.open_nursery() as nursery:
+        tracker = await _tracker(nursery, detector)
+        tracker.on_speech_started()
+        tracker.on_vad_inference(_inference(silence=0.2), speaking=True)
+        started = trio.current_time()
+        assert not await tracker.end_of_turn_unlikely("en")
+        assert trio.current_time() - started == pytest.approx(1.0)  # the stream's timeout
+        assert detector.stream_.calls[-1] == "cancel(timed_out)"
+        # an unsupported language is not waited for at all
+        tracker.on_vad_inference(_inference(silence=0.2), speaking=True)
+        started = trio.current_time()
+        assert not await tracker.end_of_turn_unlikely("fi")
+        assert trio.current_time() == started
+        tracker.use(None)
+
+
+async def test_a_stream_that_cannot_open_is_reported(
+        autojump_clock: trio.testing.MockClock) -> None:
+    class Broken(RecordingDetector):
+        @asynccontextmanager
+        async def stream(self) -> AsyncIterator[AudioTurnDetectorStream]:
+            raise OSError("no gateway")
+            yield self.stream_
+
+    errors: list[BaseException] = []
+    async with trio.open_nursery() as nursery:
+        tracker = AudioTurnTracker(nursery, on_error=lambda e, source: errors.append(e))
+        tracker.use(Broken())
+        await trio.testing.wait_all_tasks_blocked()
+        assert tracker.stream is None
+        assert not await tracker.end_of_turn_unlikely("en")  # endpointing delays alone
+    assert [type(e) for e in errors] == [OSError]
+
+
+def test_the_vad_must_wait_longer_than_the_prediction_silence() -> None:
+    class VAD:
+        def __init__(self, min_silence_duration: float) -> None:
+            self.min_silence_duration = min_silence_duration
+
+        def stream(self) -> Any:
+            raise AssertionError("never opened")
+
+    detector = RecordingDetector()
+    check_vad_silence(detector, VAD(0.25))
+    check_vad_silence("vad", VAD(0.1))  # a mode: no audio detector
+    with pytest.raises(ValueError, match="min_silence_duration"):
+        check_vad_silence(detector, VAD(0.2))
+    with pytest.raises(ValueError, match="min_silence_duration"):
+        AgentSession(vad=VAD(0.1), turn_handling={"turn_detection": detector})  # type: ignore[arg-type]
