@@ -7,9 +7,9 @@ Awaited from a tool of the caller's agent, in a job whose room holds the caller:
 
 What happens, as in LiveKit:
 
-1. The caller is put on hold: hold music plays in the caller's room and the caller's turns
-   are not answered (LiveKit switches the session's input and output off; this runtime's
-   session I/O has no such switch, so the task's activity drops the caller's turns instead).
+1. The caller is put on hold: hold music plays in the caller's room and the caller session's
+   audio input, audio output and transcription output are switched off (those it has),
+   to be switched back to how they were when the task completes.
 2. A consultation room ``<caller room>-human-agent`` is joined with the agent's identity, a
    second :class:`~agents_trio.AgentSession` (the caller session's models) runs there with a
    copy of the task as its agent, and the human is dialed into it with the server API
@@ -46,7 +46,7 @@ from typing import Any
 import trio
 from livekit import rtc
 
-from .._errors import StopResponse, ToolError
+from .._errors import ToolError
 from ..agent import NOT_GIVEN, Agent, NotGiven
 from ..agent_task import AgentTask
 from ..background_audio import (AudioConfig, AudioSource, BackgroundAudioPlayer,
@@ -238,7 +238,8 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
         self.hold_audio: AudioSource | AudioConfig | list[AudioConfig] | None = (
             AudioConfig(BuiltinAudioClip.HOLD_MUSIC, volume=0.8)
             if isinstance(hold_audio, NotGiven) else hold_audio)
-        self._on_hold = False
+        self._caller_session: AgentSession | None = None
+        self._io_before_hold: dict[str, bool] = {}
         self._hold_handle: PlayHandle | None = None
         self._ended = trio.Event()  # the task completed: the consultation leg winds down
         self._transferred = trio.Event()
@@ -261,29 +262,38 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
             if not isinstance(session, AgentSession):
                 raise RuntimeError("WarmTransferTask runs in an AgentSession")
             self._caller_room = ctx.room
+            self._caller_session = session
             await session.start_service(self._consultation_leg, ctx, session)
         except Exception:
             # e.g. not in a job: the awaiter gets LiveKit's error instead of waiting for ever
             logger.exception("could not dial human agent")
             self._finish(ToolError("could not dial human agent"))
 
-    async def on_user_turn_completed(self, turn_ctx: ChatContext,
-                                     new_message: ChatMessage) -> None:
-        """While the caller is on hold, their turns are not answered.
-
-        Cancellation: not a checkpoint.
-        """
-        if self._on_hold:
-            raise StopResponse()
+    def _set_io_enabled(self, enabled: bool) -> None:
+        """Switch the caller session's I/O off (hold) or back to how it was before."""
+        if self._caller_session is None:
+            return
+        inp, out = self._caller_session.input, self._caller_session.output
+        if not self._io_before_hold:
+            self._io_before_hold = {"audio_input": inp.audio_enabled,
+                                    "audio_output": out.audio_enabled,
+                                    "transcription_output": out.transcription_enabled}
+        before = self._io_before_hold
+        if inp.audio is not None:
+            inp.set_audio_enabled(enabled and before["audio_input"])
+        if out.audio is not None:
+            out.set_audio_enabled(enabled and before["audio_output"])
+        if out.transcription is not None:
+            out.set_transcription_enabled(enabled and before["transcription_output"])
 
     def complete(self, result: WarmTransferResult | BaseException) -> None:
         """Complete the task (see ``AgentTask.complete``); the hold ends and the
         consultation leg winds down, whatever completed it (a tool, a close, a handoff)."""
         super().complete(result)
-        self._on_hold = False
         if self._hold_handle is not None:
             self._hold_handle.stop()
             self._hold_handle = None
+        self._set_io_enabled(True)
         self._ended.set()
 
     def _finish(self, result: WarmTransferResult | Exception) -> None:
@@ -315,15 +325,13 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
                     await self._end_call_when_someone_leaves(ctx)
             finally:
                 caller.off("close", on_caller_close)
-                self._on_hold = False
 
     async def _start_hold(self, stack: AsyncExitStack, ctx: JobContext) -> None:
-        self._on_hold = True
-        if self.hold_audio is None:
-            return
-        player = await stack.enter_async_context(BackgroundAudioPlayer())
-        await player.start(room=ctx.room, bridge=ctx.bridge)
-        self._hold_handle = player.play(self.hold_audio, loop=True)
+        if self.hold_audio is not None:
+            player = await stack.enter_async_context(BackgroundAudioPlayer())
+            await player.start(room=ctx.room, bridge=ctx.bridge)
+            self._hold_handle = player.play(self.hold_audio, loop=True)
+        self._set_io_enabled(False)
 
     async def _consult(self, ctx: JobContext) -> None:
         """Join the consultation room, start its session, dial the human, and stay until the

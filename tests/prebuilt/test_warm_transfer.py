@@ -71,11 +71,14 @@ def transfer_task(consultations: Consultations, **kwargs: Any) -> WarmTransferTa
 
 async def run_transfer(server: FakeTwirpServer, parent: Parent, a: FakeActions,
                        drive: Callable[[agents_trio.JobContext, AgentSession], Any], *,
-                       llm: FakeLLM | None = None) -> None:
+                       llm: FakeLLM | None = None,
+                       prepare: Callable[[AgentSession], None] | None = None) -> None:
     """Run a job whose session says "go" (the parent's tool awaits the task), then ``drive``;
     the job ends when ``drive`` returned and the session closed."""
     async def entrypoint(ctx: agents_trio.JobContext) -> None:
         async with AgentSession(llm=llm or FakeLLM(a.llm_responses)) as session:
+            if prepare is not None:
+                prepare(session)
             await session.start(parent)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(lambda: session.run(user_input="go"))
@@ -412,13 +415,14 @@ async def test_the_dial_and_the_move_are_the_requests_livekits_task_sends(
         assert mine.request == livekits.request, mine.method
 
 
-async def test_on_hold_the_caller_hears_hold_music_and_is_not_answered(
+async def test_on_hold_the_caller_hears_hold_music_and_its_session_io_is_off(
         autojump_clock: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """The hold audio is a short file (decoded in a thread: the test waits on witnesses only,
     so virtual time does not run away while the thread works)."""
     import wave
 
-    from agents_trio import AudioConfig, ChatMessage, StopResponse
+    from agents_trio import AudioConfig
+    from agents_trio.testing import FakeAudioOutput, FakeTextOutput
     music = tmp_path / "hold.wav"
     with wave.open(str(music), "wb") as w:
         w.setnchannels(1)
@@ -437,7 +441,6 @@ async def test_on_hold_the_caller_hears_hold_music_and_is_not_answered(
     a.add_llm("", tool_calls=call("decline_transfer", "d1", reason="busy"), input="no")
     a.add_llm("sorry", input="failed: human agent declined to connect: busy")
     bridge_of: list[Any] = []
-    turn = ChatMessage(role="user", content=["are you there?"])
     async with trio.open_nursery() as nursery:
         server = FakeTwirpServer()
         server.handlers["CreateSIPParticipant"] = answering(consultations, bridge_of)
@@ -449,18 +452,26 @@ async def test_on_hold_the_caller_hears_hold_music_and_is_not_answered(
             await server.wait_for_calls(1)
             # the hold music's track, in the caller's room
             assert len(ctx.room.local_participant.published) == 1
-            with pytest.raises(StopResponse):  # the caller's turns are dropped meanwhile
-                await tasks[0].on_user_turn_completed(ChatContext(), turn)
+            # the caller's session outputs are off meanwhile (it has no audio input)
+            assert (session.input.audio_enabled, session.output.audio_enabled,
+                    session.output.transcription_enabled) == (True, False, False)
             room = consultations.rooms[0]
             await room.wait_for(lambda: HUMAN in room.remote_participants)
             ctx.bridge.call_soon(room.send_chat, HUMAN, "no")
             await server.wait_for_calls(2)  # declined: the consultation room is deleted
             # the hold ended: its track is gone (and with the player its decoding thread)
             await ctx.room.wait_for(lambda: not ctx.room.local_participant.published)
-            await tasks[0].on_user_turn_completed(ChatContext(), turn)  # answered again
+            # back to how they were: audio on, the transcription still off
+            assert (session.input.audio_enabled, session.output.audio_enabled,
+                    session.output.transcription_enabled) == (True, True, False)
             assert str(await wait_result(parent)) == "human agent declined to connect: busy"
 
-        await run_transfer(server, parent, a, drive)
+        def prepare(session: AgentSession) -> None:
+            session.output.audio = FakeAudioOutput()
+            session.output.transcription = FakeTextOutput()
+            session.output.set_transcription_enabled(False)
+
+        await run_transfer(server, parent, a, drive, prepare=prepare)
         nursery.cancel_scope.cancel()
 
 
