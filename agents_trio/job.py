@@ -93,13 +93,16 @@ class JobContext:
         room: The connected ``rtc.Room``.
         proc: The process (``proc.userdata`` holds what the server's prewarm loaded).
         job_id: The dispatched job's id (``None`` when run by ``connect``).
+        url: The LiveKit server's URL the room is connected to (``None`` when not known).
         on_session_end: Awaited with this context once the entrypoint returned and its
             sessions closed, before the shutdown callbacks (LiveKit's ``on_session_end``).
     """
 
     def __init__(self, bridge: AsyncioBridge, room: rtc.Room, *, job_id: str | None = None,
-                 shutdown_grace: float = 10.0, proc: JobProcess | None = None) -> None:
+                 shutdown_grace: float = 10.0, proc: JobProcess | None = None,
+                 url: str | None = None) -> None:
         self.bridge = bridge
+        self.url = url
         self.room = room
         self.proc = proc if proc is not None else JobProcess()
         self.job_id = job_id
@@ -590,7 +593,7 @@ async def run_job(entrypoint: Callable[[JobContext], Awaitable[R]], *, url: str,
             async with open_room_fn(url, token, bridge=bridge,
                                     connect_timeout=connect_timeout) as room:
                 ctx = JobContext(bridge, room, job_id=job_id, shutdown_grace=shutdown_grace,
-                                 proc=proc)
+                                 proc=proc, url=url)
                 ctx.inference_executor = inference_executor
                 logger.info("connected to room %s as %s", getattr(room, "name", "?"),
                             room.local_participant.identity)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..prebuilt import (GetAddressResult, GetAddressTask, GetCreditCardResult,
                         GetCreditCardTask, GetDOBResult, GetDOBTask, GetDtmfResult, GetDtmfTask,
                         GetEmailResult, GetEmailTask, GetNameResult, GetNameTask,
-                        GetPhoneNumberResult, GetPhoneNumberTask)
+                        GetPhoneNumberResult, GetPhoneNumberTask, WarmTransferResult,
+                        WarmTransferTask)
 from ..workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 
 __all__ = [
@@ -13,4 +14,5 @@ __all__ = [
     "GetDOBResult", "GetDOBTask", "GetDtmfResult", "GetDtmfTask", "GetEmailResult",
     "GetEmailTask", "GetNameResult", "GetNameTask", "GetPhoneNumberResult",
     "GetPhoneNumberTask", "TaskCompletedEvent", "TaskGroup", "TaskGroupResult",
+    "WarmTransferResult", "WarmTransferTask",
 ]

@@ -14,6 +14,7 @@ from .email import GetEmailResult, GetEmailTask
 from .end_call import EndCallTool
 from .name import GetNameResult, GetNameTask
 from .phone import GetPhoneNumberResult, GetPhoneNumberTask
+from .warm_transfer import WarmTransferResult, WarmTransferTask
 
 __all__ = [
     "CardCaptureDeclinedError", "CardCollectionRestartError", "DtmfEvent", "EndCallTool",
@@ -21,6 +22,6 @@ __all__ = [
     "GetCreditCardResult", "GetCreditCardTask", "GetDOBResult", "GetDOBTask", "GetDtmfResult",
     "GetDtmfTask", "GetEmailResult", "GetEmailTask", "GetExpirationDateResult",
     "GetExpirationDateTask", "GetNameResult", "GetNameTask", "GetPhoneNumberResult",
-    "GetPhoneNumberTask", "GetSecurityCodeResult", "GetSecurityCodeTask", "dtmf_event_to_code",
-    "format_dtmf",
+    "GetPhoneNumberTask", "GetSecurityCodeResult", "GetSecurityCodeTask", "WarmTransferResult",
+    "WarmTransferTask", "dtmf_event_to_code", "format_dtmf",
 ]

@@ -1,0 +1,127 @@
+"""LiveKit's server API (``livekit.api.LiveKitAPI``, Twirp over HTTP) called from Trio.
+
+    async with open_server_api(url) as server:
+        await server.create_sip_participant(sip_call_to="+15105550123", ...)
+        await server.move_participant(room="a", identity="b", destination_room="c")
+        await server.delete_room("a")
+
+The client is livekit-api's asyncio one: it is created, used and closed on the asyncio
+bridge, so its HTTP session lives on the bridge's loop. The request messages are built here
+from plain keywords, so the rest of the package does not import ``livekit.api``.
+
+Needs ``livekit-api`` (the ``livekit-plugins`` extra).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlparse, urlunparse
+
+import trio
+
+from .bridge import AsyncioBridge, current_bridge
+
+__all__ = ["ServerAPI", "http_url", "open_server_api"]
+
+logger = logging.getLogger("agents_trio.server_api")
+
+_CLOSE_GRACE = 2.0
+
+
+def http_url(url: str) -> str:
+    """The server's HTTP address for a ``ws[s]://`` (or ``http[s]://``) LiveKit URL."""
+    parsed = urlparse(url)
+    scheme = {"ws": "http", "wss": "https"}.get(parsed.scheme, parsed.scheme)
+    if scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"invalid LiveKit URL {url!r}: expected ws[s]:// or http[s]://host")
+    return urlunparse(parsed._replace(scheme=scheme))
+
+
+class ServerAPI:
+    """The server calls the warm transfer makes, each one Twirp request on the bridge.
+
+    Errors are livekit-api's (``livekit.api.TwirpError`` for an answer other than 200).
+    """
+
+    def __init__(self, bridge: AsyncioBridge, client: Any) -> None:  # noqa: ANN401
+        self._bridge = bridge
+        self._client = client
+
+    async def create_sip_participant(self, *, sip_call_to: str, room_name: str,
+                                     participant_identity: str,
+                                     sip_trunk_id: str | None = None,
+                                     sip_number: str | None = None,
+                                     headers: dict[str, str] | None = None, dtmf: str = "",
+                                     wait_until_answered: bool = False,
+                                     ringing_timeout: float | None = None,
+                                     trunk: Any = None) -> Any:  # noqa: ANN401
+        """Dial ``sip_call_to`` into ``room_name`` (``CreateSIPParticipant``); with
+        ``wait_until_answered``, returns once the callee answered. ``trunk`` is a
+        ``livekit.api.SIPOutboundConfig`` dialing without a saved trunk.
+
+        Returns: the ``SIPParticipantInfo``.
+
+        Cancellation: cancels the HTTP request (the server may still place the call).
+        """
+        from livekit import api
+
+        request = api.CreateSIPParticipantRequest(
+            sip_trunk_id=sip_trunk_id, sip_call_to=sip_call_to, room_name=room_name,
+            participant_identity=participant_identity, wait_until_answered=wait_until_answered,
+            sip_number=sip_number, headers=headers or {}, dtmf=dtmf)
+        if ringing_timeout is not None:
+            request.ringing_timeout.FromNanoseconds(int(ringing_timeout * 1e9))
+        if trunk is not None:
+            request.trunk.CopyFrom(trunk)
+        return await self._bridge.run(self._client.sip.create_sip_participant, request)
+
+    async def move_participant(self, *, room: str, identity: str, destination_room: str
+                               ) -> None:
+        """Move ``identity`` from ``room`` to ``destination_room`` (``MoveParticipant``).
+
+        Cancellation: cancels the HTTP request (the server may still move them).
+        """
+        from livekit import api
+
+        await self._bridge.run(self._client.room.move_participant, api.MoveParticipantRequest(
+            room=room, identity=identity, destination_room=destination_room))
+
+    async def delete_room(self, room: str) -> None:
+        """Delete ``room``, disconnecting everyone in it (``DeleteRoom``).
+
+        Cancellation: cancels the HTTP request (the server may still delete it).
+        """
+        from livekit import api
+
+        await self._bridge.run(self._client.room.delete_room, api.DeleteRoomRequest(room=room))
+
+
+@asynccontextmanager
+async def open_server_api(url: str, api_key: str | None = None, api_secret: str | None = None,
+                          *, bridge: AsyncioBridge | None = None) -> AsyncIterator[ServerAPI]:
+    """A server API client for the block (key and secret default to ``LIVEKIT_API_KEY`` and
+    ``LIVEKIT_API_SECRET``, as in livekit-api).
+
+    Raises:
+        ValueError: ``url`` is not a LiveKit URL, or no key and secret are known.
+
+    Cancellation: leaving the block, cancelled or not, closes the client's HTTP session
+    (shielded, at most 2 s).
+    """
+    from livekit import api
+
+    address = http_url(url)
+    bridge = bridge or current_bridge()
+    client = await bridge.run_sync(api.LiveKitAPI, address, api_key, api_secret)
+    try:
+        yield ServerAPI(bridge, client)
+    finally:
+        with trio.move_on_after(_CLOSE_GRACE, shield=True):
+            if not bridge.closed:
+                try:
+                    await bridge.run(client.aclose)
+                except Exception:
+                    logger.warning("closing the server API client failed", exc_info=True)
