@@ -43,6 +43,7 @@ from livekit import rtc
 
 from .io.bridge import AsyncioBridge, open_bridge
 from .io.plugin_http import PluginHttpSession
+from .io.server_api import ServerAPI, open_server_api
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
@@ -50,6 +51,7 @@ from .events import CloseEvent, CloseReason
 from .job_process import JobProcess, ShutdownCallback, ShutdownCallbacks
 from .livekit_job import InferenceExecutor, open_livekit_job_context
 from .nurseries import open_unwrapping_nursery
+from .server_requests import ServerRequest, ServerRequestCancelled
 from .session import SessionState, owning_sessions
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ __all__ = ["AutoSubscribe", "JobContext", "JobProcess", "get_current_job_context
 logger = logging.getLogger("agents_trio.job")
 
 R = TypeVar("R")
+T = TypeVar("T")
 Entrypoint = Callable[["JobContext"], Awaitable[Any]]
 RoomOpener = Callable[..., AbstractAsyncContextManager[Any]]
 
@@ -124,6 +127,8 @@ class JobContext:
         #: packed worker's job gives its own; otherwise one is started for the entrypoint
         #: when LiveKit inference runners are registered. asyncio: call it on the bridge.
         self.inference_executor: InferenceExecutor | None = None
+        # the server calls made for the job (delete_room, SIP): the job waits for them
+        self._requests: trio.Nursery | None = None
 
     def add_shutdown_callback(self, callback: ShutdownCallback) -> None:
         """Call ``callback`` when the job ends: after the entrypoint returned and its sessions
@@ -161,6 +166,94 @@ class JobContext:
         await trio.lowlevel.checkpoint()
         if self._room_gone.is_set():
             raise RoomDisconnectedError("the room disconnected")
+
+    def is_fake_job(self) -> bool:
+        """Whether the job has no LiveKit server behind it (the console): its server calls
+        are then skipped with a warning, as in LiveKit's console."""
+        return self.url is None
+
+    def delete_room(self, room_name: str | None = None) -> ServerRequest[None]:
+        """Delete the room (the job's by default), disconnecting everyone in it (LiveKit's
+        ``ctx.delete_room()``). The request runs in the job, which waits for it before it
+        ends; await the returned request to wait for it too. A room already gone is no
+        error; other failures are logged, not raised (as in LiveKit).
+
+        Asked for in a shutdown callback, the request runs when it is awaited.
+        """
+        name = room_name or self.room.name
+
+        async def call(api: ServerAPI) -> None:
+            try:
+                await api.delete_room(name)
+            except Exception as e:
+                if getattr(e, "code", None) != "not_found":  # livekit-api's TwirpError
+                    logger.warning("deleting room %s failed: %r", name, e)
+
+        return self._server_request("delete_room", call)
+
+    def add_sip_participant(self, *, call_to: str, trunk_id: str, participant_identity: str,
+                            participant_name: str = "SIP-participant") -> ServerRequest[Any]:
+        """Dial ``call_to`` (a number, ``+15105550123``, or ``sip:user@host``) into the job's
+        room through the outbound SIP trunk ``trunk_id`` (LiveKit's
+        ``ctx.add_sip_participant()``); await the request for the ``SIPParticipantInfo``.
+        """
+        async def call(api: ServerAPI) -> Any:  # noqa: ANN401 - livekit-api's reply
+            return await api.create_sip_participant(
+                sip_call_to=call_to, room_name=self.room.name, sip_trunk_id=trunk_id,
+                participant_identity=participant_identity, participant_name=participant_name)
+
+        return self._server_request("add_sip_participant", call)
+
+    def transfer_sip_participant(self, participant: rtc.RemoteParticipant | str,
+                                 transfer_to: str, play_dialtone: bool = False
+                                 ) -> ServerRequest[Any]:
+        """Transfer a SIP participant's call to ``transfer_to`` (a number or a SIP address;
+        LiveKit's ``ctx.transfer_sip_participant()``: a cold transfer, the trunk must allow
+        it).
+
+        Raises:
+            ValueError: ``participant`` is a participant that did not join by SIP.
+        """
+        if isinstance(participant, str):
+            identity = participant
+        else:
+            if participant.kind != rtc.ParticipantKind.PARTICIPANT_KIND_SIP:
+                raise ValueError(f"{participant.identity!r} is not a SIP participant")
+            identity = participant.identity
+
+        async def call(api: ServerAPI) -> Any:  # noqa: ANN401 - livekit-api's reply
+            return await api.transfer_sip_participant(
+                room_name=self.room.name, participant_identity=identity,
+                transfer_to=transfer_to, play_dialtone=play_dialtone)
+
+        return self._server_request("transfer_sip_participant", call)
+
+    def _server_request(self, name: str, call: Callable[[ServerAPI], Awaitable[T]]
+                        ) -> ServerRequest[T]:
+        request: ServerRequest[T] = ServerRequest(name)
+        if self.is_fake_job():
+            logger.warning("job_ctx.%s() is not executed in console mode", name)
+            request.set_result(None)  # type: ignore[arg-type]
+            return request
+        if self._requests is None:
+            # after the job's run (a shutdown callback): the awaiter runs it
+            request.run_when_awaited(lambda: self._run_request(request, call))
+        else:
+            self._requests.start_soon(self._run_request, request, call)
+        return request
+
+    async def _run_request(self, request: ServerRequest[T],
+                           call: Callable[[ServerAPI], Awaitable[T]]) -> None:
+        assert self.url is not None
+        try:
+            async with open_server_api(self.url, bridge=self.bridge) as api:
+                request.set_result(await call(api))
+        except Exception as e:
+            logger.warning("job_ctx.%s() failed: %r", request.name, e)
+            request.set_error(e)
+        finally:
+            request.set_error(ServerRequestCancelled(
+                f"job_ctx.{request.name}() was cancelled: the job ended first"))
 
     async def start_session(self, session: AgentSession, agent: Agent, *,
                             room: rtc.Room | None = None,
@@ -256,7 +349,13 @@ class JobContext:
         async with open_room_io(room, session, options=room_options,
                                 bridge=self.bridge) as room_io:
             self._room_ios.append(room_io)
-            yield room_io
+            try:
+                yield room_io
+            finally:
+                if room_options is not None and room_options.delete_room_on_close:
+                    logger.info("deleting room %s on agent session close (disable via "
+                                "`RoomOptions.delete_room_on_close=False`)", room.name)
+                    self.delete_room(room.name)
 
     def _serve_session(self, session: AgentSession, room: rtc.Room | None
                        ) -> AbstractAsyncContextManager[object]:
@@ -358,10 +457,30 @@ class JobContext:
             try:
                 if on_ready is not None:
                     on_ready(self)
-                result = await self._run_entrypoint(entrypoint)
+                result = await self._run_with_requests(entrypoint)
             finally:
                 helpers_done.cancel()
                 nursery.cancel_scope.cancel()
+        return result
+
+    async def _run_with_requests(self, entrypoint: Callable[[JobContext], Awaitable[R]]
+                                 ) -> R | None:
+        """The entrypoint, then the server calls still in flight (``delete_room``…), for
+        at most ``shutdown_grace`` seconds."""
+        result: R | None = None
+        try:
+            with trio.CancelScope() as pending:
+                async with open_unwrapping_nursery() as requests:
+                    self._requests = requests
+                    try:
+                        result = await self._run_entrypoint(entrypoint)
+                    finally:
+                        pending.deadline = trio.current_time() + self.shutdown_grace
+        finally:
+            self._requests = None
+        if pending.cancelled_caught:
+            logger.warning("server calls of the job were still running %.0f s after it ended; "
+                           "cancelled", self.shutdown_grace)
         return result
 
     async def _run_entrypoint(self, entrypoint: Callable[[JobContext], Awaitable[R]]

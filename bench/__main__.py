@@ -479,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     args.ns = [int(x) for x in args.ns.split(",")] if args.ns else DEFAULT_NS
     args.out_given = args.out is not None
     args.out = args.out or RESULTS
+    args.out.mkdir(parents=True, exist_ok=True)  # a new --out DIR is created
     args.with_asyncio = have_livekit_agents() and not args.ours_only
     args.with_pipecat = have_pipecat() and not (args.ours_only or args.no_pipecat)
 

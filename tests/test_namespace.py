@@ -91,7 +91,6 @@ PARAMETER_GAPS: dict[str, list[str]] = {
 #: attributes of plain classes, and the parameters of methods.
 MEMBER_GAPS: dict[str, list[str]] = {
     ":AgentServer": ["run()", "aclose()"],
-    ":JobContext": ["delete_room()", "add_sip_participant()", "transfer_sip_participant()"],
     ":RoomIO": ["start()", "aclose()", "set_participant()", "unset_participant()",
                 "wait_for_ready()"],
     ".stt:FallbackAdapter": ["recognize()"],

@@ -144,7 +144,8 @@ class RoomOptions:
         participant_identity: Link this participant (default: the first that joins).
         participant_kinds: Kinds of participant that can be linked.
         close_on_disconnect: Close the session when the linked participant leaves.
-        delete_room_on_close: Refused when True (deleting rooms is not done here).
+        delete_room_on_close: Delete the room when the session closes (LiveKit's): done by
+            the job that linked the room (``ctx.delete_room()``; skipped in the console).
         transcription, agent_state: Turn the transcription / the ``lk.agent.state``
             attribute off (``transcription=False`` is ``text_output=False``).
         input_sample_rate, input_num_channels, input_frame_ms: The user's audio format when
@@ -185,10 +186,6 @@ class RoomOptions:
         if self.video_input is True or isinstance(self.video_input, VideoInputOptions):
             raise UnsupportedRoomOptionError("RoomOptions.video_input",
                                              "the room I/O has no video input")
-        if self.delete_room_on_close:
-            raise UnsupportedRoomOptionError(
-                "RoomOptions.delete_room_on_close",
-                "the room is left, not deleted, when the session closes")
         for name in ("output_queue_ms", "text_input_max_messages", "text_input_max_chars"):
             _positive(f"RoomOptions.{name}", getattr(self, name))
 

@@ -41,7 +41,8 @@ def http_url(url: str) -> str:
 
 
 class ServerAPI:
-    """The server calls the warm transfer makes, each one Twirp request on the bridge.
+    """The server calls the runtime makes (the warm transfer, the job context's room and SIP
+    calls), each one Twirp request on the bridge.
 
     Errors are livekit-api's (``livekit.api.TwirpError`` for an answer other than 200).
     """
@@ -52,6 +53,7 @@ class ServerAPI:
 
     async def create_sip_participant(self, *, sip_call_to: str, room_name: str,
                                      participant_identity: str,
+                                     participant_name: str | None = None,
                                      sip_trunk_id: str | None = None,
                                      sip_number: str | None = None,
                                      headers: dict[str, str] | None = None, dtmf: str = "",
@@ -70,13 +72,28 @@ class ServerAPI:
 
         request = api.CreateSIPParticipantRequest(
             sip_trunk_id=sip_trunk_id, sip_call_to=sip_call_to, room_name=room_name,
-            participant_identity=participant_identity, wait_until_answered=wait_until_answered,
+            participant_identity=participant_identity, participant_name=participant_name,
+            wait_until_answered=wait_until_answered,
             sip_number=sip_number, headers=headers or {}, dtmf=dtmf)
         if ringing_timeout is not None:
             request.ringing_timeout.FromNanoseconds(int(ringing_timeout * 1e9))
         if trunk is not None:
             request.trunk.CopyFrom(trunk)
         return await self._bridge.run(self._client.sip.create_sip_participant, request)
+
+    async def transfer_sip_participant(self, *, room_name: str, participant_identity: str,
+                                       transfer_to: str, play_dialtone: bool = False) -> Any:  # noqa: ANN401
+        """Transfer a SIP participant's call to ``transfer_to`` (``TransferSIPParticipant``:
+        a cold transfer; the caller leaves the room).
+
+        Cancellation: cancels the HTTP request (the server may still transfer them).
+        """
+        from livekit import api
+
+        return await self._bridge.run(
+            self._client.sip.transfer_sip_participant, api.TransferSIPParticipantRequest(
+                room_name=room_name, participant_identity=participant_identity,
+                transfer_to=transfer_to, play_dialtone=play_dialtone))
 
     async def move_participant(self, *, room: str, identity: str, destination_room: str
                                ) -> None:

@@ -45,9 +45,9 @@ class EndCallTool(Toolset):
 
     Args:
         extra_description: Appended to the tool's description.
-        delete_room: LiveKit deletes the room when the call ends. Not done here (this runtime
-            has no server API client); the job is shut down instead, which disconnects the
-            agent. Accepted so that LiveKit code ports.
+        delete_room: Delete the room once the job has shut down (as LiveKit: a shutdown
+            callback awaits ``ctx.delete_room()``), which disconnects everyone in it, SIP
+            callers included; skipped in the console.
         end_instructions: The tool's output, from which the model writes its goodbye; None
             asks for no reply (the session ends with the calling speech).
         ignore_on_enter: Hide the tool while the agent greets (``on_enter``).
@@ -111,8 +111,15 @@ class EndCallTool(Toolset):
             session.off("close", on_close)
             session.off("speech_created", after_the_answer)
             job = get_job_context(required=False)
-            if job is not None:
-                job.shutdown(ev.reason)
+            if job is None:
+                return
+            if self.delete_room:
+                async def delete_the_room() -> None:
+                    logger.info("deleting the room because the user ended the call")
+                    await job.delete_room()
+
+                job.add_shutdown_callback(delete_the_room)
+            job.shutdown(ev.reason)
 
         ctx.speech_handle.add_done_callback(on_speech_done)
         session.on("close", on_close)

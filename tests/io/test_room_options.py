@@ -85,7 +85,6 @@ def test_defaults_are_livekit_defaults() -> None:
 @pytest.mark.parametrize("build, option", [
     (lambda: RoomOptions(video_input=True), "RoomOptions.video_input"),
     (lambda: RoomOptions(video_input=VideoInputOptions()), "RoomOptions.video_input"),
-    (lambda: RoomOptions(delete_room_on_close=True), "RoomOptions.delete_room_on_close"),
     (lambda: AudioInputOptions(noise_cancellation=object()),
      "AudioInputOptions.noise_cancellation"),
     (lambda: AudioInputOptions(auto_gain_control=True), "AudioInputOptions.auto_gain_control"),
@@ -109,9 +108,9 @@ def test_bad_values_and_types_are_refused() -> None:
 
 async def test_session_start_refuses_unsupported_deprecated_options() -> None:
     session = AgentSession(llm=FakeLLM())
-    with pytest.raises(UnsupportedRoomOptionError, match="delete_room_on_close"):
+    with pytest.raises(UnsupportedRoomOptionError, match="video_input"):
         await session.start(Agent(instructions="x"), room_input_options=RoomInputOptions(
-            delete_room_on_close=True))
+            video_enabled=True))
 
 
 class Collected(TextOutput):

@@ -17,13 +17,16 @@ from livekit import api
 from livekit.protocol import room as room_pb
 from livekit.protocol import sip as sip_pb
 
-#: request and response types of the methods the warm transfer calls
+#: request and response types of the methods the runtime calls (the warm transfer, the job
+#: context's room and SIP calls)
 METHODS: dict[str, tuple[Any, Any]] = {
     "livekit.SIP/CreateSIPParticipant": (sip_pb.CreateSIPParticipantRequest,
                                          sip_pb.SIPParticipantInfo),
     "livekit.RoomService/MoveParticipant": (room_pb.MoveParticipantRequest,
                                             room_pb.MoveParticipantResponse),
     "livekit.RoomService/DeleteRoom": (room_pb.DeleteRoomRequest, room_pb.DeleteRoomResponse),
+    "livekit.SIP/TransferSIPParticipant": (sip_pb.TransferSIPParticipantRequest,
+                                           sip_pb.SIPParticipantInfo),
 }
 
 
