@@ -18,6 +18,7 @@ import logging
 import trio
 
 from ._errors import SessionClosedError
+from .nurseries import EventFanout
 from .speech_handle import SpeechHandle
 
 logger = logging.getLogger("agents_trio")
@@ -62,6 +63,16 @@ class Filler:
     def on_user_state(self, ev: Any) -> None:  # noqa: ANN401 - a UserStateChangedEvent
         if ev.new_state == "speaking":
             self.reset_dwell()
+
+    def follow_states(self, events: EventFanout, *, listen: bool) -> None:
+        """Start (``listen``) or stop hearing the user and agent state changes of a
+        session's ``events``: each breaks the quiet before the next filler."""
+        if listen:
+            events.on("agent_state_changed", self.on_agent_state)
+            events.on("user_state_changed", self.on_user_state)
+        else:
+            events.off("agent_state_changed", self.on_agent_state)
+            events.off("user_state_changed", self.on_user_state)
 
     async def run(self) -> None:
         """Say the filler as often as it is due (see the module docs).

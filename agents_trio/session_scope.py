@@ -132,13 +132,7 @@ class CurrentAgent:
         return self._current().say_filler(text)
 
     def on_state_events(self, filler: Filler, *, listen: bool) -> None:
-        events = self._session.conversation.events
-        if listen:
-            events.on("agent_state_changed", filler.on_agent_state)
-            events.on("user_state_changed", filler.on_user_state)
-        else:
-            events.off("agent_state_changed", filler.on_agent_state)
-            events.off("user_state_changed", filler.on_user_state)
+        filler.follow_states(self._session.conversation.events, listen=listen)
 
     def hold_run(self) -> RunHold:
         return self._session.conversation.hold_run()
