@@ -504,7 +504,8 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
         self.reply_delay = 0.2  # seconds from generate_reply()/say() to response.created
         self.created: list[tuple[str, bool]] = []  # (text, created after its future was done)
         self._chat_ctx = llm.ChatContext.empty()
-        self._responses: set[asyncio.Future[None]] = set()  # pending generate_reply/say
+        # the responses still to be created (generate_reply/say): timers the session owns
+        self._responses: set[asyncio.TimerHandle] = set()
 
     @property
     def chat_ctx(self) -> llm.ChatContext:
@@ -577,11 +578,11 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
         whose future is already done (cancelled, timed out) is emitted as not user-initiated.
         A ``response.cancel`` (``interrupt()``) sent before it was created does not stop it
         (the worst case: a provider that creates responses late, or cannot cancel)."""
-        future: asyncio.Future[llm.GenerationCreatedEvent] = (
-            asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[llm.GenerationCreatedEvent] = loop.create_future()
 
-        async def respond() -> None:
-            await asyncio.sleep(self.reply_delay)
+        def respond() -> None:
+            self._responses.discard(timer)
             late = future.done()
             ev = self._generation(text, user_initiated=not late)
             self.created.append((text, late))
@@ -589,10 +590,9 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
             if not late:
                 future.set_result(ev)
 
-        # owned by the session: aclose() cancels what is still pending
-        task = asyncio.ensure_future(respond())
-        self._responses.add(task)
-        task.add_done_callback(self._responses.discard)
+        # a timer, no task: the session keeps it, and aclose() cancels what is still pending
+        timer = loop.call_later(self.reply_delay, respond)
+        self._responses.add(timer)
         return future
 
     def commit_audio(self) -> None:
@@ -611,13 +611,13 @@ class FakePluginRealtimeSession(llm.RealtimeSession[Any]):
     async def aclose(self) -> None:
         """asyncio: mark the session closed.
 
-        Cancellation: cancels the responses still pending and waits for them.
+        Cancellation: not a checkpoint; the responses still pending are cancelled (their
+        timers never fire).
         """
         self.closed = True
-        pending = list(self._responses)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        for timer in self._responses:
+            timer.cancel()
+        self._responses.clear()
 
     # server side, driven by the test (asyncio side) ------------------------------------------
     def server_turn(self) -> None:
