@@ -28,7 +28,8 @@ from ._iterators import aclosing
 from .audio_turn import AudioTurnDetector, AudioTurnTracker
 from .chat import ChatContext
 from .events import UserTurnExceededEvent
-from .io.audio import silence_frame
+from .io.audio import AudioInput, silence_frame
+from .io.frame_feed import FeedAttachment
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
 from .nurseries import LatestSlot
@@ -142,6 +143,7 @@ class AudioRecognition:
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
         self._input_scope = trio.CancelScope()
+        self._input_link: FeedAttachment[rtc.AudioFrame] | None = None  # a pushing input's
         self._input_done = False
         self._input_enabled = True  # session.input.set_audio_enabled
         # transcription timeout: the open turn's untranscribed speech, and its timer
@@ -330,20 +332,38 @@ class AudioRecognition:
             yield _NodeStream(frames_send, events)
 
     async def _pump(self, audio: AsyncIterable[Any]) -> None:
-        vad_stream, stt_stream = self._vad_stream, self._stt_stream
-        audio_turns = self._audio_turns
+        """Take the input's frames until it ends: pushed to us through its feed when it has
+        one (no wake-up of this task per frame), else pulled one at a time."""
+        feed = audio.feed if isinstance(audio, AudioInput) else None
+        if feed is not None:
+            with feed.attached(self._on_frame) as link:
+                self._input_link = link
+                await link.wait()
+            return
+        on_frame = self._on_frame
         async for frame in audio:
-            if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
-                continue
-            self._sample_rate = frame.sample_rate
-            if self.audio_sink is not None:
-                self._push_to_sink(frame)
-            if audio_turns is not None and audio_turns.stream is not None:
-                audio_turns.stream.push_audio(frame)
-            if vad_stream is not None:
-                vad_stream.push_frame(frame)
-            if stt_stream is not None:
-                stt_stream.push_frame(frame)
+            on_frame(frame)
+
+    def _on_frame(self, frame: rtc.AudioFrame) -> None:
+        if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
+            return
+        self._sample_rate = frame.sample_rate
+        if self.audio_sink is not None:
+            self._push_to_sink(frame)
+        audio_turns = self._audio_turns
+        if audio_turns is not None and audio_turns.stream is not None:
+            audio_turns.stream.push_audio(frame)
+        if self._vad_stream is not None:
+            self._vad_stream.push_frame(frame)
+        if self._stt_stream is not None:
+            self._stt_stream.push_frame(frame)
+
+    def _stop_input(self) -> None:
+        """Stop taking the input's frames, now: a pulled frame is not taken any more and a
+        pushed one no longer reaches us (the feed buffers it)."""
+        self._input_scope.cancel()
+        if self._input_link is not None:
+            self._input_link.detach()
 
     def set_input_enabled(self, enabled: bool) -> None:
         """Listen to the audio input or not (``session.input.set_audio_enabled``): while not,
@@ -380,7 +400,7 @@ class AudioRecognition:
             self._eot_slot.cancel()
         try:
             if self._final_expected(timeout):
-                self._input_scope.cancel()
+                self._stop_input()
                 self._flush_with_silence(CLOSE_FLUSH_DURATION)
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):

@@ -256,6 +256,7 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 
 # -- worker: decision chains in virtual time (our side) ----------------------------------------
 PER_FRAME_TASKS = ("Network.run", "AudioRecognition.run", "AudioRecognition.vad")
+FRAME_PRODUCER = "bench.common.Network.run"   # the task our sessions' frames are handled in
 
 
 LLM_REQUEST = "LLM request"
@@ -517,8 +518,9 @@ def profile_markdown(results: dict[str, Any], n_cprof: int,
                   "`MockClock`), without the per-frame input tasks that share the instant:"), "",
                   "- end of turn (endpointing timer fires) → LLM request: "
                   + _chain(t, stop=LLM_REQUEST),
-                  "- interruption threshold frame → `clear_buffer()`: "
-                  + _chain(i, start="recognition.AudioRecognition.run", stop=CLEAR), ""]
+                  "- interruption threshold frame → `clear_buffer()` (the session is attached "
+                  "to its input's feed: the frame is handled in the network's step): "
+                  + _chain(i, start=FRAME_PRODUCER, stop=CLEAR), ""]
     lines += ["## CPU per input frame (no profiler)", "",
               ("50 sessions listening to silence for 10 s, process CPU per 20 ms input frame "
               "(the fake network, the fake VAD/STT work and the runtime's plumbing):"), "",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import trio
@@ -29,6 +30,7 @@ from agents_trio import (
     function_tool,
 )
 from agents_trio.io.audio import AudioInput, AudioOutput
+from agents_trio.io.frame_feed import FeedAttachment, FrameFeed
 from agents_trio.text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 
 from . import common, core
@@ -53,7 +55,7 @@ class Network(common.Network):
 
 class PacedInput(common.PacedFrames, AudioInput):
     """20 ms / 16 kHz frames at real-time pace: frame k is due at t0 + (k+1)·20 ms and comes
-    from the fake network through a memory channel."""
+    from the fake network through its feed."""
 
     _AudioFrame = rtc.AudioFrame
 
@@ -63,13 +65,36 @@ class PacedInput(common.PacedFrames, AudioInput):
         self.started = trio.Event()
         self.frames = core.InputFrames(probe)
         self.closed = False
-        self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
-        self._put = self._send.send_nowait
+        # the session attaches to the feed (agents_trio's push path, as the room's input
+        # offers): the network hands each frame to the session in the network's own step
+        self.feed = _PacedFeed(self)
+        self._put = self.feed.put_nowait
 
-    async def __anext__(self) -> rtc.AudioFrame:
+    def start_taking(self) -> None:
+        """The session takes its first frame (attaches, or pulls): time zero."""
         if self.probe.t0 is None:
             self._first_pull(now())
-        return await self._recv.receive()
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        self.start_taking()
+        try:
+            return await self.feed.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+class _PacedFeed(FrameFeed[rtc.AudioFrame]):
+    """A paced input's feed: attaching to it is the session's first take (time zero)."""
+
+    def __init__(self, inp: PacedInput) -> None:
+        super().__init__()
+        self._inp = inp
+
+    @contextmanager
+    def attached(self, handler: Any) -> Iterator[FeedAttachment[rtc.AudioFrame]]:
+        self._inp.start_taking()
+        with super().attached(handler) as attachment:
+            yield attachment
 
 
 class RealtimeSink(AudioOutput):

@@ -17,8 +17,10 @@ from agents_trio import SpeechData, SpeechEvent, SpeechEventType, VADEvent, VADE
 
 
 class ManualStream:
-    def __init__(self, *, push_error: BaseException | None = None) -> None:
+    def __init__(self, *, push_error: BaseException | None = None,
+                 failed_at: list[float] | None = None) -> None:
         self.push_error = push_error
+        self.failed_at = failed_at if failed_at is not None else []   # when a push raised
         self.pushed = 0.0        # seconds of audio pushed
         self.input_ended = False
         self.on_push: list[Any] = []   # events the next push returns (produced at once)
@@ -26,6 +28,7 @@ class ManualStream:
 
     def push_frame(self, frame: Any) -> list[Any]:
         if self.push_error is not None:
+            self.failed_at.append(trio.current_time())
             raise self.push_error
         self.pushed += frame.duration
         events, self.on_push = self.on_push, []
@@ -68,6 +71,7 @@ class ManualRecognizer:
         self.open_errors = list(open_errors or [])
         self.streams: list[ManualStream] = []
         self.opened_at: list[float] = []
+        self.failed_at: list[float] = []   # when a stream's push raised, every stream
 
     @property
     def current(self) -> ManualStream:
@@ -78,7 +82,7 @@ class ManualRecognizer:
         self.opened_at.append(trio.current_time())
         if self.open_errors:
             raise self.open_errors.pop(0)
-        stream = ManualStream(push_error=self.push_error)
+        stream = ManualStream(push_error=self.push_error, failed_at=self.failed_at)
         self.streams.append(stream)
         yield stream
 

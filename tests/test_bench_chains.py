@@ -18,7 +18,7 @@ def test_the_interruption_chain_ends_at_the_clear() -> None:
     res = hotspots.chains_trio()
     steps = res["interrupts"][0]["steps"]
     assert hotspots.CLEAR in steps
-    chain = hotspots._chain(steps, start="recognition.AudioRecognition.run",
-                            stop=hotspots.CLEAR)
-    assert chain.startswith("`AudioRecognition.run`")
+    # the session is attached to its input's feed: the frame is handled in the network's step
+    chain = hotspots._chain(steps, start=hotspots.FRAME_PRODUCER, stop=hotspots.CLEAR)
+    assert chain.startswith("`Network.run`")
     assert chain.endswith("→ `clear_buffer`")

@@ -94,8 +94,11 @@ async def test_an_stt_that_keeps_raising_closes_the_session_with_the_error(autoj
                 nursery.start_soon(feed)
                 await ev.closed.wait()
                 nursery.cancel_scope.cancel()
-    # restarted after 0.5, 1.0 and 2.0 s; the fourth consecutive failure closes
-    assert [round(t - t0, 1) for t in stt.opened_at] == [0.0, 0.5, 1.5, 3.5]
+    # each failure (at the first frame its stream gets) is followed by a restart after 0.5,
+    # 1.0 and 2.0 s; the fourth consecutive failure closes
+    assert len(stt.failed_at) == 4 and stt.opened_at[0] == t0
+    assert [round(opened - failed, 1) for failed, opened
+            in zip(stt.failed_at, stt.opened_at[1:])] == [0.5, 1.0, 2.0]
     assert len(ev.errors) == 4 and all(e.error is error for e in ev.errors)
     (close,) = ev.closes
     assert close.reason == "error" and close.error is error

@@ -21,6 +21,7 @@ from .._errors import AgentsTrioError
 from ..events import PlaybackFinishedEvent, PlaybackStartedEvent
 from ..nurseries import EventFanout
 from ..nurseries.fanout import CallbackT
+from .frame_feed import FrameFeed
 
 
 def silence_frame(duration: float, *, sample_rate: int = 16000, num_channels: int = 1
@@ -78,7 +79,15 @@ async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], 
 
 
 class AudioInput:
-    """Where the user's audio comes from: an async iterator of ``rtc.AudioFrame``."""
+    """Where the user's audio comes from: an async iterator of ``rtc.AudioFrame``.
+
+    An input whose frames come through a :class:`~agents_trio.io.frame_feed.FrameFeed` sets
+    :attr:`feed` to it: the session then attaches to the feed and has each frame pushed to it
+    in the producer's step instead of pulling it (the iteration stays for other readers).
+    """
+
+    #: The feed this input's frames come through, when the session may attach to it.
+    feed: FrameFeed[rtc.AudioFrame] | None = None
 
     def __aiter__(self) -> AsyncIterator[rtc.AudioFrame]:
         return self

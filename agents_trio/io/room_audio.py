@@ -18,6 +18,7 @@ from livekit import rtc
 from ..events import PlaybackFinishedEvent
 from .audio import AudioInput, AudioOutput
 from .bridge import AsyncioBridge, BridgeSendChannel, current_bridge
+from .frame_feed import FrameFeed
 
 __all__ = ["RoomAudioInput", "RoomAudioOutput", "open_room_audio_output"]
 
@@ -56,7 +57,7 @@ class RoomAudioInput(AudioInput):
         self.num_channels = num_channels
         self.frame_size_ms = frame_size_ms
         self._max = max_buffer_frames
-        self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](max_buffer_frames)
+        self.feed: FrameFeed[rtc.AudioFrame] = FrameFeed(max_buffer_frames)
         self.failures: list[BaseException] = []
 
     async def serve_track(self, track: rtc.Track, *,
@@ -90,8 +91,7 @@ class RoomAudioInput(AudioInput):
                                      e)
                         self.failures.append(e)
                         return
-                    for frame in batch:
-                        await self._send.send(frame)
+                    await self.feed.put_all(batch)  # an attached session takes them now
         finally:
             with trio.move_on_after(_CLOSE_GRACE, shield=True):
                 if not bridge.closed:
@@ -99,7 +99,7 @@ class RoomAudioInput(AudioInput):
 
     def close(self) -> None:
         """End the input: iteration stops after the buffered frames."""
-        self._send.close()
+        self.feed.close()
 
     async def __anext__(self) -> rtc.AudioFrame:
         """The next frame of the served track (``StopAsyncIteration`` after :meth:`close`).
@@ -107,7 +107,7 @@ class RoomAudioInput(AudioInput):
         Cancellation: a checkpoint; a cancelled wait loses no frame.
         """
         try:
-            return await self._recv.receive()
+            return await self.feed.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise StopAsyncIteration from None
 

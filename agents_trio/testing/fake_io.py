@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
-import math
 
 import trio
 from livekit import rtc
 
 from ..events import PlaybackFinishedEvent
 from ..io.audio import AudioInput, AudioOutput, TextOutput, silence_frame
+from ..io.frame_feed import FrameFeed
 
 
 class FakeAudioInput(AudioInput):
-    """User audio pushed by the test: ``push(0.1)`` sends 0.1 s of silence."""
+    """User audio pushed by the test: ``push(0.1)`` sends 0.1 s of silence.
 
-    def __init__(self, *, sample_rate: int = 16000) -> None:
+    Args:
+        sample_rate: Of the frames.
+        attachable: Offer a :attr:`feed` the session attaches to, as the room's input does
+            (each frame then reaches the session in the test's own step); False: the session
+            pulls every frame through the iteration, as from a plain async iterator.
+    """
+
+    def __init__(self, *, sample_rate: int = 16000, attachable: bool = True) -> None:
         self.sample_rate = sample_rate
-        self._send, self._recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+        self._frames: FrameFeed[rtc.AudioFrame] = FrameFeed()
+        if attachable:
+            self.feed = self._frames
 
     def push(self, duration: float) -> None:
-        self._send.send_nowait(silence_frame(duration, sample_rate=self.sample_rate))
+        self._frames.put_nowait(silence_frame(duration, sample_rate=self.sample_rate))
 
     def close(self) -> None:
-        self._send.close()
+        self._frames.close()
 
     async def __anext__(self) -> rtc.AudioFrame:
         try:
-            return await self._recv.receive()
+            return await self._frames.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 

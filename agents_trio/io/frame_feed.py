@@ -1,0 +1,187 @@
+"""A feed of input frames that a session can have pushed to it instead of pulling each one.
+
+An audio input whose transport produces frames in its own task (the room's track reader, a
+network) puts them into a :class:`FrameFeed`. A reader that iterates pulls them one at a time:
+every frame wakes the reader's task. A session attaches itself instead
+(:meth:`FrameFeed.attached`): from then on the producer's ``put`` calls the session's
+synchronous frame handler in the producer's own step, so a frame costs a function call, not a
+wake-up of another task. Frames keep their order across the two modes: frames buffered before
+the attachment are handed over first, frames put after a detachment are buffered again.
+
+What the attachment owns: the handler runs only while attached, in a copy of the attaching
+task's context (its context variables, not the producer's); :meth:`FeedAttachment.detach`
+stops it at once, with no frame in flight, which is what lets a session stop listening
+synchronously. A handler that raises is detached and its error is raised in the attached task
+by :meth:`FeedAttachment.wait`, never in the producer.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Generic, TypeVar
+
+import trio
+
+__all__ = ["FeedAttachment", "FrameFeed"]
+
+T = TypeVar("T")
+
+
+class FeedAttachment(Generic[T]):
+    """A consumer attached to a :class:`FrameFeed` (made by :meth:`FrameFeed.attached`)."""
+
+    def __init__(self, feed: FrameFeed[T], handler: Callable[[T], object]) -> None:
+        self._feed = feed
+        self._handler = handler
+        self._context = contextvars.copy_context()
+        self._ended = trio.Event()
+        self._error: Exception | None = None
+
+    @property
+    def attached(self) -> bool:
+        """Frames put now reach the handler."""
+        return self._feed.consumer is self
+
+    def deliver(self, frame: T) -> None:
+        """Hand ``frame`` to the handler (the feed calls this for each frame, in order)."""
+        try:
+            self._context.run(self._handler, frame)
+        except Exception as e:  # noqa: BLE001 - raised in the attached task by wait()
+            self._error = e
+            self.detach()
+
+    def detach(self) -> None:
+        """Stop receiving frames now; the attached task's :meth:`wait` returns."""
+        self._feed.release(self)
+        self._ended.set()
+
+    def input_ended(self) -> None:
+        """The feed was closed: no frame will come."""
+        self._ended.set()
+
+    async def wait(self) -> None:
+        """Wait until the input ends or the attachment is detached.
+
+        Raises:
+            Exception: what the handler raised (it was detached then).
+
+        Cancellation: cancelling the wait changes nothing; the ``attached`` block that made
+        this attachment detaches it when it exits.
+        """
+        await self._ended.wait()
+        if self._error is not None:
+            raise self._error
+
+
+class FrameFeed(Generic[T]):
+    """Frames from one producer to one consumer, pulled (:meth:`receive`) or pushed to an
+    attached handler (:meth:`attached`).
+
+    Args:
+        max_buffer_size: Frames buffered for a pulling consumer before :meth:`put` waits (and
+            :meth:`put_nowait` raises ``trio.WouldBlock``). Pushed frames are not buffered.
+    """
+
+    def __init__(self, max_buffer_size: float = math.inf) -> None:
+        self._send, self._recv = trio.open_memory_channel[T](max_buffer_size)
+        self.consumer: FeedAttachment[T] | None = None
+        self.closed = False
+
+    # -- the producer's side -----------------------------------------------------------------
+    def put_nowait(self, frame: T) -> None:
+        """Hand ``frame`` over now: to the attached handler, else into the buffer.
+
+        Raises:
+            trio.WouldBlock: nobody is attached and the buffer is full.
+            trio.ClosedResourceError: the feed was closed.
+        """
+        consumer = self.consumer
+        if consumer is not None:
+            consumer.deliver(frame)
+        else:
+            self._send.send_nowait(frame)
+
+    async def put_all(self, frames: Iterable[T]) -> None:
+        """Hand ``frames`` over in order: to the attached handler in this step, else into the
+        buffer, waiting for room.
+
+        Raises:
+            trio.ClosedResourceError: the feed was closed.
+
+        Cancellation: a checkpoint; frames not handed over when it is cancelled are dropped
+        by the caller (a cancelled buffered wait loses none it had accepted).
+        """
+        for frame in frames:
+            consumer = self.consumer
+            if consumer is not None:
+                consumer.deliver(frame)
+            else:
+                await self._send.send(frame)
+        await trio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        """End the input: a pulling consumer gets the buffered frames, then the end; an
+        attached one is told at once."""
+        self.closed = True
+        self._send.close()
+        if self.consumer is not None:
+            self.consumer.input_ended()
+
+    # -- the consumer's side -----------------------------------------------------------------
+    async def receive(self) -> T:
+        """The next frame, pulled.
+
+        Raises:
+            trio.EndOfChannel: the feed was closed and its buffer is empty.
+
+        Cancellation: a checkpoint; a cancelled wait loses no frame.
+        """
+        return await self._recv.receive()
+
+    def receive_nowait(self) -> T:
+        """The next buffered frame, now.
+
+        Raises:
+            trio.WouldBlock: none is buffered.
+            trio.EndOfChannel: the feed was closed and its buffer is empty.
+        """
+        return self._recv.receive_nowait()
+
+    @contextmanager
+    def attached(self, handler: Callable[[T], object]) -> Iterator[FeedAttachment[T]]:
+        """Have every frame pushed to ``handler`` while the block runs: the buffered ones now,
+        in this task, then each as it is put, in the producer's task. ``handler`` must not
+        block; the block detaches on exit.
+
+        Raises:
+            trio.BusyResourceError: another consumer is attached.
+        """
+        if self.consumer is not None:
+            raise trio.BusyResourceError("another consumer is attached to this feed")
+        attachment = FeedAttachment(self, handler)
+        self.consumer = attachment
+        try:
+            self._hand_over_buffered(attachment)
+            yield attachment
+        finally:
+            attachment.detach()
+
+    def _hand_over_buffered(self, attachment: FeedAttachment[T]) -> None:
+        while attachment.attached:
+            try:
+                frame = self.receive_nowait()
+            except trio.WouldBlock:
+                return
+            except trio.EndOfChannel:
+                attachment.input_ended()
+                return
+            attachment.deliver(frame)
+
+    def release(self, attachment: FeedAttachment[T]) -> None:
+        """Detach ``attachment`` if it is the one attached (its :meth:`FeedAttachment.detach`
+        calls this)."""
+        if self.consumer is attachment:
+            self.consumer = None
