@@ -250,7 +250,11 @@ def notes(meta: dict) -> list[str]:
         "lets the fake VAD/STT work inside `push_frame` (and the VAD return that frame's "
         "events from it, handled in the pushing task), while LiveKit's stream base "
         "classes put every frame through an input channel and a task: part of the "
-        "per-frame difference is the model interface, not the session. The “default "
+        "per-frame difference is the model interface, not the session. Each runtime takes "
+        "its input frames through its own input interface: ours attaches to the input's "
+        "`FrameFeed` (as with agents_trio's room input), so the network's step hands the "
+        "frame to the session's recognition; LiveKit's `AudioInput` and Pipecat's input "
+        "transport are pulled or queued, a wake-up of their reading task per frame. The “default "
         "transforms” rows do not compare like with like: LiveKit's markdown/emoji filters "
         "hold the first token until the second arrives (+20 ms here), ours filter token by "
         "token; the plumbing rows (transforms off) are the comparison."),
