@@ -127,8 +127,9 @@ class FrameFeed(Generic[T]):
         attached one is told at once."""
         self.closed = True
         self._send.close()
-        if self.consumer is not None:
-            self.consumer.input_ended()
+        consumer, self.consumer = self.consumer, None   # a closed feed pushes nothing more
+        if consumer is not None:
+            consumer.input_ended()
 
     # -- the consumer's side -----------------------------------------------------------------
     async def receive(self) -> T:

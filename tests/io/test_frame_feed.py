@@ -91,6 +91,19 @@ async def test_closing_ends_the_wait_of_an_attached_consumer_and_of_a_later_one(
         feed.put_nowait(8)
 
 
+async def test_a_closed_feed_pushes_nothing_more_even_before_its_consumer_leaves():
+    feed: FrameFeed[int] = FrameFeed()
+    got: list[int] = []
+    with feed.attached(got.append) as link:
+        feed.put_nowait(1)
+        feed.close()
+        assert not link.attached
+        with pytest.raises(trio.ClosedResourceError):
+            feed.put_nowait(2)
+        await link.wait()                    # ended: returns at once
+    assert got == [1]
+
+
 async def _close_later(feed: FrameFeed[int]) -> None:
     await trio.sleep(0.5)
     feed.put_nowait(7)
