@@ -430,8 +430,10 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
         "ours": f"agents_trio {v('agents-trio')} (trio {v('trio')})",
         "theirs": theirs,
         "peer": peer,
-        "gc": "gc.freeze() after warm-up, every runtime" if args.gc == "freeze"
-              else "default thresholds, every runtime",
+        "gc": {"freeze": "gc.freeze() after warm-up, every runtime",
+               "off": "gc.freeze() and gc.disable() after warm-up, every runtime (diagnosis: "
+                      "no cyclic-collector pauses)"}.get(args.gc,
+                                                         "default thresholds, every runtime"),
         "script": script,
         "script_seconds": build_script(0, kind=script).close_at,
         "code": getattr(args, "tree_info", {}),
@@ -454,7 +456,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
     ap.add_argument("--script", choices=["full", "quick"], default="full")
-    ap.add_argument("--gc", choices=["freeze", "default"], default="freeze")
+    ap.add_argument("--gc", choices=["freeze", "default", "off"], default="freeze",
+                    help="freeze: gc.freeze() after warm-up (default); default: the "
+                         "interpreter's thresholds; off: the cyclic collector disabled after "
+                         "warm-up (a diagnosis: the runs without its pauses)")
     ap.add_argument("--ours-only", action="store_true",
                     help="skip the peers (LiveKit Agents and Pipecat)")
     ap.add_argument("--no-pipecat", action="store_true", help="skip the Pipecat runtime")
