@@ -18,12 +18,12 @@ import trio
 from livekit import rtc
 
 from .model_capabilities import audio_frame_of
-from .text_transforms import TextTransform, apply, played_prefix
-from ._iterators import aclosing, node_output
+from .text_transforms import apply, played_prefix
+from ._iterators import aclosing, node_items
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
 from .instructions import InputModality, Instructions, render_instructions
-from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
+from .io.audio import AudioOutput, AudioOutputStalled, write_frames
 from .io.resample import FrameResampler, output_sample_rate
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
@@ -130,22 +130,47 @@ _BURST = 64
 _PACE_POLL = 0.1
 
 
-async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
-                  ) -> AsyncIterator[list[rtc.AudioFrame]]:
-    """The frames already waiting, up to ``_BURST`` at a time: one schedule point per burst
-    instead of one per frame (a receive is a checkpoint, so cancellation still lands between
-    bursts)."""
-    while True:
+async def _next_burst(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
+                      ) -> list[rtc.AudioFrame] | None:
+    """The frames already waiting (after waiting for the first), up to ``_BURST``; None once
+    the channel ended. One schedule point per burst instead of one per frame (a receive is a
+    checkpoint, so cancellation still lands between bursts); a plain coroutine, not a
+    generator, so that no generator is resumed, closed or finalized per burst."""
+    try:
+        burst = [await frames.receive()]
+    except trio.EndOfChannel:
+        return None
+    try:
+        while len(burst) < _BURST:
+            burst.append(frames.receive_nowait())
+    except (trio.WouldBlock, trio.EndOfChannel):
+        pass
+    return burst
+
+
+class _WaitingText:
+    """A segment's text for the TTS node, as the LLM generates it. The chunks already waiting
+    are handed over without a schedule point (one per chunk would be a task step each); only
+    an empty channel is waited on, so cancellation still lands whenever the node waits for
+    text."""
+
+    def __init__(self, recv: trio.MemoryReceiveChannel[str]) -> None:
+        self._recv = recv
+
+    def __aiter__(self) -> _WaitingText:
+        return self
+
+    async def __anext__(self) -> str:
         try:
-            burst = [await frames.receive()]
-        except trio.EndOfChannel:
-            return
-        try:
-            while len(burst) < _BURST:
-                burst.append(frames.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel):
+            return self._recv.receive_nowait()
+        except trio.WouldBlock:
             pass
-        yield burst
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
 
 async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
@@ -280,8 +305,7 @@ class Generation:
         async with segs_send, calls_send:
             segs_send.send_nowait(segment)
             try:
-                node = self._source(chat_ctx)
-                async with aclosing(node) as chunks:
+                async with aclosing(await self._source(chat_ctx)) as chunks:
                     async for chunk in chunks:
                         if isinstance(chunk, FlushSentinel):
                             self._end_segment(segment)
@@ -311,10 +335,10 @@ class Generation:
                 usage=usage, request_id=request_id))
             self._flush_metrics()
 
-    def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
-        """The LLM node's output (see ``node_output``), or the fixed text of a ``say``."""
+    async def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
+        """The LLM node's output (see ``node_items``), or the fixed text of a ``say``."""
         if self.request.say_text is None:
-            return node_output(self.activity.agent.llm_node(
+            return await node_items(self.activity.agent.llm_node(
                 chat_ctx, self.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
@@ -345,8 +369,9 @@ class Generation:
                 frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
                 played_send.send_nowait(segment)
                 synthesized = given_audio is None
-                source = (activity.agent.tts_node(
-                              self._transformed(segment.text_recv, transforms), self.settings)
+                # closed with the node: a transform's generator is not left to the GC
+                text = apply(transforms, _WaitingText(segment.text_recv))
+                source = (activity.agent.tts_node(text, self.settings)
                           if given_audio is None else aiter(given_audio))
                 given_audio = None
                 started = trio.current_time()
@@ -357,12 +382,19 @@ class Generation:
                 rate = output_sample_rate(activity.session.output.active_audio)
                 resampler = None if rate is None else FrameResampler(rate)
                 try:
-                    async with frames_send, aclosing(node_output(source)) as items:
+                    async with (frames_send, aclosing(text),
+                                aclosing(await node_items(source)) as items):
                         async for item in items:
                             frame = audio_frame_of(item)
                             if aligned:  # use_tts_aligned_transcript: pace by its words
                                 segment.timestamps.extend(timed_words(frame))
-                            for out in (frame,) if resampler is None else resampler.push(frame):
+                            if resampler is None or resampler.passes(frame):
+                                if ttfb is None and synthesized:
+                                    ttfb = self._note_ttfb(segment, started)
+                                segment.audio_duration += frame.duration
+                                frames_send.send_nowait(frame)
+                                continue
+                            for out in resampler.push(frame):
                                 if ttfb is None and synthesized:
                                     ttfb = self._note_ttfb(segment, started)
                                 segment.audio_duration += out.duration
@@ -391,12 +423,6 @@ class Generation:
         if self.step.tts_ttfb is None:
             self.step.tts_ttfb = ttfb
         return ttfb
-
-    @staticmethod
-    async def _transformed(recv: trio.MemoryReceiveChannel[str],
-                           transforms: list[TextTransform]) -> AsyncIterator[str]:
-        async for text in apply(transforms, recv):
-            yield text
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
@@ -434,14 +460,21 @@ class Generation:
 
     async def _play_segment(self, output: AudioOutput, segment: Segment,
                             timeout: float | None) -> None:
-        assert segment.frames is not None
+        frames = segment.frames
+        assert frames is not None
         try:
             pushed = False
-            async with aclosing(_bursts(segment.frames)) as bursts:
-                async for burst in bursts:
-                    await capture_frames(output, burst, timeout=timeout)
+            # the write deadline: one scope for the segment, lifted between bursts (see
+            # write_frames); waiting for frames or for wait_ready is not bounded
+            with trio.CancelScope() as deadline:
+                while (burst := await _next_burst(frames)) is not None:
+                    await output.wait_ready()
+                    await write_frames(output, burst, deadline=deadline, timeout=timeout)
                     pushed = True
                     segment.playback_started.set()  # an output that does not tell
+            if deadline.cancelled_caught:
+                assert timeout is not None  # no deadline was set otherwise
+                raise AudioOutputStalled(timeout)
             if pushed:
                 output.flush()
                 ev = await output.wait_for_playout()

@@ -135,7 +135,11 @@ def resolve(transforms: Sequence[str | TextTransform] | None) -> list[TextTransf
 
 def apply(transforms: list[TextTransform], text: AsyncIterable[str]) -> AsyncIterable[str]:
     """``text`` through ``transforms`` in order: chunk transforms map each chunk, stream
-    transforms take the stream so far; empty chunks are dropped."""
+    transforms take the stream so far; the empty chunks they leave are dropped. Without
+    transforms ``text`` itself is returned (no layer per chunk): it is expected to have no
+    empty chunks (the pipeline never sends one)."""
+    if not transforms:
+        return text
     for t in transforms:
         if is_stream_transform(t):
             text = cast(StreamTransform, t)(text)
