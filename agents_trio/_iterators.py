@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 logger = logging.getLogger("agents_trio")
 
-T = TypeVar("T")
+IterableT = TypeVar("IterableT", bound=AsyncIterable[Any])
 
 
 @asynccontextmanager
-async def aclosing(iterator: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+async def aclosing(iterator: IterableT) -> AsyncIterator[IterableT]:
     """Yield ``iterator``; on the way out, close it if it can be closed (``aclose``).
 
     Cancellation: the close runs on the way out even when the block was cancelled, as with
