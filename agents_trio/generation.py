@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from typing import Any, Protocol
@@ -38,6 +39,70 @@ from .toolsets import flatten_tools
 logger = logging.getLogger("agents_trio")
 
 
+class FrameQueue:
+    """A segment's audio, from the task that produces it to the playout. ``send_nowait``
+    appends a frame (no schedule point); ``take`` hands over every frame waiting, up to a
+    limit, after one schedule point, waiting only when there is none. A memory channel moves
+    the frames one by one (a send and a receive each, and an outcome per handed frame).
+    ``async with`` closes it for sending; iterating it drains it frame by frame."""
+
+    def __init__(self) -> None:
+        self._frames: deque[rtc.AudioFrame] = deque()
+        self._closed = False
+        self._waiting = trio.lowlevel.ParkingLot()
+
+    def send_nowait(self, frame: rtc.AudioFrame) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("this segment's audio already ended")
+        self._frames.append(frame)
+        if self._waiting:
+            self._waiting.unpark_all()
+
+    def close(self) -> None:
+        """No more frames: a waiting ``take`` returns what is left, then None."""
+        self._closed = True
+        self._waiting.unpark_all()
+
+    async def __aenter__(self) -> FrameQueue:
+        """The queue, for sending.
+
+        Cancellation: returns at once, not a checkpoint."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the queue (``close``).
+
+        Cancellation: closes at once, not a checkpoint."""
+        self.close()
+
+    async def take(self, limit: int) -> list[rtc.AudioFrame] | None:
+        """Up to ``limit`` frames (at least one, waiting for it); None once the queue was
+        closed and emptied.
+
+        Cancellation: a checkpoint; a cancelled call takes no frame.
+        """
+        if self._frames or self._closed:
+            await trio.lowlevel.checkpoint()
+        else:
+            await self._waiting.park()
+        frames = self._frames
+        if not frames:
+            return None  # woken by the close
+        return [frames.popleft() for _ in range(min(limit, len(frames)))]
+
+    def __aiter__(self) -> FrameQueue:
+        return self
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        """The next frame (see ``take``).
+
+        Cancellation: a checkpoint; a cancelled call takes no frame."""
+        frames = await self.take(1)
+        if frames is None:
+            raise StopAsyncIteration
+        return frames[0]
+
+
 class Segment:
     """Text between two flushes, and the audio synthesized for it."""
 
@@ -45,7 +110,7 @@ class Segment:
         self.text = ""
         self.text_send, self.text_recv = trio.open_memory_channel[str](math.inf)
         self.text_ended_at: float | None = None
-        self.frames: trio.MemoryReceiveChannel[rtc.AudioFrame] | None = None
+        self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
         self.text_complete = trio.Event()  # realtime: the message's text stream ended
@@ -128,24 +193,6 @@ _BURST = 64
 
 #: how often the transcript synchronizer looks again while it waits for text or audio
 _PACE_POLL = 0.1
-
-
-async def _next_burst(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
-                      ) -> list[rtc.AudioFrame] | None:
-    """The frames already waiting (after waiting for the first), up to ``_BURST``; None once
-    the channel ended. One schedule point per burst instead of one per frame (a receive is a
-    checkpoint, so cancellation still lands between bursts); a plain coroutine, not a
-    generator, so that no generator is resumed, closed or finalized per burst."""
-    try:
-        burst = [await frames.receive()]
-    except trio.EndOfChannel:
-        return None
-    try:
-        while len(burst) < _BURST:
-            burst.append(frames.receive_nowait())
-    except (trio.WouldBlock, trio.EndOfChannel):
-        pass
-    return burst
 
 
 class _WaitingText:
@@ -366,7 +413,7 @@ class Generation:
         aligned = activity.use_tts_aligned_transcript
         async with played_send:
             async for segment in segs_recv:
-                frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                frames_send = segment.frames = FrameQueue()
                 played_send.send_nowait(segment)
                 synthesized = given_audio is None
                 # closed with the node: a transform's generator is not left to the GC
@@ -467,7 +514,8 @@ class Generation:
             # the write deadline: one scope for the segment, lifted between bursts (see
             # write_frames); waiting for frames or for wait_ready is not bounded
             with trio.CancelScope() as deadline:
-                while (burst := await _next_burst(frames)) is not None:
+                # one schedule point per burst of frames, not one per frame
+                while (burst := await frames.take(_BURST)) is not None:
                     await output.wait_ready()
                     await write_frames(output, burst, deadline=deadline, timeout=timeout)
                     pushed = True

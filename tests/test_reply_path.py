@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
+import pytest
 import trio
 from livekit import rtc
 
@@ -132,3 +133,36 @@ async def test_the_tts_text_stream_is_closed_in_the_task_that_ran_the_node(autoj
             handle = session.say(TEXT)
             await handle.wait_for_playout()
             assert closed_in == ["agents_trio.generation.Generation._tts"]
+
+
+async def test_a_frame_queue_hands_over_bursts_and_loses_nothing_to_a_cancelled_take(
+        autojump_clock):
+    from agents_trio.generation import FrameQueue
+
+    frames = [silence_frame(0.02, sample_rate=24000) for _ in range(5)]
+    queue = FrameQueue()
+    with trio.move_on_after(1.0) as scope:
+        await queue.take(2)  # nothing yet: waits, and the cancel takes nothing
+    assert scope.cancelled_caught
+    for f in frames[:3]:
+        queue.send_nowait(f)
+    assert await queue.take(2) == frames[:2]
+    taken: list[object] = []
+
+    async def taker() -> None:
+        while True:
+            burst = await queue.take(10)
+            taken.append(burst)
+            if burst is None:
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(taker)  # takes the one waiting, then waits
+        await trio.sleep(0.1)
+        queue.send_nowait(frames[3])
+        queue.send_nowait(frames[4])  # sent before the taker ran: one burst
+        queue.close()
+    assert taken == [[frames[2]], [frames[3], frames[4]], None]
+    assert [f async for f in queue] == []
+    with pytest.raises(trio.ClosedResourceError):
+        queue.send_nowait(frames[0])
