@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 logger = logging.getLogger("agents_trio")
 
-T = TypeVar("T")
+IterableT = TypeVar("IterableT", bound=AsyncIterable[Any])
 
 
 @asynccontextmanager
-async def aclosing(iterator: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+async def aclosing(iterator: IterableT) -> AsyncIterator[IterableT]:
     """Yield ``iterator``; on the way out, close it if it can be closed (``aclose``).
 
     Cancellation: the close runs on the way out even when the block was cancelled, as with
@@ -32,25 +32,45 @@ async def aclosing(iterator: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]
             await aclose()
 
 
-async def node_output(result: object, *, text: bool = False) -> AsyncIterator[Any]:
-    """The items a pipeline node override produced, whatever form it returned them in.
+async def node_items(result: object, *, text: bool = False) -> AsyncIterator[Any]:
+    """The iterator over the items a pipeline node override produced, whatever form it
+    returned them in; the caller iterates it and closes it (``aclosing``).
 
     As with LiveKit, a node may return an async iterable, or a coroutine resolving to one;
     with ``text`` (the LLM node) a string too, which is one whole reply. Anything else (None
-    included) produces nothing. The iterable is closed when this generator is.
+    included) produces nothing. An async iterable is iterated directly, with no layer of ours
+    in between: each layer would cost a resumption per item (an audio frame, for the TTS).
 
-    Cancellation: cancels the coroutine or the iteration; the iterable is closed.
+    Cancellation: cancels the coroutine the node returned, if it is still awaited; nothing
+    is iterated yet.
     """
     if inspect.isawaitable(result):
         result = await result
     if text and isinstance(result, str):
-        yield result
-        return
+        return _single(result)
     if not isinstance(result, AsyncIterable):
         if result is not None:
             logger.warning("a node returned %r, which is not an async iterable; ignored",
                            type(result).__name__)
-        return
-    async with aclosing(aiter(result)) as items:
+        return _nothing()
+    return aiter(result)
+
+
+async def _single(item: object) -> AsyncIterator[Any]:
+    yield item
+
+
+async def _nothing() -> AsyncIterator[Any]:
+    return
+    yield  # an async generator that ends at once
+
+
+async def node_output(result: object, *, text: bool = False) -> AsyncIterator[Any]:
+    """The items a pipeline node override produced (see ``node_items``), as one generator:
+    the iterable is closed when this generator is.
+
+    Cancellation: cancels the coroutine or the iteration; the iterable is closed.
+    """
+    async with aclosing(await node_items(result, text=text)) as items:
         async for item in items:
             yield item

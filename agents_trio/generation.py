@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from typing import Any, Protocol
@@ -18,12 +19,12 @@ import trio
 from livekit import rtc
 
 from .model_capabilities import audio_frame_of
-from .text_transforms import TextTransform, apply, played_prefix
-from ._iterators import aclosing, node_output
+from .text_transforms import apply, played_prefix
+from ._iterators import aclosing, node_items
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
 from .instructions import InputModality, Instructions, render_instructions
-from .io.audio import AudioOutput, AudioOutputStalled, capture_frames
+from .io.audio import AudioOutput, AudioOutputStalled, write_frames
 from .io.resample import FrameResampler, output_sample_rate
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
@@ -38,6 +39,70 @@ from .toolsets import flatten_tools
 logger = logging.getLogger("agents_trio")
 
 
+class FrameQueue:
+    """A segment's audio, from the task that produces it to the playout. ``send_nowait``
+    appends a frame (no schedule point); ``take`` hands over every frame waiting, up to a
+    limit, after one schedule point, waiting only when there is none. A memory channel moves
+    the frames one by one (a send and a receive each, and an outcome per handed frame).
+    ``async with`` closes it for sending; iterating it drains it frame by frame."""
+
+    def __init__(self) -> None:
+        self._frames: deque[rtc.AudioFrame] = deque()
+        self._closed = False
+        self._waiting = trio.lowlevel.ParkingLot()
+
+    def send_nowait(self, frame: rtc.AudioFrame) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("this segment's audio already ended")
+        self._frames.append(frame)
+        if self._waiting:
+            self._waiting.unpark_all()
+
+    def close(self) -> None:
+        """No more frames: a waiting ``take`` returns what is left, then None."""
+        self._closed = True
+        self._waiting.unpark_all()
+
+    async def __aenter__(self) -> FrameQueue:
+        """The queue, for sending.
+
+        Cancellation: returns at once, not a checkpoint."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the queue (``close``).
+
+        Cancellation: closes at once, not a checkpoint."""
+        self.close()
+
+    async def take(self, limit: int) -> list[rtc.AudioFrame] | None:
+        """Up to ``limit`` frames (at least one, waiting for it); None once the queue was
+        closed and emptied.
+
+        Cancellation: a checkpoint; a cancelled call takes no frame.
+        """
+        if self._frames or self._closed:
+            await trio.lowlevel.checkpoint()
+        else:
+            await self._waiting.park()
+        frames = self._frames
+        if not frames:
+            return None  # woken by the close
+        return [frames.popleft() for _ in range(min(limit, len(frames)))]
+
+    def __aiter__(self) -> FrameQueue:
+        return self
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        """The next frame (see ``take``).
+
+        Cancellation: a checkpoint; a cancelled call takes no frame."""
+        frames = await self.take(1)
+        if frames is None:
+            raise StopAsyncIteration
+        return frames[0]
+
+
 class Segment:
     """Text between two flushes, and the audio synthesized for it."""
 
@@ -45,7 +110,7 @@ class Segment:
         self.text = ""
         self.text_send, self.text_recv = trio.open_memory_channel[str](math.inf)
         self.text_ended_at: float | None = None
-        self.frames: trio.MemoryReceiveChannel[rtc.AudioFrame] | None = None
+        self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
         self.text_complete = trio.Event()  # realtime: the message's text stream ended
@@ -130,22 +195,29 @@ _BURST = 64
 _PACE_POLL = 0.1
 
 
-async def _bursts(frames: trio.MemoryReceiveChannel[rtc.AudioFrame]
-                  ) -> AsyncIterator[list[rtc.AudioFrame]]:
-    """The frames already waiting, up to ``_BURST`` at a time: one schedule point per burst
-    instead of one per frame (a receive is a checkpoint, so cancellation still lands between
-    bursts)."""
-    while True:
+class _WaitingText:
+    """A segment's text for the TTS node, as the LLM generates it. The chunks already waiting
+    are handed over without a schedule point (one per chunk would be a task step each); only
+    an empty channel is waited on, so cancellation still lands whenever the node waits for
+    text."""
+
+    def __init__(self, recv: trio.MemoryReceiveChannel[str]) -> None:
+        self._recv = recv
+
+    def __aiter__(self) -> _WaitingText:
+        return self
+
+    async def __anext__(self) -> str:
         try:
-            burst = [await frames.receive()]
-        except trio.EndOfChannel:
-            return
-        try:
-            while len(burst) < _BURST:
-                burst.append(frames.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel):
+            return self._recv.receive_nowait()
+        except trio.WouldBlock:
             pass
-        yield burst
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
 
 async def _text_source(text: str | AsyncIterable[str]) -> AsyncIterator[str]:
@@ -280,8 +352,7 @@ class Generation:
         async with segs_send, calls_send:
             segs_send.send_nowait(segment)
             try:
-                node = self._source(chat_ctx)
-                async with aclosing(node) as chunks:
+                async with aclosing(await self._source(chat_ctx)) as chunks:
                     async for chunk in chunks:
                         if isinstance(chunk, FlushSentinel):
                             self._end_segment(segment)
@@ -311,10 +382,10 @@ class Generation:
                 usage=usage, request_id=request_id))
             self._flush_metrics()
 
-    def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
-        """The LLM node's output (see ``node_output``), or the fixed text of a ``say``."""
+    async def _source(self, chat_ctx: ChatContext) -> AsyncIterator[Any]:
+        """The LLM node's output (see ``node_items``), or the fixed text of a ``say``."""
         if self.request.say_text is None:
-            return node_output(self.activity.agent.llm_node(
+            return await node_items(self.activity.agent.llm_node(
                 chat_ctx, self.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
@@ -342,11 +413,12 @@ class Generation:
         aligned = activity.use_tts_aligned_transcript
         async with played_send:
             async for segment in segs_recv:
-                frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                frames_send = segment.frames = FrameQueue()
                 played_send.send_nowait(segment)
                 synthesized = given_audio is None
-                source = (activity.agent.tts_node(
-                              self._transformed(segment.text_recv, transforms), self.settings)
+                # closed with the node: a transform's generator is not left to the GC
+                text = apply(transforms, _WaitingText(segment.text_recv))
+                source = (activity.agent.tts_node(text, self.settings)
                           if given_audio is None else aiter(given_audio))
                 given_audio = None
                 started = trio.current_time()
@@ -357,12 +429,19 @@ class Generation:
                 rate = output_sample_rate(activity.session.output.active_audio)
                 resampler = None if rate is None else FrameResampler(rate)
                 try:
-                    async with frames_send, aclosing(node_output(source)) as items:
+                    async with (frames_send, aclosing(text),
+                                aclosing(await node_items(source)) as items):
                         async for item in items:
                             frame = audio_frame_of(item)
                             if aligned:  # use_tts_aligned_transcript: pace by its words
                                 segment.timestamps.extend(timed_words(frame))
-                            for out in (frame,) if resampler is None else resampler.push(frame):
+                            if resampler is None or resampler.passes(frame):
+                                if ttfb is None and synthesized:
+                                    ttfb = self._note_ttfb(segment, started)
+                                segment.audio_duration += frame.duration
+                                frames_send.send_nowait(frame)
+                                continue
+                            for out in resampler.push(frame):
                                 if ttfb is None and synthesized:
                                     ttfb = self._note_ttfb(segment, started)
                                 segment.audio_duration += out.duration
@@ -391,12 +470,6 @@ class Generation:
         if self.step.tts_ttfb is None:
             self.step.tts_ttfb = ttfb
         return ttfb
-
-    @staticmethod
-    async def _transformed(recv: trio.MemoryReceiveChannel[str],
-                           transforms: list[TextTransform]) -> AsyncIterator[str]:
-        async for text in apply(transforms, recv):
-            yield text
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
@@ -434,14 +507,22 @@ class Generation:
 
     async def _play_segment(self, output: AudioOutput, segment: Segment,
                             timeout: float | None) -> None:
-        assert segment.frames is not None
+        frames = segment.frames
+        assert frames is not None
         try:
             pushed = False
-            async with aclosing(_bursts(segment.frames)) as bursts:
-                async for burst in bursts:
-                    await capture_frames(output, burst, timeout=timeout)
+            # the write deadline: one scope for the segment, lifted between bursts (see
+            # write_frames); waiting for frames or for wait_ready is not bounded
+            with trio.CancelScope() as deadline:
+                # one schedule point per burst of frames, not one per frame
+                while (burst := await frames.take(_BURST)) is not None:
+                    await output.wait_ready()
+                    await write_frames(output, burst, deadline=deadline, timeout=timeout)
                     pushed = True
                     segment.playback_started.set()  # an output that does not tell
+            if deadline.cancelled_caught:
+                assert timeout is not None  # no deadline was set otherwise
+                raise AudioOutputStalled(timeout)
             if pushed:
                 output.flush()
                 ev = await output.wait_for_playout()

@@ -20,10 +20,9 @@ import math
 from typing import TYPE_CHECKING, Protocol
 
 import trio
-from livekit import rtc
 
 from ._iterators import aclosing
-from .generation import Generation, GenerationHost, Segment
+from .generation import FrameQueue, Generation, GenerationHost, Segment
 from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
 from .cancel_tools import with_cancel_tools
@@ -144,12 +143,12 @@ class RealtimeGeneration(Generation):
                 response.progress()
                 segment = Segment()
                 segment.message_id = message.message_id
-                frames_send, segment.frames = trio.open_memory_channel[rtc.AudioFrame](math.inf)
+                frames_send = segment.frames = FrameQueue()
                 played_send.send_nowait(segment)
                 nursery.start_soon(self._collect, message, segment, frames_send, response)
 
     async def _collect(self, message: MessageGeneration, segment: Segment,
-                       frames_send: trio.MemorySendChannel[rtc.AudioFrame],
+                       frames_send: FrameQueue,
                        response: RealtimeResponse) -> None:
         node = self.activity.agent.realtime_audio_output_node
         async def text() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import (AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping,
+                             Sequence)
 from typing import cast
 
 _MARKDOWN = re.compile(r"(\*\*|__|\*|`{1,3}|^#{1,6}\s*|^>\s*)", re.MULTILINE)
@@ -135,13 +136,47 @@ def resolve(transforms: Sequence[str | TextTransform] | None) -> list[TextTransf
 
 def apply(transforms: list[TextTransform], text: AsyncIterable[str]) -> AsyncIterable[str]:
     """``text`` through ``transforms`` in order: chunk transforms map each chunk, stream
-    transforms take the stream so far; empty chunks are dropped."""
+    transforms take the stream so far; the empty chunks they leave are dropped. Without
+    transforms ``text`` itself is returned (no layer per chunk): it is expected to have no
+    empty chunks (the pipeline never sends one). With transforms, closing the result
+    (``aclose``) closes every layer they made."""
+    if not transforms:
+        return text
+    layers: list[AsyncIterable[str]] = []
     for t in transforms:
         if is_stream_transform(t):
             text = cast(StreamTransform, t)(text)
         else:
             text = _each_chunk(cast(Callable[[str], str], t), text)
-    return _non_empty(text)
+        layers.append(text)
+    layers.append(_non_empty(text))
+    return TransformedText(layers)
+
+
+class TransformedText:
+    """Text through a chain of transforms: iterated from the last layer; ``aclose`` closes
+    every layer, the last first (a generator that iterates another does not close it when it
+    is closed, and a layer left open is finalized later by the garbage collector)."""
+
+    def __init__(self, layers: list[AsyncIterable[str]]) -> None:
+        self._layers = layers
+        self._last = aiter(layers[-1])
+
+    def __aiter__(self) -> TransformedText:
+        return self
+
+    def __anext__(self) -> Awaitable[str]:
+        return self._last.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the layers, the last first.
+
+        Cancellation: each close runs to its end (a generator's cleanup that awaits can be
+        cancelled like any await)."""
+        for layer in reversed(self._layers):
+            aclose = getattr(layer, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 async def _each_chunk(transform: Callable[[str], str], text: AsyncIterable[str]

@@ -56,26 +56,42 @@ async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], 
 
     Cancellation: cancelling the caller cancels the write in progress.
     """
-    await output.wait_ready()
+    with trio.CancelScope() as deadline:
+        await output.wait_ready()
+        await write_frames(output, frames, deadline=deadline, timeout=timeout)
+    if deadline.cancelled_caught:
+        raise AudioOutputStalled(timeout or 0.0)
+
+
+async def write_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
+                       deadline: trio.CancelScope, timeout: float | None) -> None:
+    """Write ``frames`` to ``output``, each ``capture_frame`` within ``timeout`` seconds (None:
+    no deadline), under the caller's ``deadline`` scope, which is lifted (``inf``) again on
+    return. A caller writing bursts keeps one scope for all of them and waits between them
+    (for the next frames, for ``wait_ready``) with no deadline: entering a scope per burst
+    costs more than moving its deadline. A missed deadline cancels the write in progress:
+    the caller's scope catches it (``cancelled_caught``; see ``AudioOutputStalled``).
+
+    Cancellation: cancelling the caller (or the deadline) cancels the write in progress; the
+    frames after it are not written.
+    """
     if timeout is None:
         for frame in frames:
             await output.capture_frame(frame)
         return
-    # One scope for the burst. Its deadline is moved to each write's start + timeout, but only
-    # when the clock moved by more than 1 % of the timeout since the last move: rescheduling a
-    # deadline costs more than a write that does not block, so a burst of instant writes sets
-    # it once, and a stalled write is cancelled at most 1 % of the timeout early.
+    # The deadline is moved to each write's start + timeout, but only when the clock moved by
+    # more than 1 % of the timeout since the last move: rescheduling a deadline costs more than
+    # a write that does not block, so a burst of instant writes sets it once, and a stalled
+    # write is cancelled at most 1 % of the timeout early.
     slack = timeout / 100
-    with trio.CancelScope() as scope:
-        set_at = -math.inf
-        for frame in frames:
-            now = trio.current_time()
-            if now - set_at > slack:
-                scope.deadline = now + timeout
-                set_at = now
-            await output.capture_frame(frame)
-    if scope.cancelled_caught:
-        raise AudioOutputStalled(timeout)
+    set_at = -math.inf
+    for frame in frames:
+        now = trio.current_time()
+        if now - set_at > slack:
+            deadline.deadline = now + timeout
+            set_at = now
+        await output.capture_frame(frame)
+    deadline.deadline = math.inf
 
 
 class AudioInput:

@@ -31,6 +31,11 @@ class FrameResampler:
         self._resampler: rtc.AudioResampler | None = None
         self._key: tuple[int, int] | None = None
 
+    def passes(self, frame: rtc.AudioFrame) -> bool:
+        """Whether ``frame`` goes to the output as it is: it is at ``sample_rate`` and nothing
+        converted is held back (then ``push`` would return ``[frame]``, at more cost)."""
+        return self._resampler is None and frame.sample_rate == self.sample_rate
+
     def push(self, frame: rtc.AudioFrame) -> list[rtc.AudioFrame]:
         key = (frame.sample_rate, frame.num_channels)
         out: list[rtc.AudioFrame] = []
