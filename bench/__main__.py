@@ -304,6 +304,9 @@ def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any)
                 context_sweep=[{k: v for k, v in r.items() if k != "samples"}
                                for r in results.get("context_sweep", [])])
     (out / "bench.json").write_text(json.dumps(slim, indent=1))
+    gc_off = out / "gc-off" / "bench.json"   # a --gc off diagnosis run saved beside it
+    if gc_off.exists() and results["meta"].get("gc", "").startswith("gc.freeze() after"):
+        results = dict(results, gc_off=json.loads(gc_off.read_text()))
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
     png = out / "latency.png"

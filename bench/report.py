@@ -242,6 +242,52 @@ def _worker_md(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _gc_md(runs: list[dict], gc_off: dict[str, Any] | None) -> list[str]:
+    """Where capacity goes: the cyclic collector's pauses around each runtime's 100 ms
+    crossing, and (from a ``--gc off`` run saved in ``gc-off/``) the same N without them."""
+    rows = []
+    for rt in RUNTIMES:
+        cap = capacity(runs, rt)
+        for n in (cap["last_ok"], cap["first_over"]):
+            r = next((x for x in runs if x["runtime"] == rt and x["n"] == n
+                      and x["transforms"] == "off"), None)
+            gc = (r or {}).get("resources", {}).get("gc") or {}
+            if r is None or not gc:
+                continue
+            pauses = " / ".join(fmt(gc.get(g, {}).get("max_ms"), 0)
+                                for g in ("gen0", "gen1", "gen2"))
+            rows.append(f"| {NAMES[rt]} | {n} | {fmt(r['summary']['turn_overhead_ms'].get('p99'))} "
+                        f"| {pauses} | {gc.get('gen2', {}).get('count', 0)} "
+                        f"| {fmt(r['resources'].get('cpu_utilisation'), 2)} |")
+    if not rows:
+        return []
+    lines = ["", ("Around each runtime's 100 ms crossing: the turn p99 beside the cyclic "
+                  "garbage collector's longest pauses (a full collection walks every tracked "
+                  "object of every session with the loop stopped) and how busy the loop was. "
+                  "Where the loop is half idle and the p99 is about the longest full "
+                  "collection, the collector, not the CPU, sets the sessions per process:"), "",
+             ("| runtime | N | turn p99 | longest pause gen0 / gen1 / gen2 (ms) "
+              "| full collections | loop CPU utilisation |"),
+             "|---|---|---|---|---|---|"] + rows
+    if gc_off:
+        off = [r for r in gc_off.get("runs", []) if r["transforms"] == "off"]
+        pts = []
+        for rt in RUNTIMES:
+            mine = sorted((r for r in off if r["runtime"] == rt), key=lambda r: r["n"])
+            if mine:
+                pts.append(f"{NAMES[rt]} " + ", ".join(
+                    f"N = {r['n']}: p99 {fmt(r['summary']['turn_overhead_ms'].get('p99'))} ms"
+                    + (f" ({r['summary']['failed_sessions']} failed)"
+                       if r["summary"].get("failed_sessions") else "")
+                    + f", CPU {fmt(r['resources'].get('cpu_utilisation'), 2)}"
+                    for r in mine))
+        if pts:
+            lines += ["", ("The same script with the collector disabled after warm-up "
+                           f"(`python -m bench --gc off`, a diagnosis, {gc_off['meta']['date']}, "
+                           "`bench/results/gc-off/`): " + "; ".join(pts) + ".")]
+    return lines
+
+
 def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     """The report; ``stages=False`` leaves out the per-stage tables (the README's version)."""
     runs = results["runs"]
@@ -316,6 +362,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 + (f" ({r['summary']['failed_sessions']} failed)"
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
+    lines += _gc_md(runs, results.get("gc_off"))
     lines += _worker_md(runs)
     idx = index_runs([r for r in runs if not r.get("refinement")])
     for other_rt in (THEIRS, PEER):
