@@ -433,6 +433,8 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
         "ours": f"agents_trio {v('agents-trio')} (trio {v('trio')})",
         "theirs": theirs,
         "peer": peer,
+        "peer_skipped": have_pipecat() and not args.with_pipecat,   # --no-pipecat/--ours-only
+        "gc_mode": args.gc,
         "gc": {"freeze": "gc.freeze() after warm-up, every runtime",
                "off": "gc.freeze() and gc.disable() after warm-up, every runtime (diagnosis: "
                       "no cyclic-collector pauses)"}.get(args.gc,

@@ -312,7 +312,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     if not meta["theirs"]:
         lines += [("**livekit-agents is not installed: only our side ran (`pip install -e "
                   "'.[bench]'` adds the asyncio runtime).**"), ""]
-    if not meta.get("peer") and "peer" in meta:
+    if not meta.get("peer") and "peer" in meta and not meta.get("peer_skipped"):
         lines += [("**pipecat-ai is not installed: no Pipecat column (`pip install -e "
                   "'.[bench]'` adds it).**"), ""]
     lines += [
@@ -362,7 +362,8 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                 + (f" ({r['summary']['failed_sessions']} failed)"
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
-    lines += _gc_md(runs, results.get("gc_off"))
+    if meta.get("gc_mode", "freeze") != "off":   # with the collector off there are no pauses
+        lines += _gc_md(runs, results.get("gc_off"))
     lines += _worker_md(runs)
     idx = index_runs([r for r in runs if not r.get("refinement")])
     for other_rt in (THEIRS, PEER):
