@@ -435,13 +435,9 @@ class Generation:
                             frame = audio_frame_of(item)
                             if aligned:  # use_tts_aligned_transcript: pace by its words
                                 segment.timestamps.extend(timed_words(frame))
-                            if resampler is None or resampler.passes(frame):
-                                if ttfb is None and synthesized:
-                                    ttfb = self._note_ttfb(segment, started)
-                                segment.audio_duration += frame.duration
-                                frames_send.send_nowait(frame)
-                                continue
-                            for out in resampler.push(frame):
+                            # a frame already at the output's rate skips the resampler
+                            for out in ((frame,) if resampler is None or resampler.passes(frame)
+                                        else resampler.push(frame)):
                                 if ttfb is None and synthesized:
                                     ttfb = self._note_ttfb(segment, started)
                                 segment.audio_duration += out.duration

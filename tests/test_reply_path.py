@@ -6,12 +6,13 @@ others are converted."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
 
 import pytest
 import trio
 from livekit import rtc
 
-from agents_trio import Agent, AgentSession, ModelSettings
+from agents_trio import Agent, AgentSession, ModelSettings, SpeechHandle
 from agents_trio.io.audio import silence_frame
 from agents_trio.testing import FakeAudioOutput, FakeTTS, FakeTTSResponse
 
@@ -60,16 +61,24 @@ def _session(output: FakeAudioOutput, **kwargs: object) -> AgentSession:
     return session
 
 
-async def test_waiting_for_the_tts_between_bursts_is_not_a_stall(autojump_clock):
-    output = SlowOutput(delay=0.04)
-    session = _session(output, audio_write_timeout=0.05)
-    errors: list[object] = []
+async def _say_in_bursts(output: SlowOutput, *, timeout: float, bursts: int
+                         ) -> tuple[SpeechHandle, list[Any]]:
+    """Say TEXT through ``output`` with ``bursts`` bursts of TTS audio a second apart and the
+    given write deadline; the speech and the session's error events."""
+    session = _session(output, audio_write_timeout=timeout)
+    errors: list[Any] = []
     session.on("error", errors.append)
     with trio.fail_after(60):
         async with session:
-            await session.start(GappyTTSAgent(gap=1.0, rates=[24000] * 3))
+            await session.start(GappyTTSAgent(gap=1.0, rates=[24000] * bursts))
             handle = session.say(TEXT)
             await handle.wait_for_playout()
+    return handle, errors
+
+
+async def test_waiting_for_the_tts_between_bursts_is_not_a_stall(autojump_clock):
+    output = SlowOutput(delay=0.04)
+    handle, errors = await _say_in_bursts(output, timeout=0.05, bursts=3)
     # three bursts a second apart, each write within its 0.05 s: nothing stalled
     assert not handle.interrupted and not errors
     assert len(output.rates) == 15
@@ -79,16 +88,9 @@ async def test_waiting_for_the_tts_between_bursts_is_not_a_stall(autojump_clock)
 
 async def test_a_write_slower_than_the_deadline_after_a_gap_still_stalls(autojump_clock):
     output = SlowOutput(delay=0.3)
-    session = _session(output, audio_write_timeout=0.25)
-    errors: list[object] = []
-    session.on("error", errors.append)
-    with trio.fail_after(60):
-        async with session:
-            await session.start(GappyTTSAgent(gap=1.0, rates=[24000] * 2))
-            handle = session.say(TEXT)
-            await handle.wait_for_playout()
+    handle, errors = await _say_in_bursts(output, timeout=0.25, bursts=2)
     assert handle.interrupted
-    assert [type(e.error).__name__ for e in errors] == ["AudioOutputStalled"]  # type: ignore[attr-defined]
+    assert [type(e.error).__name__ for e in errors] == ["AudioOutputStalled"]
     assert output.rates == [24000]  # the first write was cancelled at its deadline
 
 

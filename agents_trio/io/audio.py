@@ -60,7 +60,8 @@ async def capture_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], 
         await output.wait_ready()
         await write_frames(output, frames, deadline=deadline, timeout=timeout)
     if deadline.cancelled_caught:
-        raise AudioOutputStalled(timeout or 0.0)
+        assert timeout is not None  # no deadline was set otherwise
+        raise AudioOutputStalled(timeout)
 
 
 async def write_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
