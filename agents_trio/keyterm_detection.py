@@ -114,7 +114,8 @@ class STTContext:
         self._detecting = False
         self._turns = 0
         self._unsupported_warned = False
-        self._pass_send, self._pass_recv = trio.open_memory_channel[ChatContext](0)
+        # made by run(), which a session starts only when detection is enabled
+        self._pass_send: trio.MemorySendChannel[ChatContext] | None = None
 
     @property
     def keyterms(self) -> list[str]:
@@ -177,15 +178,15 @@ class STTContext:
                 and item.text_content):
             return
         self._turns += 1
-        if self._turns % self.options.detection.turn_interval:
-            return
+        if self._turns % self.options.detection.turn_interval or self._pass_send is None:
+            return  # not this turn, or the runner is not started
         snapshot = self._history().copy(  # later turns must not change what the pass reads
             exclude_config_update=True, exclude_function_call=True, exclude_handoff=True,
             exclude_empty_message=True)
         try:
             self._pass_send.send_nowait(snapshot)
         except trio.WouldBlock:
-            pass  # a pass is running (or the runner is not started): this turn starts none
+            pass  # a pass is running: this turn starts none
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -193,9 +194,13 @@ class STTContext:
 
         Cancellation: stops the pass in progress (the keyterms stay as they were) and ends.
         """
+        self._pass_send, passes = trio.open_memory_channel[ChatContext](0)
         task_status.started()
-        async for history in self._pass_recv:
-            await self._one_pass(history)
+        try:
+            async for history in passes:
+                await self._one_pass(history)
+        finally:
+            self._pass_send = None
 
     async def _one_pass(self, history: ChatContext) -> None:
         llm = self._llm

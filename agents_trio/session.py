@@ -57,7 +57,7 @@ from .text_transforms import TextTransform
 from .text_transforms import resolve as resolve_transforms
 from .usage import AgentSessionUsage, SessionUsage
 from .manual_turns import ManualTurns, PendingTranscript
-from .session_scope import session_scope
+from .session_scope import host_session_scopes
 from .tool_handling import (ToolHandlingOptions, check_tool_handling,
                             resolve_async_tool_options)
 from .toolsets import aclose_toolsets
@@ -705,30 +705,31 @@ class AgentSession(Generic[Userdata_T]):
                         self.output.audio.on("playback_finished", self._on_playback_finished)
                     self._agent = agent
                     self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
-                    await nursery.start(self.stt_context.run)
-                    # the calls of the session's AsyncToolsets run here, not in an agent's
-                    await nursery.start(session_scope(self).run)
-                    await nursery.start(self._activity_host, agent)
-                    if self.input.audio is not None:
-                        self._recognition = AudioRecognition(
-                            RecognitionRouter(self, refresh_away=self._refresh_away,
-                                              close_for_error=self._close_for_error),
-                            vad=self.vad, stt=self.stt,
-                            stt_node=_overridden_stt_node(agent),
-                            transcription_timeout=self.transcription_timeout,
-                            restart_policy=RestartPolicy(
-                                max_failures=self.max_unrecoverable_errors))
-                        self._recognition.set_input_enabled(self.input.audio_enabled)
-                        if is_realtime_model(self.llm):
-                            self._recognition.audio_sink = self._push_realtime_audio
-                        await nursery.start(self._recognition.run, self.input.audio)
-                    self._state = SessionState.RUNNING
-                    self._away_slot = LatestSlot(nursery)
-                    self.conversation.set_agent_state("listening")
-                    assert self._activity is not None
-                    self._activity.enter()
-                    task_status.started()
-                    await trio.sleep_forever()
+                    if self.stt_context.options.detection.enabled:
+                        await nursery.start(self.stt_context.run)
+                    with host_session_scopes(self, nursery):
+                        # the calls of the session's AsyncToolsets run in this nursery too
+                        activities = await self._start_activities(nursery, agent)
+                        if self.input.audio is not None:
+                            self._recognition = AudioRecognition(
+                                RecognitionRouter(self, refresh_away=self._refresh_away,
+                                                  close_for_error=self._close_for_error),
+                                vad=self.vad, stt=self.stt,
+                                stt_node=_overridden_stt_node(agent),
+                                transcription_timeout=self.transcription_timeout,
+                                restart_policy=RestartPolicy(
+                                    max_failures=self.max_unrecoverable_errors))
+                            self._recognition.set_input_enabled(self.input.audio_enabled)
+                            if is_realtime_model(self.llm):
+                                self._recognition.audio_sink = self._push_realtime_audio
+                            await nursery.start(self._recognition.run, self.input.audio)
+                        self._state = SessionState.RUNNING
+                        self._away_slot = LatestSlot(nursery)
+                        self.conversation.set_agent_state("listening")
+                        assert self._activity is not None
+                        self._activity.enter()
+                        task_status.started()
+                        await self._serve_switches(nursery, activities)
         finally:
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
@@ -750,35 +751,44 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.events.close()
         self._closed.set()
 
-    async def _activity_host(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
-        """Runs one activity at a time; switch requests are served in order.
-
-        A handoff is requested from inside the old activity (a tool returned an Agent), so the
-        old activity cannot switch itself: it would wait for its own nursery. This task does
-        it: drain the old one (queued speech and tool replies play, ``on_exit`` runs), record
-        the handoff, start the new one, and only then take the next request.
-        """
+    async def _start_activities(self, nursery: trio.Nursery, agent: Agent
+                                ) -> trio.MemoryReceiveChannel[_SwitchRequest]:
+        """Start ``agent``'s activity in ``nursery``; returns where handoffs are asked for
+        (:meth:`_serve_switches` serves them)."""
         switch_send, switch_recv = trio.open_memory_channel[_SwitchRequest](math.inf)
         self._switch_send = switch_send
-        async with trio.open_nursery() as nursery:
-            activity = Activity(self, agent)
-            await nursery.start(activity.run)
-            self._activity = activity
-            self.stt_context.bind(activity.stt)
-            task_status.started()
-            async for request in switch_recv:
-                try:
-                    old = self._activity
-                    assert old is not None
-                    await old.drain()
-                    handoff = AgentHandoff(old_agent_id=old.agent.id,
-                                           new_agent_id=request.agent.id)
-                    activity = Activity(self, request.agent)
-                    await nursery.start(activity.run)
-                    self.switch_current(activity, handoff, old_agent=old.agent)
-                    activity.enter()
-                finally:
-                    request.run_hold.release()
+        activity = Activity(self, agent)
+        await nursery.start(activity.run)
+        self._activity = activity
+        self.stt_context.bind(activity.stt)
+        return switch_recv
+
+    async def _serve_switches(self, nursery: trio.Nursery,
+                              requests: trio.MemoryReceiveChannel[_SwitchRequest]) -> None:
+        """Run one activity at a time; switch requests are served in order, until the
+        session's work ends.
+
+        A handoff is requested from inside the old activity (a tool returned an Agent), so the
+        old activity cannot switch itself: it would wait for its own nursery. The session's
+        main task does it: drain the old one (queued speech and tool replies play, ``on_exit``
+        runs), record the handoff, start the new one, and only then take the next request.
+
+        Cancellation: ends serving; a request being served is released.
+        """
+        async for request in requests:
+            try:
+                old = self._activity
+                assert old is not None
+                await old.drain()
+                handoff = AgentHandoff(old_agent_id=old.agent.id,
+                                       new_agent_id=request.agent.id)
+                activity = Activity(self, request.agent)
+                await nursery.start(activity.run)
+                self.switch_current(activity, handoff, old_agent=old.agent)
+                activity.enter()
+            finally:
+                request.run_hold.release()
+        await trio.sleep_forever()  # pragma: no cover - the send side lives with the session
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:

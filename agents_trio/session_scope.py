@@ -1,7 +1,7 @@
 """Where the calls of a session's ``AsyncToolset`` run: the session's own nursery.
 
-One :class:`SessionScope` per session. It runs in the session's work nursery (the session
-closing cancels it, and the calls in it), so a handoff neither cancels nor waits for these
+One :class:`SessionScope` per session. Its calls run in the session's work nursery (the
+session closing cancels them), so a handoff neither cancels nor waits for these
 calls. Their background reports go through a :class:`BackgroundTools` whose host is
 :class:`CurrentAgent`: the session's current agent at each moment, so reports, deferred
 replies, ``foreground()`` and fillers follow handoffs and AgentTasks (LiveKit's
@@ -11,7 +11,8 @@ session-scoped executor). Their duplicates are judged among themselves (one ``To
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
 import trio
@@ -29,7 +30,7 @@ from .speech_handle import SpeechHandle
 from .tool_calls import ToolCalls, session_calls
 from .tool_handling import AsyncToolOptions
 
-__all__ = ["CurrentAgent", "SessionScope", "session_scope"]
+__all__ = ["CurrentAgent", "SessionScope", "host_session_scopes", "session_scope"]
 
 
 class ScopedSession(Protocol):
@@ -143,28 +144,23 @@ class CurrentAgent:
 
 
 class SessionScope:
-    """The session-scoped calls of one session (see the module docs)."""
+    """The session-scoped calls of one session (see the module docs).
+
+    It owns no task or nursery of its own: while the session runs, its calls start in the
+    session's work nursery (:func:`host_session_scopes`). It is made on first use, so a
+    session whose tools are all agent-scoped never holds one.
+    """
 
     def __init__(self, session: ScopedSession) -> None:
         self.background = BackgroundTools(CurrentAgent(session))
         self.tool_calls = ToolCalls(session_calls(session))
         self._nursery: trio.Nursery | None = None
+        self.bind(_hosts.get(session))
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                  ) -> None:
-        """Own the session-scoped calls until cancelled (the session's work ends).
-
-        Cancellation: cancels every session-scoped call and deferred reply.
-        """
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self.background.bind(nursery)
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self._nursery = None
-            self.background.bind(None)
+    def bind(self, nursery: trio.Nursery | None) -> None:
+        """Start the calls in ``nursery`` from now on (None: the session's work ended)."""
+        self._nursery = nursery
+        self.background.bind(nursery)
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:  # noqa: ANN401
         """Run ``fn(*args)`` in the scope.
@@ -178,6 +174,7 @@ class SessionScope:
 
 
 _scopes: weakref.WeakKeyDictionary[Any, SessionScope] = weakref.WeakKeyDictionary()
+_hosts: weakref.WeakKeyDictionary[Any, trio.Nursery] = weakref.WeakKeyDictionary()
 
 
 def session_scope(session: ScopedSession) -> SessionScope:
@@ -186,3 +183,24 @@ def session_scope(session: ScopedSession) -> SessionScope:
     if scope is None:
         scope = _scopes[session] = SessionScope(session)
     return scope
+
+
+@contextmanager
+def host_session_scopes(session: ScopedSession, nursery: trio.Nursery) -> Iterator[None]:
+    """While the block runs, ``session``'s scoped calls start in ``nursery`` (its work
+    nursery: cancelling it cancels every session-scoped call and deferred reply); after it,
+    none starts.
+
+    Cancellation: not a checkpoint.
+    """
+    _hosts[session] = nursery
+    scope = _scopes.get(session)
+    if scope is not None:
+        scope.bind(nursery)
+    try:
+        yield
+    finally:
+        del _hosts[session]
+        scope = _scopes.get(session)
+        if scope is not None:
+            scope.bind(None)

@@ -27,17 +27,21 @@ class LatestSlot:
     occupant's ``fn`` has fully returned, finally blocks included (a lock
     serialises them), so two occupants never run at once.
 
+    A slot at rest holds no Trio primitive: the lock and the idle event exist only while
+    an occupant runs (a session keeps several slots, and every object it holds is walked by
+    each full garbage collection).
+
     Args:
         nursery: The nursery the slot's tasks are started in.
     """
 
     def __init__(self, nursery: trio.Nursery):
         self._nursery = nursery
-        self._lock = trio.Lock()
         self._scope: trio.CancelScope | None = None
         self._tasks = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        # both exist only while an occupant runs (created by the first, dropped by the last)
+        self._lock: trio.Lock | None = None
+        self._idle: trio.Event | None = None
 
     @property
     def occupied(self) -> bool:
@@ -63,7 +67,7 @@ class LatestSlot:
         self._nursery.start_soon(self._run, scope, fn, args, name=fn)
         self._scope = scope
         if self._tasks == 0:
-            self._idle = trio.Event()
+            self._lock = trio.Lock()
         self._tasks += 1
 
     def cancel(self) -> None:
@@ -77,19 +81,29 @@ class LatestSlot:
         Cancellation:
             A checkpoint; cancelling the waiter does not affect occupants.
         """
+        if self._tasks == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()
 
     async def _run(
         self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
     ) -> None:
+        lock = self._lock
+        assert lock is not None  # made by replace() for the first of the running occupants
         try:
             with scope:
-                async with self._lock:
+                async with lock:
                     await trio.lowlevel.checkpoint_if_cancelled()
                     await fn(*args)
         finally:
             self._tasks -= 1
-            if self._tasks == 0:
-                self._idle.set()
+            if self._tasks == 0:  # the last occupant: nobody waits on the lock
+                self._lock = None
+                if self._idle is not None:
+                    self._idle.set()
+                    self._idle = None
             if self._scope is scope:
                 self._scope = None
