@@ -157,9 +157,15 @@ class Activity:
     @property
     def current_speech(self) -> SpeechHandle | None:
         """The speech the scheduler authorized, until its generation step is done (then it
-        only waits for its tools, as a background speech)."""
+        only waits for its tools, as a background speech).
+
+        Derived from the step, not only from the scheduler's pointer: once the step is done,
+        the speech's tool reply is queued as a new step that is not authorized yet, and that
+        step is not playing whether or not the scheduler has run since. (Counting it made a
+        parent pausing for an AgentTask wait for a step that only its resume could start.)
+        """
         speech = self._current_speech
-        if speech is None or speech.generation_done:
+        if speech is None or speech.generation_done or not speech.authorized:
             return None
         return speech
 
@@ -193,7 +199,7 @@ class Activity:
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
                         owner.start_soon(self._scheduler)
-                        owner.start_soon(self.turns.run)
+                        self.turns.bind(owner.nursery)
                         self._state = ActivityState.RUNNING
                         task_status.started()
                         await self._stop.wait()

@@ -88,6 +88,9 @@ class AgentTask(Agent, Generic[T]):
         # resumed): taken by complete(), released by the awaiter
         self._return_hold = RunHold()
         self._return_scope = trio.CancelScope()  # the wait for the task's activity to drain
+        # the awaiter's wait for its parent to pause (for the speech playing to finish):
+        # cancel() ends it, so a task cancelled before it started answers its awaiter at once
+        self._pause_scope = trio.CancelScope()
 
     def done(self) -> bool:
         return self._phase is _TaskPhase.COMPLETED
@@ -118,6 +121,7 @@ class AgentTask(Agent, Generic[T]):
         if self._activity is not None:
             self._activity.interrupt(force=True)
         self._return_scope.cancel()
+        self._pause_scope.cancel()
         if not self.done():
             self.complete(ToolError(f"AgentTask {self.id} is cancelled"))
 
@@ -156,7 +160,8 @@ class AgentTask(Agent, Generic[T]):
         # even while the parent is still pausing or the task's activity is still starting
         with session.inline_tasks.enter(self):
             with hold:
-                await parent.pause()
+                with self._pause_scope:
+                    await parent.pause()
                 if not self.done():
                     await self._run_child(session, parent, scope, hold)
             known = {item.id for item in parent.agent.live_chat_ctx.items}

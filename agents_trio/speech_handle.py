@@ -244,6 +244,11 @@ class SpeechHandle:
     def authorize(self) -> None:
         self._authorized.set()
 
+    @property
+    def authorized(self) -> bool:
+        """The scheduler let the current step play (a tool reply's step is authorized anew)."""
+        return self._authorized.is_set()
+
     async def wait_authorized(self) -> None:
         """Wait until the scheduler lets the current step play (or the speech is done).
         Cancellation: a checkpoint; cancelling it changes nothing in the speech."""

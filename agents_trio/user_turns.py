@@ -8,7 +8,6 @@ dropped (its user message kept) if a newer turn is already queued when it is rea
 from __future__ import annotations
 
 import logging
-import math
 from typing import Protocol
 
 import trio
@@ -17,6 +16,7 @@ from ._errors import StopResponse
 from .chat import ChatItem, ChatMessage
 from .events import EOUMetrics
 from .interruption import words
+from .nurseries import SerialWorker
 from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
 from .speech_handle import SpeechHandle
@@ -46,26 +46,36 @@ logger = logging.getLogger("agents_trio")
 
 
 class UserTurns:
-    """The turn channel of an activity and the worker that consumes it."""
+    """The turns of an activity, handled one after another by a worker of its nursery (a
+    task only while a turn waits or is being handled)."""
 
     def __init__(self, activity: TurnHost) -> None:
         self._activity = activity
-        self._send, self._recv = trio.open_memory_channel[EndOfTurnInfo](math.inf)
+        self._turns = SerialWorker(self._handle, name="agents_trio.user_turns.UserTurns.handle")
         self._unhandled = 0   # turns accepted and not handled yet
         self._handled = trio.lowlevel.ParkingLot()
 
+    def bind(self, nursery: trio.Nursery) -> None:
+        """Handle turns in ``nursery`` (the activity's), in order, from now on.
+
+        Cancellation: not a checkpoint. Cancelling ``nursery`` drops the turn being handled
+        (its reply not scheduled); the preemptive reply it owned is left to the activity's
+        cancellation.
+        """
+        self._turns.bind(nursery)
+
     def block(self) -> None:
         """No more turns (a handoff was requested or the agent drains)."""
-        self._send.close()
+        self._turns.close()
 
     @property
     def open(self) -> bool:
         """Turns are taken: no handoff was requested and the agent does not drain."""
-        return self._recv.statistics().open_send_channels > 0
+        return not self._turns.closed
 
     @property
     def newer_turn_waiting(self) -> bool:
-        return self._recv.statistics().current_buffer_used > 0
+        return self._turns.waiting > 0
 
     def on_end_of_turn(self, info: EndOfTurnInfo) -> bool:
         """Accept a completed turn; False keeps the turn open (not enough words yet)."""
@@ -82,28 +92,22 @@ class UserTurns:
                 and not current.interrupted and len(words(info.new_transcript)) < min_words):
             return False
         try:
-            self._send.send_nowait(info)
+            self._turns.submit(info)
             self._unhandled += 1
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
             activity.preemptive.discard()
         return True
 
-    async def run(self) -> None:
-        """Handle turns in order until the channel closes.
-
-        Cancellation: the turn being handled is dropped (its reply not scheduled); the
-        preemptive reply it owned is left to the activity's cancellation.
-        """
-        async for info in self._recv:
-            try:
-                await self._completed(info)
-            except Exception:
-                # a failing turn must not take the session down with it
-                logger.exception("handling the user turn failed")
-            finally:
-                self._unhandled -= 1
-                self._handled.unpark_all()
+    async def _handle(self, info: EndOfTurnInfo) -> None:
+        try:
+            await self._completed(info)
+        except Exception:
+            # a failing turn must not take the session down with it
+            logger.exception("handling the user turn failed")
+        finally:
+            self._unhandled -= 1
+            self._handled.unpark_all()
 
     @property
     def handling(self) -> bool:
@@ -125,17 +129,19 @@ class UserTurns:
         with activity.preemptive.turn() as preemptive:
             await self._answer(info, preemptive)
 
+    def _message(self, info: EndOfTurnInfo) -> ChatMessage:
+        return ChatMessage(role="user", content=[info.new_transcript],
+                           transcript_confidence=info.transcript_confidence,
+                           metrics=user_message_metrics(info, self._activity.stt))
+
     async def _answer(self, info: EndOfTurnInfo, preemptive: PreemptiveTurn) -> None:
         """Answer the turn (with the preemptive reply when it is still valid), or return
         without a reply (the preemptive one is then discarded)."""
         activity = self._activity
-        message = ChatMessage(role="user", content=[info.new_transcript],
-                              transcript_confidence=info.transcript_confidence,
-                              metrics=user_message_metrics(info, activity.stt))
         if info.skip_reply:
             # committed by hand without a reply: the words are recorded, nothing answers
             if info.new_transcript:
-                activity.commit_item(message)
+                activity.commit_item(self._message(info))
             return
         current = activity.current_speech
         if current is not None and not current.done():
@@ -145,6 +151,10 @@ class UserTurns:
                 return
             current.interrupt()
             await current.wait_for_generation()
+        # made with the copy, no checkpoint between: the message sorts after every item of
+        # the context it is answered in (an input committed while the interrupted speech
+        # finished would otherwise sort after it, and this turn's reply would answer it)
+        message = self._message(info)
         turn_ctx = activity.agent.live_chat_ctx.copy()
         hook_started = trio.current_time()
         try:

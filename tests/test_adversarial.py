@@ -168,8 +168,8 @@ def test_an_agent_task_never_speaks_over_its_parent() -> None:
 
 
 @settings(PROPERTY, max_examples=40)
-@given(st.integers(0, 10**6))  # only reseeds Trio's scheduler (Hypothesis seeds it per example)
-def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: int) -> None:
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: object) -> None:
     from agents_trio.testing.invariants import hooks_paired
 
     _check(Schedule(
@@ -178,3 +178,91 @@ def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: int) -> 
         greeting=Reply(calls=(ToolCall(name="transfer", latency=3.0),)),
         close_at=15.0, audio_output=False), hooks_paired)
 
+
+
+@settings(PROPERTY, max_examples=60)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_an_agent_task_awaited_behind_a_tool_reply_starts_and_ends_with_a_tool_error(
+        _: object) -> None:
+    """sales.on_enter says a greeting that calls a tool, then awaits ``Consent()``: the parent
+    pauses, waiting for the greeting's step to finish. The step's tool reply is queued as the
+    speech's next step, which only a resumed scheduler authorizes; taking that unauthorized
+    step for the one playing left the pause waiting for it until the close's grace ran out,
+    and the awaiter then got ``Cancelled`` instead of ``ToolError`` (in about one scheduler
+    order in ten)."""
+    journal: list[str] = []
+    agree = ToolCall(name="agree", latency=0.0)
+    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
+    check_conversation(
+        lambda: Desk(consent=True, journal=journal),
+        Schedule(
+            actions=(
+                TextInput(at=0.6, text="hello there (0)", reply=Reply(
+                    calls=(agree, ToolCall(name="transfer", latency=0.0)), **instant)),
+                UserSpeech(at=2.5, duration=0.1, transcript="hello there (1)", stt_delay=0.0,
+                           reply=Reply(calls=(agree,), **instant)),
+            ),
+            greeting=Reply(calls=(agree,), **{**instant, "tts_ttfb": 0.05}),
+            close_at=2.6, audio_output=True),
+        invariants=INVARIANTS,
+        extra_invariants=[_consent_awaits_end_properly(journal), _consent_started])
+
+
+def _consent_started(record: ConversationRecord) -> list[str]:
+    if any(call.agent.id == "consent" for call in record.hook_calls):
+        return []
+    return ["Consent() never started: the parent's pause waited for a step that only its "
+            "resume could authorize, until the close"]
+
+
+def test_an_agent_task_waiting_for_a_hung_greeting_ends_with_a_tool_error_at_close() -> None:
+    """sales.on_enter awaits ``Consent()`` while its greeting's TTS hangs: the parent's pause
+    waits for the greeting. The close cancels the task; that must end the awaiter's wait
+    for the pause too (with ``ToolError``), not leave it to the close's grace and then to
+    ``Cancelled``."""
+    from agents_trio.testing import Fault
+
+    journal: list[str] = []
+    agree = ToolCall(name="agree", latency=0.0)
+    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
+    check_conversation(
+        lambda: Desk(consent=True, journal=journal),
+        Schedule(
+            actions=(TextInput(at=0.5, text="hello there (1)", reply=Reply(
+                calls=(agree, ToolCall(name="transfer", latency=0.0)), **instant)),),
+            greeting=Reply(calls=(agree,), tts_fault=Fault(kind="hang", at=0), **instant),
+            close_at=2.2, audio_output=True),
+        invariants=INVARIANTS, extra_invariants=[_consent_awaits_end_properly(journal)])
+
+
+@settings(PROPERTY, max_examples=60)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_voice_turn_answers_its_own_message_when_another_input_lands_meanwhile(
+        _: object) -> None:
+    """The user's turn ends while a speech plays: the turn interrupts it and waits for it to
+    stop. A ``session.run`` input committed in that wait was made after the turn's message
+    had been, so it sorted after it in the turn's context, and the turn's reply answered
+    that input a second time (in about one scheduler order in ten)."""
+    from agents_trio.testing import Fault
+    from agents_trio.testing.invariants import one_generation_per_input
+
+    agree = ToolCall(name="agree", latency=0.0)
+    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
+    _check(Schedule(
+        actions=(
+            RunInput(at=0.5, text="tell me a story (0)", reply=Reply(
+                calls=(ToolCall(name="agree", latency=0.3, shield=0.3),), **instant)),
+            TextInput(at=0.5, text="hello there (1)", reply=Reply(
+                calls=(agree,), llm_fault=Fault(kind="error", at=1), **instant)),
+            RunInput(at=0.5, text="hello there (2)", reply=Reply(
+                calls=(ToolCall(name="agree", latency=0.0, shield=0.05),), **instant)),
+            UserSpeech(at=0.5, duration=0.1, transcript="hello there (3)", stt_delay=0.0,
+                       reply=Reply(calls=(agree,), **instant)),
+            RunInput(at=0.85, text="hello there (4)", reply=Reply(
+                calls=(agree,), **{**instant, "ttft": 0.15, "duration": 0.15})),
+            UserSpeech(at=1.15, duration=0.1, transcript="hello there (5)", stt_delay=0.25,
+                       reply=Reply(calls=(agree,), **instant)),
+        ),
+        greeting=Reply(calls=(agree, agree), tts_fault=Fault(kind="hang", at=2),
+                       **{**instant, "ttft": 0.1, "duration": 0.1}),
+        close_at=1.25, audio_output=True), one_generation_per_input)

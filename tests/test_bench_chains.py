@@ -10,7 +10,7 @@ def test_the_end_of_turn_chain_ends_at_the_step_that_sent_the_llm_request() -> N
     for turn in res["turns"]:
         chain = hotspots._chain(turn["steps"], stop=hotspots.LLM_REQUEST)
         assert chain.startswith("`AudioRecognition._bounce`")
-        assert "`UserTurns.run`" in chain
+        assert "`UserTurns.handle`" in chain
         assert chain.endswith("→ `LLM request`")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .owner import TaskOwner, open_owner
+from .serial import SerialWorker
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
 from .unwrap import open_unwrapping_nursery, single_leaf, unwrap_single_error
@@ -14,6 +15,7 @@ __all__ = [
     "FanoutStatistics",
     "LatestSlot",
     "PriorityQueue",
+    "SerialWorker",
     "Subscription",
     "TaskOwner",
     "open_owner",

@@ -130,9 +130,9 @@ class EventFanout:
 
     def __init__(self) -> None:
         self._callbacks: dict[str, list[Callback]] = {}
-        # each subscription's feed, held as long as the subscription is referenced elsewhere
-        self._feeds: weakref.WeakKeyDictionary[Subscription, _Feed] = (
-            weakref.WeakKeyDictionary())
+        # each subscription's feed, held as long as the subscription is referenced elsewhere;
+        # made by the first subscription (most fan-outs only ever have callbacks)
+        self._feeds: weakref.WeakKeyDictionary[Subscription, _Feed] | None = None
         self._closed = False
 
     @property
@@ -181,9 +181,10 @@ class EventFanout:
                 callback(event)
             except Exception:
                 logger.exception("callback %r for event %r raised", callback, name)
-        item = FanoutEvent(name, event)
-        for feed in list(self._feeds.values()):
-            feed.push(item)
+        if self._feeds:
+            item = FanoutEvent(name, event)
+            for feed in list(self._feeds.values()):
+                feed.push(item)
 
     def subscribe(self, *, max_buffer: float = math.inf) -> Subscription:
         """Subscribe to all events emitted from now on.
@@ -199,11 +200,14 @@ class EventFanout:
         if self._closed:
             feed.end()
         else:
+            if self._feeds is None:
+                self._feeds = weakref.WeakKeyDictionary()
             self._feeds[subscription] = feed
         return subscription
 
     def _unsubscribe(self, subscription: Subscription) -> None:
-        self._feeds.pop(subscription, None)
+        if self._feeds is not None:
+            self._feeds.pop(subscription, None)
 
     def events(self, *, max_buffer: float = math.inf) -> Subscription:
         """Shorthand for ``async for ev in fanout.events():``; see :meth:`subscribe`."""
@@ -212,14 +216,14 @@ class EventFanout:
     def close(self) -> None:
         """End all subscriptions, drop all callbacks, ignore later emits. Idempotent."""
         self._closed = True
-        for feed in list(self._feeds.values()):
+        feeds, self._feeds = self._feeds, None
+        for feed in list(feeds.values()) if feeds is not None else ():
             feed.end()
-        self._feeds.clear()
         self._callbacks.clear()
 
     def statistics(self) -> FanoutStatistics:
         """Current registration counts."""
         return FanoutStatistics(
             callbacks=sum(len(cbs) for cbs in self._callbacks.values()),
-            subscribers=len(self._feeds),
+            subscribers=len(self._feeds) if self._feeds is not None else 0,
         )
