@@ -53,8 +53,8 @@ def _observe(record: ConversationRecord) -> None:
 
 
 @settings(PROPERTY, max_examples=800)
-@given(VOICE_CONVERSATIONS)
-def test_voice_conversations_keep_every_invariant(schedule: Schedule) -> None:
+@given(VOICE_CONVERSATIONS, st.random_module())
+def test_voice_conversations_keep_every_invariant(schedule: Schedule, _: object) -> None:
     _observe(check_conversation(Desk, schedule, invariants=INVARIANTS))
 
 
@@ -68,9 +68,9 @@ def _consent_awaits_end_properly(journal: list[str]):
 
 
 @settings(PROPERTY, max_examples=700)
-@given(TASK_CONVERSATIONS, st.booleans())
+@given(TASK_CONVERSATIONS, st.booleans(), st.random_module())
 def test_handoffs_and_nested_tasks_keep_every_invariant(schedule: Schedule,
-                                                        consent: bool) -> None:
+                                                        consent: bool, _: object) -> None:
     journal: list[str] = []
     record = check_conversation(lambda: Desk(consent=consent, journal=journal), schedule,
                                 invariants=INVARIANTS,
@@ -79,8 +79,8 @@ def test_handoffs_and_nested_tasks_keep_every_invariant(schedule: Schedule,
 
 
 @settings(PROPERTY, max_examples=300)
-@given(conversations(tools=VOICE_TOOLS, runs=True, text=False))
-def test_session_run_conversations_keep_every_invariant(schedule: Schedule) -> None:
+@given(conversations(tools=VOICE_TOOLS, runs=True, text=False), st.random_module())
+def test_session_run_conversations_keep_every_invariant(schedule: Schedule, _: object) -> None:
     """``session.run`` among voice, with tool replies pending when a run arrives."""
     _observe(check_conversation(Desk, schedule, invariants=INVARIANTS))
 

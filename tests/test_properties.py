@@ -100,9 +100,10 @@ _STALE_PAUSE = Schedule(
 
 
 @settings(PROPERTY, max_examples=200)
-@given(conversations(tools=TOOLS, runs=True))
-@example(_STALE_PAUSE)
-def test_random_conversations_keep_the_session_invariants(schedule: Schedule) -> None:
+@given(conversations(tools=TOOLS, runs=True), st.random_module())
+@example(_STALE_PAUSE, None)
+def test_random_conversations_keep_the_session_invariants(schedule: Schedule,
+                                                         _: object) -> None:
     _check(schedule)
 
 
@@ -145,9 +146,9 @@ def tool_race_schedules(draw: st.DrawFn) -> Schedule:
 
 
 @settings(PROPERTY, max_examples=100)
-@given(tool_race_schedules())
+@given(tool_race_schedules(), st.random_module())
 def test_preemptive_generation_never_commits_a_reply_while_a_tool_runs(
-        schedule: Schedule) -> None:
+        schedule: Schedule, _: object) -> None:
     """Reference §6: after a speech finished playing while its tool still runs, a final
     transcript may start a preemptive attempt whose snapshot lacks the tool result; it must
     be refused or invalidated, never committed while the tool is in flight."""

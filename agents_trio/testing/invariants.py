@@ -248,8 +248,9 @@ def check_conversation(agent_factory: Callable[[], Agent], schedule: Schedule, *
     Synchronous (it calls ``trio.run`` with an autojumping ``MockClock``), so it can be the
     body of a Hypothesis test: ``@given(conversations(...))``. Inside a Trio test, await
     ``run_conversation`` and check with ``violations(record, DEFAULT_INVARIANTS)`` instead.
-    Under Hypothesis, Trio's scheduler is seeded per example, so a failing example replays
-    with the same interleaving.
+    Under Hypothesis, Trio's scheduler (the order of the tasks ready at one instant) is
+    seeded per example, so a failing example replays with the same interleaving. The seed is
+    fixed unless the test draws ``st.random_module()``: draw it to vary the interleavings.
 
     Args:
         agent_factory: Builds the agent under test (once per call).
