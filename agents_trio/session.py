@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextvars
 import enum
 import logging
-import math
 from collections.abc import (AsyncIterable, Awaitable, Callable, Generator, Iterator, Mapping,
                              Sequence)
 from contextlib import AbstractAsyncContextManager, contextmanager
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
@@ -41,7 +41,7 @@ from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .model_resolution import resolve_turn_handling as adapt_turn_handling
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
-from .nurseries import LatestSlot, Subscription
+from .nurseries import LatestSlot, SerialWorker, Subscription
 from .audio_turn import check_vad_silence
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
@@ -352,7 +352,9 @@ class AgentSession(Generic[Userdata_T]):
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
         self._closed = trio.Event()
-        self._switch_send: trio.MemorySendChannel[_SwitchRequest] | None = None
+        # handoffs, served one at a time in the session's work nursery (a task only while one
+        # is being served)
+        self._switches: SerialWorker[_SwitchRequest] | None = None
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession[Userdata_T]:
@@ -709,7 +711,7 @@ class AgentSession(Generic[Userdata_T]):
                         await nursery.start(self.stt_context.run)
                     with host_session_scopes(self, nursery):
                         # the calls of the session's AsyncToolsets run in this nursery too
-                        activities = await self._start_activities(nursery, agent)
+                        await self._start_activities(nursery, agent)
                         if self.input.audio is not None:
                             self._recognition = AudioRecognition(
                                 RecognitionRouter(self, refresh_away=self._refresh_away,
@@ -729,7 +731,7 @@ class AgentSession(Generic[Userdata_T]):
                         assert self._activity is not None
                         self._activity.enter()
                         task_status.started()
-                        await self._serve_switches(nursery, activities)
+                        await trio.sleep_forever()
         finally:
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
@@ -751,44 +753,40 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.events.close()
         self._closed.set()
 
-    async def _start_activities(self, nursery: trio.Nursery, agent: Agent
-                                ) -> trio.MemoryReceiveChannel[_SwitchRequest]:
-        """Start ``agent``'s activity in ``nursery``; returns where handoffs are asked for
-        (:meth:`_serve_switches` serves them)."""
-        switch_send, switch_recv = trio.open_memory_channel[_SwitchRequest](math.inf)
-        self._switch_send = switch_send
+    async def _start_activities(self, nursery: trio.Nursery, agent: Agent) -> None:
+        """Start ``agent``'s activity in ``nursery``; handoffs are served there from now on
+        (:meth:`_switch`)."""
         activity = Activity(self, agent)
         await nursery.start(activity.run)
         self._activity = activity
         self.stt_context.bind(activity.stt)
-        return switch_recv
+        self._switches = SerialWorker(partial(self._switch, nursery),
+                                      name="agents_trio.session.AgentSession.switch")
+        self._switches.bind(nursery)
 
-    async def _serve_switches(self, nursery: trio.Nursery,
-                              requests: trio.MemoryReceiveChannel[_SwitchRequest]) -> None:
-        """Run one activity at a time; switch requests are served in order, until the
-        session's work ends.
+    async def _switch(self, nursery: trio.Nursery, request: _SwitchRequest) -> None:
+        """Hand over to ``request.agent``; switches run one at a time, in order.
 
         A handoff is requested from inside the old activity (a tool returned an Agent), so the
         old activity cannot switch itself: it would wait for its own nursery. The session's
-        main task does it: drain the old one (queued speech and tool replies play, ``on_exit``
-        runs), record the handoff, start the new one, and only then take the next request.
+        switch worker does it: drain the old one (queued speech and tool replies play,
+        ``on_exit`` runs), record the handoff, start the new one, and only then take the next
+        request.
 
-        Cancellation: ends serving; a request being served is released.
+        Cancellation: the session's work ends: the switch stops where it is; its run hold is
+        released.
         """
-        async for request in requests:
-            try:
-                old = self._activity
-                assert old is not None
-                await old.drain()
-                handoff = AgentHandoff(old_agent_id=old.agent.id,
-                                       new_agent_id=request.agent.id)
-                activity = Activity(self, request.agent)
-                await nursery.start(activity.run)
-                self.switch_current(activity, handoff, old_agent=old.agent)
-                activity.enter()
-            finally:
-                request.run_hold.release()
-        await trio.sleep_forever()  # pragma: no cover - the send side lives with the session
+        try:
+            old = self._activity
+            assert old is not None
+            await old.drain()
+            handoff = AgentHandoff(old_agent_id=old.agent.id, new_agent_id=request.agent.id)
+            activity = Activity(self, request.agent)
+            await nursery.start(activity.run)
+            self.switch_current(activity, handoff, old_agent=old.agent)
+            activity.enter()
+        finally:
+            request.run_hold.release()
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:
@@ -806,7 +804,8 @@ class AgentSession(Generic[Userdata_T]):
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs
         ``on_exit``, and the new agent starts (its ``on_enter`` is launched, not awaited)."""
-        if self._switch_send is None or self._state is not SessionState.RUNNING:
+        switches = self._switches
+        if switches is None or self._state is not SessionState.RUNNING:
             self._agent = agent
             return
         self._agent = agent
@@ -815,7 +814,7 @@ class AgentSession(Generic[Userdata_T]):
             self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
-        self._switch_send.send_nowait(_SwitchRequest(agent, self.conversation.hold_run()))
+        switches.submit(_SwitchRequest(agent, self.conversation.hold_run()))
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
