@@ -42,7 +42,7 @@ class TextSink(Protocol):
     async def capture_text(self, text: str) -> None:
         """Add ``text`` to the current segment.
 
-        Cancellation: the forwarder cancels it only when the session stops delivering the
+        Cancellation: the forwarding cancels it only when the session stops delivering the
         transcription (no ``flush`` follows); an implementation may drop that text but must
         stay usable.
         """
@@ -92,8 +92,7 @@ class Conversation:
         self._error_counts: dict[str, int] = {}
         self._run: RunResult[object] | None = None
         self._progress = trio.lowlevel.ParkingLot()
-        self._transcripts_send: trio.MemorySendChannel[tuple[str, bool]] | None = None
-        self._transcripts_recv: trio.MemoryReceiveChannel[tuple[str, bool]] | None = None
+        self._transcripts: TranscriptForwarding | None = None  # once the session runs
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, name: str, event: object) -> None:
@@ -218,15 +217,18 @@ class Conversation:
             await self._progress.park()
 
     # -- transcription --------------------------------------------------------------------
-    def open_transcription(self) -> None:
-        """Start accepting transcription texts (they queue until ``forward_transcription``)."""
-        self._transcripts_send, self._transcripts_recv = trio.open_memory_channel[
-            tuple[str, bool]](math.inf)
+    def open_transcription(self, nursery: trio.Nursery, output: Callable[[], TextSink | None],
+                           node: Callable[[], TranscriptionNode | None]) -> None:
+        """Deliver the agent's transcription from now on, in order, through the current
+        agent's transcription node (one node stream per segment), to ``output()``: each
+        segment by a task of ``nursery``, which must outlive the session's work (so texts
+        sent while closing are delivered too)."""
+        self._transcripts = TranscriptForwarding(nursery, output, node, self._on_transcript_error)
 
     def close_transcription(self) -> None:
-        """No more texts: the forwarder delivers what was sent, then returns."""
-        if self._transcripts_send is not None:
-            self._transcripts_send.close()
+        """No more texts: a segment still open ends with what it got."""
+        if self._transcripts is not None:
+            self._transcripts.close()
 
     def send_transcription(self, text: str, *, enabled: bool, final: bool = True) -> None:
         """Queue ``text`` for the transcription output (dropped when it is disabled).
@@ -235,62 +237,124 @@ class Conversation:
         segment word by word): the output gets it at once, and the segment ends (``flush``)
         with the next ``final`` text, which may be empty.
         """
-        if self._transcripts_send is not None and enabled and (text or final):
-            self._transcripts_send.send_nowait((text, final))
+        if self._transcripts is not None and enabled and (text or final):
+            self._transcripts.send(text, final=final)
 
-    async def forward_transcription(self, output: Callable[[], TextSink | None],
-                                    node: Callable[[], TranscriptionNode | None],
-                                    done: trio.Event) -> None:
-        """Deliver the agent's transcription in order until ``close_transcription`` (at the
-        end of the session, so texts sent while closing are delivered too), through the
-        current agent's transcription node: one node stream per segment.
+    async def wait_transcription_delivered(self) -> None:
+        """Wait until every segment sent so far was delivered (or failed).
 
-        Cancellation: stops delivering; ``done`` is set either way.
+        Cancellation: a checkpoint; delivery goes on.
         """
-        try:
-            recv = self._transcripts_recv
-            if recv is None:
-                return
-            async with trio.open_nursery() as nursery:
-                parts: trio.MemorySendChannel[str] | None = None
-                delivered = trio.Event()
-                skipping = False  # no output or node when the segment began: drop it
-                async for text, final in recv:
-                    if parts is None and not skipping:
-                        sink, transform = output(), node()
-                        if sink is None or transform is None:
-                            skipping = True
-                        else:
-                            parts, parts_recv = trio.open_memory_channel[str](math.inf)
-                            delivered = trio.Event()
-                            nursery.start_soon(self._deliver_segment, sink, transform,
-                                               parts_recv, delivered)
-                    if parts is not None and text:
-                        parts.send_nowait(text)
-                    if final:
-                        skipping = False
-                        if parts is not None:
-                            parts.close()
-                            parts = None
-                            await delivered.wait()
-                if parts is not None:  # the session ended inside a segment: end it too
-                    parts.close()
-        finally:
-            done.set()
+        if self._transcripts is not None:
+            await self._transcripts.wait_delivered()
+        else:
+            await trio.lowlevel.checkpoint()
 
-    async def _deliver_segment(self, sink: TextSink, transform: TranscriptionNode,
-                               parts: trio.MemoryReceiveChannel[str],
-                               delivered: trio.Event) -> None:
+    def cancel_transcription(self) -> None:
+        """Stop delivering: the segments in progress are cancelled (no ``flush``)."""
+        if self._transcripts is not None:
+            self._transcripts.cancel()
+
+    def _on_transcript_error(self, error: Exception, sink: TextSink) -> None:
+        logger.error("forwarding the agent's transcription failed", exc_info=error)
+        self.emit("error", ErrorEvent(error=error, source=sink))
+
+
+class TranscriptForwarding:
+    """The agent's transcription on its way to the output, one segment at a time.
+
+    A segment begins with its first text: its output and node are taken then (none of
+    them: the segment is dropped), and a task of the borrowed nursery delivers it, once the
+    segment before it was delivered; its texts reach that task through a channel, and a
+    ``final`` text ends it. Between segments nothing runs: no task waits for the next text.
+    Each delivery runs in a cancel scope of its own, so :meth:`cancel` stops them all while
+    the nursery lives on.
+    """
+
+    def __init__(self, nursery: trio.Nursery, output: Callable[[], TextSink | None],
+                 node: Callable[[], TranscriptionNode | None],
+                 on_error: Callable[[Exception, TextSink], None]) -> None:
+        self._nursery = nursery
+        self._output = output
+        self._node = node
+        self._on_error = on_error
+        self._parts: trio.MemorySendChannel[str] | None = None  # the open segment's
+        self._skipping = False  # no output or node when the open segment began: drop it
+        self._delivered: trio.Event | None = None  # the last segment's
+        self._deliveries: set[trio.CancelScope] = set()
+        self._closed = False
+        self._cancelled = False
+
+    def send(self, text: str, *, final: bool) -> None:
+        """Add ``text`` to the open segment (beginning one if none is); ``final`` ends it.
+        Ignored once closed."""
+        if self._closed:
+            return
+        if self._parts is None and not self._skipping:
+            self._begin_segment()
+        if self._parts is not None and text:
+            self._parts.send_nowait(text)
+        if final:
+            self._skipping = False
+            self._end_segment()
+
+    def close(self) -> None:
+        """No more texts; a segment still open ends with what it got. Idempotent."""
+        self._closed = True
+        self._end_segment()
+
+    async def wait_delivered(self) -> None:
+        """Wait until the last segment begun so far was delivered (or failed, or cancelled).
+
+        Cancellation: a checkpoint; delivery goes on.
+        """
+        if self._delivered is None:
+            await trio.lowlevel.checkpoint()
+        else:
+            await self._delivered.wait()
+
+    def cancel(self) -> None:
+        """Cancel every delivery in progress and every later one. Idempotent."""
+        self._cancelled = True
+        for scope in self._deliveries:
+            scope.cancel()
+
+    def _begin_segment(self) -> None:
+        sink, transform = self._output(), self._node()
+        if sink is None or transform is None:
+            self._skipping = True
+            return
+        self._parts, parts = trio.open_memory_channel[str](math.inf)
+        before, self._delivered = self._delivered, trio.Event()
+        scope = trio.CancelScope()
+        if self._cancelled:
+            scope.cancel()
+        self._deliveries.add(scope)
+        self._nursery.start_soon(self._deliver, scope, sink, transform, parts, before,
+                                 self._delivered)
+
+    def _end_segment(self) -> None:
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            parts.close()
+
+    async def _deliver(self, scope: trio.CancelScope, sink: TextSink,
+                       transform: TranscriptionNode, parts: trio.MemoryReceiveChannel[str],
+                       before: trio.Event | None, delivered: trio.Event) -> None:
         try:
-            async with aclosing(node_output(
-                    transform(_received(parts), ModelSettings()))) as chunks:
-                async for chunk in chunks:
-                    await sink.capture_text(chunk)
-            sink.flush()
-        except Exception as e:  # a failing node or output loses this segment only
-            logger.exception("forwarding the agent's transcription failed")
-            self.emit("error", ErrorEvent(error=e, source=sink))
+            with scope:
+                if before is not None:
+                    await before.wait()  # segments reach the output in order
+                try:
+                    async with aclosing(node_output(
+                            transform(_received(parts), ModelSettings()))) as chunks:
+                        async for chunk in chunks:
+                            await sink.capture_text(chunk)
+                    sink.flush()
+                except Exception as e:  # a failing node or output loses this segment only
+                    self._on_error(e, sink)
         finally:
+            self._deliveries.discard(scope)
             delivered.set()
 
 

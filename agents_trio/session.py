@@ -692,13 +692,12 @@ class AgentSession(Generic[Userdata_T]):
         return run
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
-        # the transcription forwarder outlives the work scope: what the user heard before a
-        # close (the played part of a cut reply) still reaches the output, within the grace
+        # the transcription is delivered by tasks of the session nursery, which outlives the
+        # work scope: what the user heard before a close (the played part of a cut reply)
+        # still reaches the output, within the grace
         assert self._nursery is not None
-        self.conversation.open_transcription()
-        forwarding = trio.CancelScope()
-        forwarded = trio.Event()
-        self._nursery.start_soon(self._forward_transcription, forwarding, forwarded)
+        self.conversation.open_transcription(
+            self._nursery, lambda: self.output.active_transcription, self._transcription_node)
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
@@ -735,8 +734,8 @@ class AgentSession(Generic[Userdata_T]):
         finally:
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
-                await forwarded.wait()
-            forwarding.cancel()
+                await self.conversation.wait_transcription_delivered()
+            self.conversation.cancel_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
                 await aclose_toolsets(self.tools)  # the session's own; agents close theirs
             self._finish_close()
@@ -1045,14 +1044,10 @@ class AgentSession(Generic[Userdata_T]):
         if self._activity is not None:
             self._activity.push_realtime_audio(frame)
 
-    async def _forward_transcription(self, scope: trio.CancelScope, done: trio.Event) -> None:
-        """The agent's transcription, through the current agent's node, to the output."""
-        def node() -> TranscriptionNode | None:
-            return self._agent.transcription_node if self._agent is not None else None
-
-        with scope:
-            await self.conversation.forward_transcription(
-                lambda: self.output.active_transcription, node, done)
+    def _transcription_node(self) -> TranscriptionNode | None:
+        """The current agent's transcription node (each segment goes through the one of the
+        agent speaking when it began)."""
+        return self._agent.transcription_node if self._agent is not None else None
 
 
 def _overridden_stt_node(agent: Agent) -> SttNode | None:
