@@ -138,11 +138,15 @@ class AudioRecognition:
         self._last_speaking_time: float | None = None
         self._last_final_time: float | None = None
         self._eot_slot: LatestSlot | None = None
-        self._audio_turns: AudioTurnTracker | None = None  # an audio turn detector's feed
-        self._changed = trio.lowlevel.ParkingLot()   # what the close wait watches
+        self._nursery: trio.Nursery | None = None   # run's: where the turn tasks run
+        # an audio turn detector's feed, made when the first one comes into force
+        self._audio_turns: AudioTurnTracker | None = None
+        # what the waits on the user's state park in, made by the first wait
+        self._changed: trio.lowlevel.ParkingLot | None = None
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
-        self._input_scope = trio.CancelScope()
+        self._input_stopped = False   # _stop_input was called
+        self._pull_scope: trio.CancelScope | None = None   # a pulled input's, while pulled
         self._input_link: FeedAttachment[rtc.AudioFrame] | None = None  # a pushing input's
         self._input_done = False
         self._input_enabled = True  # session.input.set_audio_enabled
@@ -178,8 +182,17 @@ class AudioRecognition:
     def refresh_turn_detector(self) -> None:
         """The turn detection in force may have changed (another agent, ``update_options``):
         feed the audio turn detector now in force, if any. Speech starts check it too."""
-        if self._audio_turns is not None:
-            self._audio_turns.use(self._audio_detector())
+        self._follow_audio_detector()
+
+    def _follow_audio_detector(self) -> None:
+        """Feed the audio turn detector in force (the tracker is made for the first one)."""
+        detector = self._audio_detector()
+        if self._audio_turns is None:
+            if detector is None or self._nursery is None:
+                return
+            self._audio_turns = AudioTurnTracker(self._nursery,
+                                                 on_error=self._hooks.on_recognition_error)
+        self._audio_turns.use(detector)
 
     def _audio_detector(self) -> AudioTurnDetector | None:
         """The audio turn detector to feed: as in LiveKit, none without a VAD (it asks for
@@ -229,9 +242,19 @@ class AudioRecognition:
             if self._eot_slot is not None and self._eot_slot.occupied:
                 await self._eot_slot.wait_idle()
             elif self._user_speaking:
-                await self._changed.park()
+                await self._wait_changed()
             else:
                 return
+
+    async def _wait_changed(self) -> None:
+        """Until the user's state or the transcripts change."""
+        if self._changed is None:
+            self._changed = trio.lowlevel.ParkingLot()
+        await self._changed.park()
+
+    def _notify_changed(self) -> None:
+        if self._changed:
+            self._changed.unpark_all()
 
     def clear_user_turn(self, *, restart_stt: bool = False) -> None:
         """Forget the open user turn (its transcripts and pending decision); with
@@ -272,7 +295,7 @@ class AudioRecognition:
                 self._flush_with_silence(stt_flush_duration)
             with trio.move_on_after(transcript_timeout):
                 while len(self._finals) == finals:
-                    await self._changed.park()
+                    await self._wait_changed()
         self._promote_interim()
         transcript = self.transcript
         self._run_eot_detection(skip_reply=skip_reply, manual=True)
@@ -288,9 +311,8 @@ class AudioRecognition:
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
             self._timeout_slot = LatestSlot(nursery)
-            self._audio_turns = AudioTurnTracker(nursery,
-                                                 on_error=self._hooks.on_recognition_error)
-            self._audio_turns.use(self._audio_detector())
+            self._nursery = nursery
+            self._follow_audio_detector()
             if self._vad is not None:
                 self._vad_stream = self._supervised(
                     self._vad.stream, source=self._vad, name="VAD",
@@ -305,10 +327,9 @@ class AudioRecognition:
                 await nursery.start(self._stt_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.stt")
             task_status.started()
-            with self._input_scope:
-                await self._pump(audio)
+            await self._pump(audio)
             self._input_done = True
-            if not self._input_scope.cancel_called:
+            if not self._input_stopped:
                 for stream in (self._vad_stream, self._stt_stream):
                     if stream is not None:
                         stream.end_input()
@@ -338,11 +359,16 @@ class AudioRecognition:
         if feed is not None:
             with feed.attached(self._on_frame) as link:
                 self._input_link = link
-                await link.wait()
+                if not self._input_stopped:   # else: detached on leaving the block
+                    await link.wait()
+            return
+        if self._input_stopped:
             return
         on_frame = self._on_frame
-        async for frame in audio:
-            on_frame(frame)
+        with trio.CancelScope() as self._pull_scope:
+            async for frame in audio:
+                on_frame(frame)
+        self._pull_scope = None
 
     def _on_frame(self, frame: rtc.AudioFrame) -> None:
         if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
@@ -361,7 +387,9 @@ class AudioRecognition:
     def _stop_input(self) -> None:
         """Stop taking the input's frames, now: a pulled frame is not taken any more and a
         pushed one no longer reaches us (the feed buffers it)."""
-        self._input_scope.cancel()
+        self._input_stopped = True
+        if self._pull_scope is not None:
+            self._pull_scope.cancel()
         if self._input_link is not None:
             self._input_link.detach()
 
@@ -405,7 +433,7 @@ class AudioRecognition:
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):
                     while self._awaiting_final() and len(self._finals) == finals:
-                        await self._changed.park()
+                        await self._wait_changed()
         finally:
             self._promote_interim()
 
@@ -479,17 +507,17 @@ class AudioRecognition:
         self._speech_started_at = started_at
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        self._follow_audio_detector()  # the agent in force may have changed
         if self._audio_turns is not None:
-            self._audio_turns.use(self._audio_detector())  # the agent in force may have changed
             self._audio_turns.on_speech_started()
-        self._changed.unpark_all()
+        self._notify_changed()
         self._hooks.on_start_of_speech(ev, started_at)
 
     def _end_user_speech(self, ev: VADEvent | None, stopped_at: float | None = None) -> None:
         stopped_at = trio.current_time() if stopped_at is None else stopped_at
         self._user_speaking = False
         self._last_speaking_time = stopped_at
-        self._changed.unpark_all()
+        self._notify_changed()
         self._hooks.on_end_of_speech(ev, stopped_at)
 
     def _on_stt_event(self, ev: SpeechEvent) -> None:
@@ -506,14 +534,14 @@ class AudioRecognition:
             self._interim = ""
             self._check_user_turn_limit(text.strip())
             self._last_final_time = trio.current_time()
-            self._changed.unpark_all()
+            self._notify_changed()
             self._hooks.on_final_transcript(ev)
             if not self._user_speaking and self.turn_detection in ("vad", "stt"):
                 self._run_eot_detection()
         elif ev.type in (SpeechEventType.INTERIM_TRANSCRIPT,
                          SpeechEventType.PREFLIGHT_TRANSCRIPT):
             self._interim = text
-            self._changed.unpark_all()
+            self._notify_changed()
             self._hooks.on_interim_transcript(ev)
         elif ev.type is SpeechEventType.START_OF_SPEECH and self._vad is None:
             self._start_user_speech(None, trio.current_time())
