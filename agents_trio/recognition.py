@@ -34,7 +34,7 @@ from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEven
                      TurnDetector, VADEventType)
 from .nurseries import LatestSlot
 from .options import TurnHandling
-from .recognition_streams import RestartPolicy, StreamHooks, StreamState, SupervisedStream
+from .recognition_streams import RestartPolicy, StreamState, SupervisedStream
 
 logger = logging.getLogger("agents_trio")
 
@@ -314,16 +314,16 @@ class AudioRecognition:
             self._nursery = nursery
             self._follow_audio_detector()
             if self._vad is not None:
-                self._vad_stream = self._supervised(
-                    self._vad.stream, source=self._vad, name="VAD",
-                    on_event=self._on_vad_event, on_lost=self._on_vad_lost)
+                self._vad_stream = SupervisedStream(
+                    self._vad.stream, hooks=_VadReport(self, self._hooks, self._vad),
+                    policy=self._restart_policy, name="VAD")
                 await nursery.start(self._vad_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.vad")
             if self._stt is not None:
-                self._stt_stream = self._supervised(
+                self._stt_stream = SupervisedStream(
                     self._stt.stream if self._stt_node is None else self._open_stt_node,
-                    source=self._stt, name="STT", on_event=self._on_stt_event,
-                    on_lost=self._on_stt_lost)
+                    hooks=_SttReport(self, self._hooks, self._stt),
+                    policy=self._restart_policy, name="STT")
                 await nursery.start(self._stt_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.stt")
             task_status.started()
@@ -333,16 +333,6 @@ class AudioRecognition:
                 for stream in (self._vad_stream, self._stt_stream):
                     if stream is not None:
                         stream.end_input()
-
-    def _supervised(self, open_stream: Callable[[], Any], *, source: object, name: str,
-                    on_event: Callable[[Any], None], on_lost: Callable[[], None]
-                    ) -> SupervisedStream:
-        hooks = StreamHooks(
-            on_event=on_event, on_lost=on_lost,
-            on_error=lambda error: self._hooks.on_recognition_error(error, source),
-            on_given_up=lambda error: self._hooks.on_recognition_given_up(error, source))
-        return SupervisedStream(open_stream, hooks=hooks, policy=self._restart_policy,
-                                name=name)
 
     @asynccontextmanager
     async def _open_stt_node(self) -> AsyncIterator[_NodeStream]:
@@ -465,24 +455,27 @@ class AudioRecognition:
         final: the user's words are kept."""
         text = self._interim.strip()
         if text:
-            self._on_stt_event(SpeechEvent(
+            self.on_stt_event(SpeechEvent(
                 type=SpeechEventType.FINAL_TRANSCRIPT,
                 alternatives=[SpeechData(text=text, language=self._language)]))
 
-    # -- a stream was lost ---------------------------------------------------------------------
-    def _on_vad_lost(self) -> None:
+    # -- what the streams report (through their _VadReport, _SttReport) -----------------------
+    def on_vad_lost(self) -> None:
+        """The VAD stream failed: what its incarnation was doing is settled."""
         # no stuck "speaking": the restarted VAD starts from silence (as LiveKit resets it
         # when its VAD task ends); the transcript so far stays in the open turn
         if self._user_speaking:
             self._end_user_speech(None)
 
-    def _on_stt_lost(self) -> None:
+    def on_stt_lost(self) -> None:
+        """The STT stream failed: what its incarnation was doing is settled."""
         if self._vad is None and self._user_speaking:
             self._end_user_speech(None)
         self._promote_interim()
 
     # -- decisions -----------------------------------------------------------------------------
-    def _on_vad_event(self, ev: VADEvent) -> None:
+    def on_vad_event(self, ev: VADEvent) -> None:
+        """An event of the VAD stream."""
         kind = ev.type
         if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
@@ -520,7 +513,8 @@ class AudioRecognition:
         self._notify_changed()
         self._hooks.on_end_of_speech(ev, stopped_at)
 
-    def _on_stt_event(self, ev: SpeechEvent) -> None:
+    def on_stt_event(self, ev: SpeechEvent) -> None:
+        """An event of the STT stream (or an interim promoted to final)."""
         text = ev.alternatives[0].text if ev.alternatives else ""
         if ev.type is SpeechEventType.FINAL_TRANSCRIPT:
             if not text.strip():
@@ -670,3 +664,43 @@ class AudioRecognition:
             self._hooks.on_recognition_error(e, detector)
             return False
         return bool(probability < threshold)
+
+
+class _StreamReport:
+    """What one of the recognition's streams reports (a ``StreamReport``): events and losses
+    to the recognition, failures to its hooks naming the failing model. One object per stream
+    whose methods are looked up on each report: nothing else is kept alive for it."""
+
+    __slots__ = ("_hooks", "_recognition", "_source")
+
+    def __init__(self, recognition: AudioRecognition, hooks: RecognitionHooks,
+                 source: object) -> None:
+        self._recognition = recognition
+        self._hooks = hooks
+        self._source = source
+
+    def on_error(self, error: BaseException) -> None:
+        self._hooks.on_recognition_error(error, self._source)
+
+    def on_given_up(self, error: BaseException) -> None:
+        self._hooks.on_recognition_given_up(error, self._source)
+
+
+class _VadReport(_StreamReport):
+    __slots__ = ()
+
+    def on_event(self, ev: VADEvent) -> None:
+        self._recognition.on_vad_event(ev)
+
+    def on_lost(self) -> None:
+        self._recognition.on_vad_lost()
+
+
+class _SttReport(_StreamReport):
+    __slots__ = ()
+
+    def on_event(self, ev: SpeechEvent) -> None:
+        self._recognition.on_stt_event(ev)
+
+    def on_lost(self) -> None:
+        self._recognition.on_stt_lost()
