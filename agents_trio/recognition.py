@@ -18,6 +18,7 @@ import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Protocol
 
 import msgspec
@@ -330,8 +331,12 @@ class AudioRecognition:
                     hooks=_SttReport(self, self._hooks, self._stt),
                     policy=self._restart_policy, name="STT")
             if feed is not None:
+                # the caller's task status is not kept once started: it holds the nursery
+                # this task was started in
+                started = _StartedThen(partial(self._attach_input, feed), task_status)
+                del task_status
                 try:
-                    await self._listen(feed, task_status)
+                    await self._listen(started)
                 finally:
                     if self._input_link is not None:
                         self._input_link.detach()
@@ -340,20 +345,19 @@ class AudioRecognition:
                 await nursery.start(self._stt_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.stt")
             task_status.started()
+            del task_status
             await self._pull(audio)
             self._end_input()
 
-    async def _listen(self, feed: FrameFeed[rtc.AudioFrame],
-                      task_status: trio.TaskStatus[None]) -> None:
-        """Have the input's frames pushed to us once the STT stream is open (or failed to
-        open: as a pulled input is only pulled then), run the STT stream, then wait for the
-        input's end; a failed frame handler's error is raised here."""
+    async def _listen(self, started: _StartedThen) -> None:
+        """Have the input's frames pushed to us (``started`` attaches the input, then tells
+        ``run``'s caller) once the STT stream is open or failed to open, as a pulled input
+        is only pulled then; run the STT stream, then wait for the input's end. A failed
+        frame handler's error is raised here."""
         if self._stt_stream is None:
-            self._attach_input(feed)
-            task_status.started()
+            started.started()
         else:
-            await self._stt_stream.run(
-                task_status=_StartedThen(lambda: self._attach_input(feed), task_status))
+            await self._stt_stream.run(task_status=started)
         if self._input_link is not None:
             await self._input_link.wait()
 
@@ -748,14 +752,18 @@ class _SttReport(_StreamReport):
 
 
 class _StartedThen:
-    """A task status that calls ``first()`` before reporting to ``status``."""
+    """A task status that calls ``first()`` before reporting to ``status``, once; it keeps
+    neither afterwards."""
 
     __slots__ = ("_first", "_status")
 
     def __init__(self, first: Callable[[], None], status: trio.TaskStatus[None]) -> None:
-        self._first = first
-        self._status = status
+        self._first: Callable[[], None] | None = first
+        self._status: trio.TaskStatus[None] | None = status
 
     def started(self, value: None = None) -> None:
-        self._first()
-        self._status.started(value)
+        first, status = self._first, self._status
+        self._first = self._status = None
+        if first is not None and status is not None:
+            first()
+            status.started(value)

@@ -186,6 +186,7 @@ class SupervisedStream:
         reported.
         """
         self._task_status = task_status
+        del task_status   # kept only until started (see _started)
         try:
             await self._supervise()
         finally:
