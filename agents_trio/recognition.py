@@ -18,7 +18,6 @@ import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any, Protocol
 
 import msgspec
@@ -30,7 +29,7 @@ from .audio_turn import AudioTurnDetector, AudioTurnTracker
 from .chat import ChatContext
 from .events import UserTurnExceededEvent
 from .io.audio import AudioInput, silence_frame
-from .io.frame_feed import FeedAttachment, FrameFeed
+from .io.frame_feed import FeedAttachment
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
 from .nurseries import LatestSlot
@@ -307,13 +306,8 @@ class AudioRecognition:
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until the audio input ends or the caller's scope is cancelled.
 
-        An input with a feed pushes its frames to the streams from the producer's task; this
-        task then runs the STT stream itself (no task of its own) and waits for the input's
-        end. A pulled input is pulled here, with the STT stream in a task of its own.
-
         Cancellation: cancelling the caller stops the streams; nothing is committed.
         """
-        feed = audio.feed if isinstance(audio, AudioInput) else None
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
             self._timeout_slot = LatestSlot(nursery)
@@ -330,61 +324,16 @@ class AudioRecognition:
                     self._stt.stream if self._stt_node is None else self._open_stt_node,
                     hooks=_SttReport(self, self._hooks, self._stt),
                     policy=self._restart_policy, name="STT")
-            if feed is not None:
-                # the caller's task status is not kept once started: it holds the nursery
-                # this task was started in
-                started = _StartedThen(partial(self._attach_input, feed), task_status)
-                del task_status
-                try:
-                    await self._listen(started)
-                finally:
-                    if self._input_link is not None:
-                        self._input_link.detach()
-                return
-            if self._stt_stream is not None:
                 await nursery.start(self._stt_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.stt")
             task_status.started()
-            del task_status
-            await self._pull(audio)
-            self._end_input()
-
-    async def _listen(self, started: _StartedThen) -> None:
-        """Have the input's frames pushed to us (``started`` attaches the input, then tells
-        ``run``'s caller) once the STT stream is open or failed to open, as a pulled input
-        is only pulled then; run the STT stream, then wait for the input's end. A failed
-        frame handler's error is raised here."""
-        if self._stt_stream is None:
-            started.started()
-        else:
-            await self._stt_stream.run(task_status=started)
-        if self._input_link is not None:
-            await self._input_link.wait()
-
-    def _attach_input(self, feed: FrameFeed[rtc.AudioFrame]) -> None:
-        # the buffered frames are handed over now; the input may end or fail right here
-        self._input_link = feed.attach(self._on_frame, on_end=self._input_link_ended)
-        if self._input_stopped:
-            self._input_link.detach()
-
-    def _input_link_ended(self, link: FeedAttachment[rtc.AudioFrame]) -> None:
-        """The input's attachment ended, in the task that ended it: a closed input ends the
-        streams' input; a failed frame handler stops the STT stream this task runs, so that
-        ``_listen`` raises the error (and the nursery stops the rest, as for any failure)."""
-        if link.error is not None:
-            if self._stt_stream is not None:
-                self._stt_stream.stop()
-        elif link.feed.closed:
-            self._end_input()
-
-    def _end_input(self) -> None:
-        """No more input: the streams finish what they have (after a stop they were flushed
-        with silence instead, and are not ended)."""
-        self._input_done = True
-        if not self._input_stopped:
-            for stream in (self._vad_stream, self._stt_stream):
-                if stream is not None:
-                    stream.end_input()
+            del task_status   # not kept: it holds the nursery this task was started in
+            await self._pump(audio)
+            self._input_done = True
+            if not self._input_stopped:
+                for stream in (self._vad_stream, self._stt_stream):
+                    if stream is not None:
+                        stream.end_input()
 
     @asynccontextmanager
     async def _open_stt_node(self) -> AsyncIterator[_NodeStream]:
@@ -394,8 +343,16 @@ class AudioRecognition:
         async with frames_recv, aclosing(self._stt_node(frames_recv)) as events:
             yield _NodeStream(frames_send, events)
 
-    async def _pull(self, audio: AsyncIterable[Any]) -> None:
-        """Pull the input's frames until it ends or is stopped."""
+    async def _pump(self, audio: AsyncIterable[Any]) -> None:
+        """Take the input's frames until it ends: pushed to us through its feed when it has
+        one (no wake-up of this task per frame), else pulled one at a time."""
+        feed = audio.feed if isinstance(audio, AudioInput) else None
+        if feed is not None:
+            with feed.attached(self._on_frame) as link:
+                self._input_link = link
+                if not self._input_stopped:   # else: detached on leaving the block
+                    await link.wait()
+            return
         if self._input_stopped:
             return
         on_frame = self._on_frame
@@ -422,7 +379,6 @@ class AudioRecognition:
         """Stop taking the input's frames, now: a pulled frame is not taken any more and a
         pushed one no longer reaches us (the feed buffers it)."""
         self._input_stopped = True
-        self._input_done = True
         if self._pull_scope is not None:
             self._pull_scope.cancel()
         if self._input_link is not None:
@@ -749,21 +705,3 @@ class _SttReport(_StreamReport):
 
     def on_lost(self) -> None:
         self._recognition.on_stt_lost()
-
-
-class _StartedThen:
-    """A task status that calls ``first()`` before reporting to ``status``, once; it keeps
-    neither afterwards."""
-
-    __slots__ = ("_first", "_status")
-
-    def __init__(self, first: Callable[[], None], status: trio.TaskStatus[None]) -> None:
-        self._first: Callable[[], None] | None = first
-        self._status: trio.TaskStatus[None] | None = status
-
-    def started(self, value: None = None) -> None:
-        first, status = self._first, self._status
-        self._first = self._status = None
-        if first is not None and status is not None:
-            first()
-            status.started(value)

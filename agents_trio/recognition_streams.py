@@ -157,17 +157,6 @@ class SupervisedStream:
             self._stream = None
             self._incarnation.cancel()
 
-    def stop(self) -> None:
-        """Close the stream now and open none again; nothing is reported (its owner is
-        ending). ``run`` then returns."""
-        self._input_ended = True
-        self._reopen = False
-        self._stream = None
-        if self._incarnation is not None:
-            self._incarnation.cancel()
-        if self._backoff_scope is not None:
-            self._backoff_scope.cancel()
-
     def _fail_from_outside(self, error: BaseException) -> None:
         """A push or end of input raised: end the incarnation with that error."""
         if self._push_error is None:
@@ -186,7 +175,7 @@ class SupervisedStream:
         reported.
         """
         self._task_status = task_status
-        del task_status   # kept only until started (see _started)
+        del task_status   # kept only until started (it holds the nursery it started in)
         try:
             await self._supervise()
         finally:
@@ -241,9 +230,9 @@ class SupervisedStream:
                 async with self._open_stream() as stream:
                     self._stream = stream
                     self._state = StreamState.OPEN
+                    self._started()
                     if self._input_ended:
                         stream.end_input()
-                    self._started()   # the caller may push frames or end the input here
                     hooks = self._hooks
                     async for ev in stream:
                         hooks.on_event(ev)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import trio
@@ -89,9 +90,11 @@ class _PacedFeed(FrameFeed[rtc.AudioFrame]):
         super().__init__()
         self._inp = inp
 
-    def attach(self, handler: Any, **kwargs: Any) -> FeedAttachment[rtc.AudioFrame]:
+    @contextmanager
+    def attached(self, handler: Any) -> Iterator[FeedAttachment[rtc.AudioFrame]]:
         self._inp.start_taking()
-        return super().attach(handler, **kwargs)
+        with super().attached(handler) as attachment:
+            yield attachment
 
 
 class RealtimeSink(AudioOutput):

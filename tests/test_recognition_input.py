@@ -1,7 +1,6 @@
 """How AudioRecognition takes an input with a feed: frames are pushed to the streams from the
-producer's step once the streams are open, the STT stream runs in the recognition's own task,
-the input's end ends the streams' input, and a failing frame handler ends the run with its
-error."""
+producer's step once the streams are open, the input's end ends the streams' input, and a
+failing frame handler ends the run with its error."""
 
 from __future__ import annotations
 
@@ -78,7 +77,8 @@ async def test_frames_put_while_the_stt_opens_reach_both_streams_once_it_is_open
             assert vad.current.pushed == pytest.approx(0.7)
             assert stt.current.pushed == pytest.approx(0.7)
             audio.close()
-            # the end of the input ends both streams' input, in the producer's step
+            await trio.sleep(0.1)
+            # the end of the input ended both streams' input
             assert vad.current.input_ended and stt.current.input_ended
             assert recognition.input_detached
             nursery.cancel_scope.cancel()   # these fake streams never finish by themselves

@@ -32,21 +32,11 @@ T = TypeVar("T")
 
 
 class FeedAttachment(Generic[T]):
-    """A consumer attached to a :class:`FrameFeed` (made by :meth:`FrameFeed.attach` or
-    :meth:`FrameFeed.attached`).
+    """A consumer attached to a :class:`FrameFeed` (made by :meth:`FrameFeed.attached`)."""
 
-    Args:
-        feed: The feed it is attached to.
-        handler: Called with each frame.
-        on_end: Called once, with this attachment, when it ends (the feed closed, it was
-            detached, or its handler failed), in the task where that happened.
-    """
-
-    def __init__(self, feed: FrameFeed[T], handler: Callable[[T], object], *,
-                 on_end: Callable[[FeedAttachment[T]], object] | None = None) -> None:
+    def __init__(self, feed: FrameFeed[T], handler: Callable[[T], object]) -> None:
         self._feed = feed
         self._handler = handler
-        self._on_end = on_end
         self._context = contextvars.copy_context()
         self._ended = False
         self._ended_event: trio.Event | None = None   # made by the first wait that blocks
@@ -56,16 +46,6 @@ class FeedAttachment(Generic[T]):
     def attached(self) -> bool:
         """Frames put now reach the handler."""
         return self._feed.consumer is self
-
-    @property
-    def feed(self) -> FrameFeed[T]:
-        """The feed this attachment was made on."""
-        return self._feed
-
-    @property
-    def error(self) -> Exception | None:
-        """What the handler raised, if it failed (it was detached then)."""
-        return self._error
 
     def deliver(self, frame: T) -> None:
         """Hand ``frame`` to the handler (the feed calls this for each frame, in order)."""
@@ -85,13 +65,9 @@ class FeedAttachment(Generic[T]):
         self._end()
 
     def _end(self) -> None:
-        if self._ended:
-            return
         self._ended = True
         if self._ended_event is not None:
             self._ended_event.set()
-        if self._on_end is not None:
-            self._on_end(self)
 
     async def wait(self) -> None:
         """Wait until the input ends or the attachment is detached.
@@ -100,8 +76,7 @@ class FeedAttachment(Generic[T]):
             Exception: what the handler raised (it was detached then).
 
         Cancellation: cancelling the wait changes nothing; the ``attached`` block that made
-        this attachment detaches it when it exits (an :meth:`FrameFeed.attach` caller
-        detaches it itself).
+        this attachment detaches it when it exits.
         """
         if self._ended:
             await trio.lowlevel.checkpoint()
@@ -243,39 +218,21 @@ class FrameFeed(Generic[T]):
         if self._waiters:
             self._waiters.unpark_all()
 
-    def attach(self, handler: Callable[[T], object], *,
-               on_end: Callable[[FeedAttachment[T]], object] | None = None
-               ) -> FeedAttachment[T]:
-        """Have every frame pushed to ``handler`` until the returned attachment is detached:
-        the buffered ones now, in this task, then each as it is put, in the producer's task.
-        ``handler`` must not block; the caller detaches (:meth:`attached` does it for a
-        block). ``on_end``: see :class:`FeedAttachment`.
+    @contextmanager
+    def attached(self, handler: Callable[[T], object]) -> Iterator[FeedAttachment[T]]:
+        """Have every frame pushed to ``handler`` while the block runs: the buffered ones now,
+        in this task, then each as it is put, in the producer's task. ``handler`` must not
+        block; the block detaches on exit.
 
         Raises:
             trio.BusyResourceError: another consumer is attached.
         """
         if self.consumer is not None:
             raise trio.BusyResourceError("another consumer is attached to this feed")
-        attachment = FeedAttachment(self, handler, on_end=on_end)
+        attachment = FeedAttachment(self, handler)
         self.consumer = attachment
         try:
             self._hand_over_buffered(attachment)
-        except BaseException:
-            attachment.detach()
-            raise
-        return attachment
-
-    @contextmanager
-    def attached(self, handler: Callable[[T], object], *,
-                 on_end: Callable[[FeedAttachment[T]], object] | None = None
-                 ) -> Iterator[FeedAttachment[T]]:
-        """:meth:`attach` for the duration of the block, which detaches on exit.
-
-        Raises:
-            trio.BusyResourceError: another consumer is attached.
-        """
-        attachment = self.attach(handler, on_end=on_end)
-        try:
             yield attachment
         finally:
             attachment.detach()
