@@ -34,7 +34,7 @@ from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEven
                      TurnDetector, VADEventType)
 from .nurseries import LatestSlot
 from .options import TurnHandling
-from .recognition_streams import RestartPolicy, StreamHooks, StreamState, SupervisedStream
+from .recognition_streams import RestartPolicy, StreamState, SupervisedStream
 
 logger = logging.getLogger("agents_trio")
 
@@ -138,11 +138,15 @@ class AudioRecognition:
         self._last_speaking_time: float | None = None
         self._last_final_time: float | None = None
         self._eot_slot: LatestSlot | None = None
-        self._audio_turns: AudioTurnTracker | None = None  # an audio turn detector's feed
-        self._changed = trio.lowlevel.ParkingLot()   # what the close wait watches
+        self._nursery: trio.Nursery | None = None   # run's: where the turn tasks run
+        # an audio turn detector's feed, made when the first one comes into force
+        self._audio_turns: AudioTurnTracker | None = None
+        # what the waits on the user's state park in, made by the first wait
+        self._changed: trio.lowlevel.ParkingLot | None = None
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
-        self._input_scope = trio.CancelScope()
+        self._input_stopped = False   # _stop_input was called
+        self._pull_scope: trio.CancelScope | None = None   # a pulled input's, while pulled
         self._input_link: FeedAttachment[rtc.AudioFrame] | None = None  # a pushing input's
         self._input_done = False
         self._input_enabled = True  # session.input.set_audio_enabled
@@ -178,8 +182,17 @@ class AudioRecognition:
     def refresh_turn_detector(self) -> None:
         """The turn detection in force may have changed (another agent, ``update_options``):
         feed the audio turn detector now in force, if any. Speech starts check it too."""
-        if self._audio_turns is not None:
-            self._audio_turns.use(self._audio_detector())
+        self._follow_audio_detector()
+
+    def _follow_audio_detector(self) -> None:
+        """Feed the audio turn detector in force (the tracker is made for the first one)."""
+        detector = self._audio_detector()
+        if self._audio_turns is None:
+            if detector is None or self._nursery is None:
+                return
+            self._audio_turns = AudioTurnTracker(self._nursery,
+                                                 on_error=self._hooks.on_recognition_error)
+        self._audio_turns.use(detector)
 
     def _audio_detector(self) -> AudioTurnDetector | None:
         """The audio turn detector to feed: as in LiveKit, none without a VAD (it asks for
@@ -229,9 +242,19 @@ class AudioRecognition:
             if self._eot_slot is not None and self._eot_slot.occupied:
                 await self._eot_slot.wait_idle()
             elif self._user_speaking:
-                await self._changed.park()
+                await self._wait_changed()
             else:
                 return
+
+    async def _wait_changed(self) -> None:
+        """Until the user's state or the transcripts change."""
+        if self._changed is None:
+            self._changed = trio.lowlevel.ParkingLot()
+        await self._changed.park()
+
+    def _notify_changed(self) -> None:
+        if self._changed:
+            self._changed.unpark_all()
 
     def clear_user_turn(self, *, restart_stt: bool = False) -> None:
         """Forget the open user turn (its transcripts and pending decision); with
@@ -272,7 +295,7 @@ class AudioRecognition:
                 self._flush_with_silence(stt_flush_duration)
             with trio.move_on_after(transcript_timeout):
                 while len(self._finals) == finals:
-                    await self._changed.park()
+                    await self._wait_changed()
         self._promote_interim()
         transcript = self.transcript
         self._run_eot_detection(skip_reply=skip_reply, manual=True)
@@ -288,40 +311,29 @@ class AudioRecognition:
         async with trio.open_nursery() as nursery:
             self._eot_slot = LatestSlot(nursery)
             self._timeout_slot = LatestSlot(nursery)
-            self._audio_turns = AudioTurnTracker(nursery,
-                                                 on_error=self._hooks.on_recognition_error)
-            self._audio_turns.use(self._audio_detector())
+            self._nursery = nursery
+            self._follow_audio_detector()
             if self._vad is not None:
-                self._vad_stream = self._supervised(
-                    self._vad.stream, source=self._vad, name="VAD",
-                    on_event=self._on_vad_event, on_lost=self._on_vad_lost)
+                self._vad_stream = SupervisedStream(
+                    self._vad.stream, hooks=_VadReport(self, self._hooks, self._vad),
+                    policy=self._restart_policy, name="VAD")
                 await nursery.start(self._vad_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.vad")
             if self._stt is not None:
-                self._stt_stream = self._supervised(
+                self._stt_stream = SupervisedStream(
                     self._stt.stream if self._stt_node is None else self._open_stt_node,
-                    source=self._stt, name="STT", on_event=self._on_stt_event,
-                    on_lost=self._on_stt_lost)
+                    hooks=_SttReport(self, self._hooks, self._stt),
+                    policy=self._restart_policy, name="STT")
                 await nursery.start(self._stt_stream.run,
                                     name="agents_trio.recognition.AudioRecognition.stt")
             task_status.started()
-            with self._input_scope:
-                await self._pump(audio)
+            del task_status   # not kept: it holds the nursery this task was started in
+            await self._pump(audio)
             self._input_done = True
-            if not self._input_scope.cancel_called:
+            if not self._input_stopped:
                 for stream in (self._vad_stream, self._stt_stream):
                     if stream is not None:
                         stream.end_input()
-
-    def _supervised(self, open_stream: Callable[[], Any], *, source: object, name: str,
-                    on_event: Callable[[Any], None], on_lost: Callable[[], None]
-                    ) -> SupervisedStream:
-        hooks = StreamHooks(
-            on_event=on_event, on_lost=on_lost,
-            on_error=lambda error: self._hooks.on_recognition_error(error, source),
-            on_given_up=lambda error: self._hooks.on_recognition_given_up(error, source))
-        return SupervisedStream(open_stream, hooks=hooks, policy=self._restart_policy,
-                                name=name)
 
     @asynccontextmanager
     async def _open_stt_node(self) -> AsyncIterator[_NodeStream]:
@@ -338,11 +350,16 @@ class AudioRecognition:
         if feed is not None:
             with feed.attached(self._on_frame) as link:
                 self._input_link = link
-                await link.wait()
+                if not self._input_stopped:   # else: detached on leaving the block
+                    await link.wait()
+            return
+        if self._input_stopped:
             return
         on_frame = self._on_frame
-        async for frame in audio:
-            on_frame(frame)
+        with trio.CancelScope() as self._pull_scope:
+            async for frame in audio:
+                on_frame(frame)
+        self._pull_scope = None
 
     def _on_frame(self, frame: rtc.AudioFrame) -> None:
         if not self._input_enabled:  # LiveKit's detached input: its frames are dropped
@@ -361,7 +378,9 @@ class AudioRecognition:
     def _stop_input(self) -> None:
         """Stop taking the input's frames, now: a pulled frame is not taken any more and a
         pushed one no longer reaches us (the feed buffers it)."""
-        self._input_scope.cancel()
+        self._input_stopped = True
+        if self._pull_scope is not None:
+            self._pull_scope.cancel()
         if self._input_link is not None:
             self._input_link.detach()
 
@@ -405,7 +424,7 @@ class AudioRecognition:
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):
                     while self._awaiting_final() and len(self._finals) == finals:
-                        await self._changed.park()
+                        await self._wait_changed()
         finally:
             self._promote_interim()
 
@@ -437,24 +456,27 @@ class AudioRecognition:
         final: the user's words are kept."""
         text = self._interim.strip()
         if text:
-            self._on_stt_event(SpeechEvent(
+            self.on_stt_event(SpeechEvent(
                 type=SpeechEventType.FINAL_TRANSCRIPT,
                 alternatives=[SpeechData(text=text, language=self._language)]))
 
-    # -- a stream was lost ---------------------------------------------------------------------
-    def _on_vad_lost(self) -> None:
+    # -- what the streams report (through their _VadReport, _SttReport) -----------------------
+    def on_vad_lost(self) -> None:
+        """The VAD stream failed: what its incarnation was doing is settled."""
         # no stuck "speaking": the restarted VAD starts from silence (as LiveKit resets it
         # when its VAD task ends); the transcript so far stays in the open turn
         if self._user_speaking:
             self._end_user_speech(None)
 
-    def _on_stt_lost(self) -> None:
+    def on_stt_lost(self) -> None:
+        """The STT stream failed: what its incarnation was doing is settled."""
         if self._vad is None and self._user_speaking:
             self._end_user_speech(None)
         self._promote_interim()
 
     # -- decisions -----------------------------------------------------------------------------
-    def _on_vad_event(self, ev: VADEvent) -> None:
+    def on_vad_event(self, ev: VADEvent) -> None:
+        """An event of the VAD stream."""
         kind = ev.type
         if kind is VADEventType.INFERENCE_DONE:    # one per input frame: checked first
             self._hooks.on_vad_inference(ev)
@@ -479,20 +501,21 @@ class AudioRecognition:
         self._speech_started_at = started_at
         if self._eot_slot is not None:
             self._eot_slot.cancel()
+        self._follow_audio_detector()  # the agent in force may have changed
         if self._audio_turns is not None:
-            self._audio_turns.use(self._audio_detector())  # the agent in force may have changed
             self._audio_turns.on_speech_started()
-        self._changed.unpark_all()
+        self._notify_changed()
         self._hooks.on_start_of_speech(ev, started_at)
 
     def _end_user_speech(self, ev: VADEvent | None, stopped_at: float | None = None) -> None:
         stopped_at = trio.current_time() if stopped_at is None else stopped_at
         self._user_speaking = False
         self._last_speaking_time = stopped_at
-        self._changed.unpark_all()
+        self._notify_changed()
         self._hooks.on_end_of_speech(ev, stopped_at)
 
-    def _on_stt_event(self, ev: SpeechEvent) -> None:
+    def on_stt_event(self, ev: SpeechEvent) -> None:
+        """An event of the STT stream (or an interim promoted to final)."""
         text = ev.alternatives[0].text if ev.alternatives else ""
         if ev.type is SpeechEventType.FINAL_TRANSCRIPT:
             if not text.strip():
@@ -506,14 +529,14 @@ class AudioRecognition:
             self._interim = ""
             self._check_user_turn_limit(text.strip())
             self._last_final_time = trio.current_time()
-            self._changed.unpark_all()
+            self._notify_changed()
             self._hooks.on_final_transcript(ev)
             if not self._user_speaking and self.turn_detection in ("vad", "stt"):
                 self._run_eot_detection()
         elif ev.type in (SpeechEventType.INTERIM_TRANSCRIPT,
                          SpeechEventType.PREFLIGHT_TRANSCRIPT):
             self._interim = text
-            self._changed.unpark_all()
+            self._notify_changed()
             self._hooks.on_interim_transcript(ev)
         elif ev.type is SpeechEventType.START_OF_SPEECH and self._vad is None:
             self._start_user_speech(None, trio.current_time())
@@ -642,3 +665,43 @@ class AudioRecognition:
             self._hooks.on_recognition_error(e, detector)
             return False
         return bool(probability < threshold)
+
+
+class _StreamReport:
+    """What one of the recognition's streams reports (a ``StreamReport``): events and losses
+    to the recognition, failures to its hooks naming the failing model. One object per stream
+    whose methods are looked up on each report: nothing else is kept alive for it."""
+
+    __slots__ = ("_hooks", "_recognition", "_source")
+
+    def __init__(self, recognition: AudioRecognition, hooks: RecognitionHooks,
+                 source: object) -> None:
+        self._recognition = recognition
+        self._hooks = hooks
+        self._source = source
+
+    def on_error(self, error: BaseException) -> None:
+        self._hooks.on_recognition_error(error, self._source)
+
+    def on_given_up(self, error: BaseException) -> None:
+        self._hooks.on_recognition_given_up(error, self._source)
+
+
+class _VadReport(_StreamReport):
+    __slots__ = ()
+
+    def on_event(self, ev: VADEvent) -> None:
+        self._recognition.on_vad_event(ev)
+
+    def on_lost(self) -> None:
+        self._recognition.on_vad_lost()
+
+
+class _SttReport(_StreamReport):
+    __slots__ = ()
+
+    def on_event(self, ev: SpeechEvent) -> None:
+        self._recognition.on_stt_event(ev)
+
+    def on_lost(self) -> None:
+        self._recognition.on_stt_lost()

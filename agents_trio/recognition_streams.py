@@ -25,7 +25,7 @@ import logging
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import trio
@@ -65,13 +65,23 @@ class StreamState(enum.Enum):
     ENDED = "ended"             # the input ended, the stream finished, or it was given up
 
 
-class StreamHooks(msgspec.Struct, kw_only=True, frozen=True):
-    """What a supervised stream reports, all called in its owner task.
+class StreamReport(Protocol):
+    """What a supervised stream reports, all called in its owner task (an event produced by
+    a push: in the pushing task).
 
     ``on_event(ev)`` for each event (an exception it raises counts as the stream's failure);
     ``on_error(error)`` for each failure, then ``on_lost()`` (what the lost incarnation was
     doing is settled there); ``on_given_up(error)`` once the bound is exceeded.
     """
+
+    def on_event(self, ev: Any) -> None: ...  # noqa: ANN401 - a VAD's or STT's event
+    def on_lost(self) -> None: ...
+    def on_error(self, error: BaseException) -> None: ...
+    def on_given_up(self, error: BaseException) -> None: ...
+
+
+class StreamHooks(msgspec.Struct, kw_only=True, frozen=True):
+    """A :class:`StreamReport` made of four callables."""
 
     on_event: Callable[[Any], None]
     on_lost: Callable[[], None]
@@ -85,13 +95,14 @@ class SupervisedStream:
     Args:
         open_stream: Returns an async context manager yielding a stream with ``push_frame``,
             ``end_input`` and async iteration (a VAD's or STT's ``stream``).
-        hooks: Where events and failures go.
+        hooks: Where events and failures go (a :class:`StreamReport`: an object whose methods
+            are called, so that a long-lived stream holds no closures or bound methods).
         policy: Backoff and bound.
         name: For logs (``"VAD"``, ``"STT"``).
     """
 
     def __init__(self, open_stream: Callable[[], AbstractAsyncContextManager[Any]], *,
-                 hooks: StreamHooks, policy: RestartPolicy, name: str) -> None:
+                 hooks: StreamReport, policy: RestartPolicy, name: str) -> None:
         self._open_stream = open_stream
         self._hooks = hooks
         self._policy = policy
@@ -104,6 +115,7 @@ class SupervisedStream:
         self._input_ended = False
         self._reopen = False
         self._delivered = False   # whether the open incarnation handled an event
+        self._task_status: trio.TaskStatus[None] | None = None   # until run has started
 
     @property
     def state(self) -> StreamState:
@@ -118,9 +130,9 @@ class SupervisedStream:
             events = stream.push_frame(frame)
             if events:
                 # produced at once by the push: handled here, in the pushing task
-                on_event = self._hooks.on_event
+                hooks = self._hooks
                 for ev in events:
-                    on_event(ev)
+                    hooks.on_event(ev)
                     self._delivered = True
         except Exception as e:
             self._fail_from_outside(e)
@@ -162,18 +174,25 @@ class SupervisedStream:
         Cancellation: cancelling the caller closes the current incarnation; nothing is
         reported.
         """
-        ready = _Once(task_status.started)
+        self._task_status = task_status
+        del task_status   # kept only until started (it holds the nursery it started in)
         try:
-            await self._supervise(ready)
+            await self._supervise()
         finally:
             self._state = StreamState.ENDED
-        ready()
+        self._started()
 
-    async def _supervise(self, ready: Callable[[], None]) -> None:
+    def _started(self) -> None:
+        """Tell ``run``'s caller it started, the first time only."""
+        status, self._task_status = self._task_status, None
+        if status is not None:
+            status.started()
+
+    async def _supervise(self) -> None:
         failures = 0
         while not self._input_ended:
-            error, delivered = await self._incarnation_run(ready)
-            ready()
+            error, delivered = await self._incarnation_run()
+            self._started()
             if self._reopen:
                 self._reopen = False
                 continue
@@ -199,8 +218,7 @@ class SupervisedStream:
             finally:
                 self._backoff_scope = None
 
-    async def _incarnation_run(self, ready: Callable[[], None]
-                               ) -> tuple[BaseException | None, bool]:
+    async def _incarnation_run(self) -> tuple[BaseException | None, bool]:
         """One opened stream, until it ends. Returns (its failure or None, whether an event
         was handled)."""
         self._state = StreamState.OPENING
@@ -212,12 +230,12 @@ class SupervisedStream:
                 async with self._open_stream() as stream:
                     self._stream = stream
                     self._state = StreamState.OPEN
-                    ready()
+                    self._started()
                     if self._input_ended:
                         stream.end_input()
-                    on_event = self._hooks.on_event
+                    hooks = self._hooks
                     async for ev in stream:
-                        on_event(ev)
+                        hooks.on_event(ev)
                         self._delivered = True
             except Exception as e:
                 error = e
@@ -232,14 +250,3 @@ class SupervisedStream:
             error = self._push_error
         return (None if error is None else single_leaf(error)), self._delivered
 
-
-class _Once:
-    """Calls ``fn`` the first time it is called, then does nothing."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self._fn: Callable[[], Any] | None = fn
-
-    def __call__(self) -> None:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()

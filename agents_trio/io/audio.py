@@ -10,7 +10,8 @@ writes frames with ``capture_frame`` (each write has a deadline, the session's
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+import types
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -80,19 +81,73 @@ async def write_frames(output: AudioOutput, frames: Sequence[rtc.AudioFrame], *,
         for frame in frames:
             await output.capture_frame(frame)
         return
-    # The deadline is moved to each write's start + timeout, but only when the clock moved by
-    # more than 1 % of the timeout since the last move: rescheduling a deadline costs more than
-    # a write that does not block, so a burst of instant writes sets it once, and a stalled
-    # write is cancelled at most 1 % of the timeout early.
+    # A deadline only matters to a write that waits: it is armed when a write is about to
+    # wait, at that write's start + timeout. Every move of a deadline leaves an entry in
+    # Trio's deadline heap until that time passes, so a burst of writes that never wait (an
+    # output that queues) moves it not at all; while writes do wait, it is moved only when
+    # the clock moved by more than 1 % of the timeout since the last move (a waiting write
+    # is cancelled at most 1 % of the timeout early).
     slack = timeout / 100
-    set_at = -math.inf
+    armed = _WriteDeadline(deadline, timeout, slack)
     for frame in frames:
-        now = trio.current_time()
-        if now - set_at > slack:
-            deadline.deadline = now + timeout
-            set_at = now
-        await output.capture_frame(frame)
-    deadline.deadline = math.inf
+        armed.write_started()
+        await _arming_on_wait(output.capture_frame(frame), armed)
+    if armed.moved:
+        deadline.deadline = math.inf
+
+
+class _WriteDeadline:
+    """Arms a write deadline scope for the write in progress (see ``write_frames``)."""
+
+    __slots__ = ("_deadline", "_set_at", "_slack", "_started_at", "_timeout", "moved")
+
+    def __init__(self, deadline: trio.CancelScope, timeout: float, slack: float) -> None:
+        self._deadline = deadline
+        self._timeout = timeout
+        self._slack = slack
+        self._set_at = -math.inf
+        self._started_at = 0.0
+        self.moved = False
+
+    def write_started(self) -> None:
+        self._started_at = trio.current_time()
+
+    def __call__(self) -> None:
+        """The write in progress is about to wait: its deadline is its start + timeout."""
+        start = self._started_at
+        if start - self._set_at > self._slack:
+            self._deadline.deadline = start + self._timeout
+            self._set_at = start
+            self.moved = True
+
+
+@types.coroutine
+def _arming_on_wait(coro: Coroutine[Any, Any, None], arm: Callable[[], None]
+                    ) -> Generator[Any, Any, None]:
+    """Await ``coro`` as ``await coro`` would, calling ``arm()`` in the step in which it
+    first suspends (before the scheduler sees it wait); a coroutine that finishes without
+    suspending never calls it."""
+    try:
+        trap = coro.send(None)
+    except StopIteration:
+        return
+    arm()
+    while True:
+        try:
+            sent = yield trap
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as await does
+            try:
+                trap = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                trap = coro.send(sent)
+            except StopIteration:
+                return
 
 
 class AudioInput:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Generic, TypeVar
@@ -37,7 +38,8 @@ class FeedAttachment(Generic[T]):
         self._feed = feed
         self._handler = handler
         self._context = contextvars.copy_context()
-        self._ended = trio.Event()
+        self._ended = False
+        self._ended_event: trio.Event | None = None   # made by the first wait that blocks
         self._error: Exception | None = None
 
     @property
@@ -56,11 +58,16 @@ class FeedAttachment(Generic[T]):
     def detach(self) -> None:
         """Stop receiving frames now; the attached task's :meth:`wait` returns."""
         self._feed.release(self)
-        self._ended.set()
+        self._end()
 
     def input_ended(self) -> None:
         """The feed was closed: no frame will come."""
-        self._ended.set()
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        if self._ended_event is not None:
+            self._ended_event.set()
 
     async def wait(self) -> None:
         """Wait until the input ends or the attachment is detached.
@@ -71,7 +78,12 @@ class FeedAttachment(Generic[T]):
         Cancellation: cancelling the wait changes nothing; the ``attached`` block that made
         this attachment detaches it when it exits.
         """
-        await self._ended.wait()
+        if self._ended:
+            await trio.lowlevel.checkpoint()
+        else:
+            if self._ended_event is None:
+                self._ended_event = trio.Event()
+            await self._ended_event.wait()
         if self._error is not None:
             raise self._error
 
@@ -80,13 +92,29 @@ class FrameFeed(Generic[T]):
     """Frames from one producer to one consumer, pulled (:meth:`receive`) or pushed to an
     attached handler (:meth:`attached`).
 
+    The buffer is a plain deque and a waiting primitive is made only when a task has to wait
+    (a puller for a frame, a producer for room): a feed with an attached consumer holds no
+    Trio primitive at all.
+
     Args:
         max_buffer_size: Frames buffered for a pulling consumer before :meth:`put` waits (and
             :meth:`put_nowait` raises ``trio.WouldBlock``). Pushed frames are not buffered.
+            With 0 a frame is only taken while a puller waits for it (a rendezvous).
+
+    Raises:
+        TypeError: ``max_buffer_size`` is neither an integer nor ``math.inf``.
+        ValueError: ``max_buffer_size`` is negative.
     """
 
     def __init__(self, max_buffer_size: float = math.inf) -> None:
-        self._send, self._recv = trio.open_memory_channel[T](max_buffer_size)
+        if max_buffer_size != math.inf and not isinstance(max_buffer_size, int):
+            raise TypeError("max_buffer_size must be an integer or math.inf")
+        if max_buffer_size < 0:
+            raise ValueError("max_buffer_size must be >= 0")
+        self._max = max_buffer_size
+        self._buffer: deque[T] = deque()
+        self._pullers = 0   # tasks in receive() waiting for a frame: each is room for one
+        self._waiters: trio.lowlevel.ParkingLot | None = None   # pullers and producers
         self.consumer: FeedAttachment[T] | None = None
         self.closed = False
 
@@ -101,8 +129,13 @@ class FrameFeed(Generic[T]):
         consumer = self.consumer
         if consumer is not None:
             consumer.deliver(frame)
-        else:
-            self._send.send_nowait(frame)
+            return
+        if self.closed:
+            raise trio.ClosedResourceError("the feed was closed")
+        if len(self._buffer) >= self._max + self._pullers:
+            raise trio.WouldBlock
+        self._buffer.append(frame)
+        self._wake()
 
     async def put_all(self, frames: Iterable[T]) -> None:
         """Hand ``frames`` over in order: to the attached handler in this step, else into the
@@ -115,18 +148,20 @@ class FrameFeed(Generic[T]):
         by the caller (a cancelled buffered wait loses none it had accepted).
         """
         for frame in frames:
-            consumer = self.consumer
-            if consumer is not None:
-                consumer.deliver(frame)
-            else:
-                await self._send.send(frame)
+            while True:
+                try:
+                    self.put_nowait(frame)   # to the handler when one attached meanwhile
+                except trio.WouldBlock:
+                    await self._park()
+                else:
+                    break
         await trio.lowlevel.checkpoint()
 
     def close(self) -> None:
         """End the input: a pulling consumer gets the buffered frames, then the end; an
         attached one is told at once."""
         self.closed = True
-        self._send.close()
+        self._wake()
         consumer, self.consumer = self.consumer, None   # a closed feed pushes nothing more
         if consumer is not None:
             consumer.input_ended()
@@ -140,7 +175,23 @@ class FrameFeed(Generic[T]):
 
         Cancellation: a checkpoint; a cancelled wait loses no frame.
         """
-        return await self._recv.receive()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                frame = self.receive_nowait()
+            except trio.WouldBlock:
+                self._pullers += 1
+                if self._max < self._pullers:
+                    # the room this puller makes is the only room (a rendezvous feed): a
+                    # producer waiting for it may now hand its frame over
+                    self._wake()
+                try:
+                    await self._park()
+                finally:
+                    self._pullers -= 1
+            else:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return frame
 
     def receive_nowait(self) -> T:
         """The next buffered frame, now.
@@ -149,7 +200,23 @@ class FrameFeed(Generic[T]):
             trio.WouldBlock: none is buffered.
             trio.EndOfChannel: the feed was closed and its buffer is empty.
         """
-        return self._recv.receive_nowait()
+        if self._buffer:
+            frame = self._buffer.popleft()
+            self._wake()   # room for a waiting producer
+            return frame
+        if self.closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def _park(self) -> None:
+        if self._waiters is None:
+            self._waiters = trio.lowlevel.ParkingLot()
+        await self._waiters.park()
+
+    def _wake(self) -> None:
+        """Something changed (a frame, room, the end): every waiter looks again."""
+        if self._waiters:
+            self._waiters.unpark_all()
 
     @contextmanager
     def attached(self, handler: Callable[[T], object]) -> Iterator[FeedAttachment[T]]:

@@ -209,3 +209,56 @@ def test_any_interleaving_delivers_each_frame_once_in_order(ops: list[str]) -> N
         assert len(set(taken)) == len(taken)  # once
 
     trio.run(main)
+
+
+# -- the buffer's bound (a deque, no channel: the waits are the feed's own) ---------------------
+async def test_a_full_buffer_makes_the_producer_wait_and_closing_fails_its_wait(autojump_clock):
+    feed: FrameFeed[int] = FrameFeed(max_buffer_size=1)
+    feed.put_nowait(0)
+    with pytest.raises(trio.WouldBlock):
+        feed.put_nowait(1)
+
+    async def blocked_producer() -> None:
+        with pytest.raises(trio.ClosedResourceError):
+            await feed.put_all([1])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(blocked_producer)
+        await trio.sleep(1)
+        feed.close()
+    assert await feed.receive() == 0
+    with pytest.raises(trio.EndOfChannel):
+        await feed.receive()
+
+
+async def test_a_rendezvous_feed_takes_a_frame_only_while_a_puller_waits(autojump_clock):
+    feed: FrameFeed[int] = FrameFeed(max_buffer_size=0)
+    with pytest.raises(trio.WouldBlock):
+        feed.put_nowait(0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(feed.put_all, [1, 2, 3])
+        assert [await feed.receive() for _ in range(3)] == [1, 2, 3]
+
+
+async def test_a_cancelled_pull_loses_no_frame_and_two_pullers_each_get_one(autojump_clock):
+    feed: FrameFeed[int] = FrameFeed()
+    with trio.move_on_after(1):
+        await feed.receive()
+    got: list[int] = []
+
+    async def pull() -> None:
+        got.append(await feed.receive())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pull)
+        nursery.start_soon(pull)
+        await trio.sleep(1)
+        feed.put_nowait(1)
+        feed.put_nowait(2)
+    assert sorted(got) == [1, 2]
+
+
+@pytest.mark.parametrize(("size", "error"), [(-1, ValueError), (1.5, TypeError)])
+def test_a_bad_buffer_size_is_refused_at_construction(size: float, error: type) -> None:
+    with pytest.raises(error):
+        FrameFeed(size)
