@@ -32,7 +32,7 @@ from .io.audio import AudioInput, silence_frame
 from .io.frame_feed import FeedAttachment
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
-from .nurseries import LatestSlot
+from .nurseries import LatestSlot, Wakeup
 from .options import TurnHandling
 from .recognition_streams import RestartPolicy, StreamState, SupervisedStream
 
@@ -141,8 +141,7 @@ class AudioRecognition:
         self._nursery: trio.Nursery | None = None   # run's: where the turn tasks run
         # an audio turn detector's feed, made when the first one comes into force
         self._audio_turns: AudioTurnTracker | None = None
-        # what the waits on the user's state park in, made by the first wait
-        self._changed: trio.lowlevel.ParkingLot | None = None
+        self._changed = Wakeup()   # the user's state or the transcripts changed
         self._vad_stream: SupervisedStream | None = None
         self._stt_stream: SupervisedStream | None = None
         self._input_stopped = False   # _stop_input was called
@@ -242,19 +241,9 @@ class AudioRecognition:
             if self._eot_slot is not None and self._eot_slot.occupied:
                 await self._eot_slot.wait_idle()
             elif self._user_speaking:
-                await self._wait_changed()
+                await self._changed.wait()
             else:
                 return
-
-    async def _wait_changed(self) -> None:
-        """Until the user's state or the transcripts change."""
-        if self._changed is None:
-            self._changed = trio.lowlevel.ParkingLot()
-        await self._changed.park()
-
-    def _notify_changed(self) -> None:
-        if self._changed:
-            self._changed.unpark_all()
 
     def clear_user_turn(self, *, restart_stt: bool = False) -> None:
         """Forget the open user turn (its transcripts and pending decision); with
@@ -295,7 +284,7 @@ class AudioRecognition:
                 self._flush_with_silence(stt_flush_duration)
             with trio.move_on_after(transcript_timeout):
                 while len(self._finals) == finals:
-                    await self._wait_changed()
+                    await self._changed.wait()
         self._promote_interim()
         transcript = self.transcript
         self._run_eot_detection(skip_reply=skip_reply, manual=True)
@@ -424,7 +413,7 @@ class AudioRecognition:
                 finals = len(self._finals)   # no turn is decided while closing: only grows
                 with trio.move_on_after(timeout):
                     while self._awaiting_final() and len(self._finals) == finals:
-                        await self._wait_changed()
+                        await self._changed.wait()
         finally:
             self._promote_interim()
 
@@ -504,14 +493,14 @@ class AudioRecognition:
         self._follow_audio_detector()  # the agent in force may have changed
         if self._audio_turns is not None:
             self._audio_turns.on_speech_started()
-        self._notify_changed()
+        self._changed.notify()
         self._hooks.on_start_of_speech(ev, started_at)
 
     def _end_user_speech(self, ev: VADEvent | None, stopped_at: float | None = None) -> None:
         stopped_at = trio.current_time() if stopped_at is None else stopped_at
         self._user_speaking = False
         self._last_speaking_time = stopped_at
-        self._notify_changed()
+        self._changed.notify()
         self._hooks.on_end_of_speech(ev, stopped_at)
 
     def on_stt_event(self, ev: SpeechEvent) -> None:
@@ -529,14 +518,14 @@ class AudioRecognition:
             self._interim = ""
             self._check_user_turn_limit(text.strip())
             self._last_final_time = trio.current_time()
-            self._notify_changed()
+            self._changed.notify()
             self._hooks.on_final_transcript(ev)
             if not self._user_speaking and self.turn_detection in ("vad", "stt"):
                 self._run_eot_detection()
         elif ev.type in (SpeechEventType.INTERIM_TRANSCRIPT,
                          SpeechEventType.PREFLIGHT_TRANSCRIPT):
             self._interim = text
-            self._notify_changed()
+            self._changed.notify()
             self._hooks.on_interim_transcript(ev)
         elif ev.type is SpeechEventType.START_OF_SPEECH and self._vad is None:
             self._start_user_speech(None, trio.current_time())

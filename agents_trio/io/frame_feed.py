@@ -26,6 +26,8 @@ from typing import Generic, TypeVar
 
 import trio
 
+from ..nurseries import Wakeup
+
 __all__ = ["FeedAttachment", "FrameFeed"]
 
 T = TypeVar("T")
@@ -39,7 +41,7 @@ class FeedAttachment(Generic[T]):
         self._handler = handler
         self._context = contextvars.copy_context()
         self._ended = False
-        self._ended_event: trio.Event | None = None   # made by the first wait that blocks
+        self._end_wakeup = Wakeup()
         self._error: Exception | None = None
 
     @property
@@ -66,8 +68,7 @@ class FeedAttachment(Generic[T]):
 
     def _end(self) -> None:
         self._ended = True
-        if self._ended_event is not None:
-            self._ended_event.set()
+        self._end_wakeup.notify()
 
     async def wait(self) -> None:
         """Wait until the input ends or the attachment is detached.
@@ -80,10 +81,8 @@ class FeedAttachment(Generic[T]):
         """
         if self._ended:
             await trio.lowlevel.checkpoint()
-        else:
-            if self._ended_event is None:
-                self._ended_event = trio.Event()
-            await self._ended_event.wait()
+        while not self._ended:
+            await self._end_wakeup.wait()
         if self._error is not None:
             raise self._error
 
@@ -114,7 +113,7 @@ class FrameFeed(Generic[T]):
         self._max = max_buffer_size
         self._buffer: deque[T] = deque()
         self._pullers = 0   # tasks in receive() waiting for a frame: each is room for one
-        self._waiters: trio.lowlevel.ParkingLot | None = None   # pullers and producers
+        self._changed = Wakeup()   # pullers and producers wait here
         self.consumer: FeedAttachment[T] | None = None
         self.closed = False
 
@@ -152,7 +151,7 @@ class FrameFeed(Generic[T]):
                 try:
                     self.put_nowait(frame)   # to the handler when one attached meanwhile
                 except trio.WouldBlock:
-                    await self._park()
+                    await self._changed.wait()
                 else:
                     break
         await trio.lowlevel.checkpoint()
@@ -186,7 +185,7 @@ class FrameFeed(Generic[T]):
                     # producer waiting for it may now hand its frame over
                     self._wake()
                 try:
-                    await self._park()
+                    await self._changed.wait()
                 finally:
                     self._pullers -= 1
             else:
@@ -208,15 +207,9 @@ class FrameFeed(Generic[T]):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    async def _park(self) -> None:
-        if self._waiters is None:
-            self._waiters = trio.lowlevel.ParkingLot()
-        await self._waiters.park()
-
     def _wake(self) -> None:
         """Something changed (a frame, room, the end): every waiter looks again."""
-        if self._waiters:
-            self._waiters.unpark_all()
+        self._changed.notify()
 
     @contextmanager
     def attached(self, handler: Callable[[T], object]) -> Iterator[FeedAttachment[T]]:

@@ -7,6 +7,7 @@ from .owner import TaskOwner, open_owner
 from .serial import SerialWorker
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
+from .wakeup import Wakeup
 from .unwrap import open_unwrapping_nursery, single_leaf, unwrap_single_error
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "open_unwrapping_nursery",
     "single_leaf",
     "unwrap_single_error",
+    "Wakeup",
 ]
