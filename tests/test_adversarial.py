@@ -179,33 +179,36 @@ def test_back_to_back_handoffs_never_exit_an_agent_before_it_entered(_: object) 
         close_at=15.0, audio_output=False), hooks_paired)
 
 
+# the reproducers below: replies at once, a tool that answers at once
+_INSTANT = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
+_AGREE = ToolCall(name="agree", latency=0.0)
+
+
+def _check_consent(schedule: Schedule, *extra) -> None:
+    """Run ``schedule`` against a desk whose sales agent awaits ``Consent()`` in on_enter."""
+    journal: list[str] = []
+    check_conversation(lambda: Desk(consent=True, journal=journal), schedule,
+                       invariants=INVARIANTS,
+                       extra_invariants=[_consent_awaits_end_properly(journal), *extra])
+
 
 @settings(PROPERTY, max_examples=60)
 @given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
-def test_an_agent_task_awaited_behind_a_tool_reply_starts_and_ends_with_a_tool_error(
-        _: object) -> None:
+def test_an_agent_task_awaited_behind_a_tool_reply_starts(_: object) -> None:
     """sales.on_enter says a greeting that calls a tool, then awaits ``Consent()``: the parent
     pauses, waiting for the greeting's step to finish. The step's tool reply is queued as the
     speech's next step, which only a resumed scheduler authorizes; taking that unauthorized
-    step for the one playing left the pause waiting for it until the close's grace ran out,
-    and the awaiter then got ``Cancelled`` instead of ``ToolError`` (in about one scheduler
-    order in ten)."""
-    journal: list[str] = []
-    agree = ToolCall(name="agree", latency=0.0)
-    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
-    check_conversation(
-        lambda: Desk(consent=True, journal=journal),
-        Schedule(
-            actions=(
-                TextInput(at=0.6, text="hello there (0)", reply=Reply(
-                    calls=(agree, ToolCall(name="transfer", latency=0.0)), **instant)),
-                UserSpeech(at=2.5, duration=0.1, transcript="hello there (1)", stt_delay=0.0,
-                           reply=Reply(calls=(agree,), **instant)),
-            ),
-            greeting=Reply(calls=(agree,), **{**instant, "tts_ttfb": 0.05}),
-            close_at=2.6, audio_output=True),
-        invariants=INVARIANTS,
-        extra_invariants=[_consent_awaits_end_properly(journal), _consent_started])
+    step for the one playing left the pause waiting for it until the close (in about one
+    scheduler order in ten)."""
+    _check_consent(Schedule(
+        actions=(
+            TextInput(at=0.6, text="hello there (0)", reply=Reply(
+                calls=(_AGREE, ToolCall(name="transfer", latency=0.0)), **_INSTANT)),
+            UserSpeech(at=2.5, duration=0.1, transcript="hello there (1)", stt_delay=0.0,
+                       reply=Reply(calls=(_AGREE,), **_INSTANT)),
+        ),
+        greeting=Reply(calls=(_AGREE,), **{**_INSTANT, "tts_ttfb": 0.05}),
+        close_at=2.6, audio_output=True), _consent_started)
 
 
 def _consent_started(record: ConversationRecord) -> list[str]:
@@ -222,17 +225,11 @@ def test_an_agent_task_waiting_for_a_hung_greeting_ends_with_a_tool_error_at_clo
     ``Cancelled``."""
     from agents_trio.testing import Fault
 
-    journal: list[str] = []
-    agree = ToolCall(name="agree", latency=0.0)
-    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
-    check_conversation(
-        lambda: Desk(consent=True, journal=journal),
-        Schedule(
-            actions=(TextInput(at=0.5, text="hello there (1)", reply=Reply(
-                calls=(agree, ToolCall(name="transfer", latency=0.0)), **instant)),),
-            greeting=Reply(calls=(agree,), tts_fault=Fault(kind="hang", at=0), **instant),
-            close_at=2.2, audio_output=True),
-        invariants=INVARIANTS, extra_invariants=[_consent_awaits_end_properly(journal)])
+    _check_consent(Schedule(
+        actions=(TextInput(at=0.5, text="hello there (1)", reply=Reply(
+            calls=(_AGREE, ToolCall(name="transfer", latency=0.0)), **_INSTANT)),),
+        greeting=Reply(calls=(_AGREE,), tts_fault=Fault(kind="hang", at=0), **_INSTANT),
+        close_at=2.2, audio_output=True))
 
 
 @settings(PROPERTY, max_examples=60)
@@ -246,23 +243,21 @@ def test_a_voice_turn_answers_its_own_message_when_another_input_lands_meanwhile
     from agents_trio.testing import Fault
     from agents_trio.testing.invariants import one_generation_per_input
 
-    agree = ToolCall(name="agree", latency=0.0)
-    instant = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
     _check(Schedule(
         actions=(
             RunInput(at=0.5, text="tell me a story (0)", reply=Reply(
-                calls=(ToolCall(name="agree", latency=0.3, shield=0.3),), **instant)),
+                calls=(ToolCall(name="agree", latency=0.3, shield=0.3),), **_INSTANT)),
             TextInput(at=0.5, text="hello there (1)", reply=Reply(
-                calls=(agree,), llm_fault=Fault(kind="error", at=1), **instant)),
+                calls=(_AGREE,), llm_fault=Fault(kind="error", at=1), **_INSTANT)),
             RunInput(at=0.5, text="hello there (2)", reply=Reply(
-                calls=(ToolCall(name="agree", latency=0.0, shield=0.05),), **instant)),
+                calls=(ToolCall(name="agree", latency=0.0, shield=0.05),), **_INSTANT)),
             UserSpeech(at=0.5, duration=0.1, transcript="hello there (3)", stt_delay=0.0,
-                       reply=Reply(calls=(agree,), **instant)),
+                       reply=Reply(calls=(_AGREE,), **_INSTANT)),
             RunInput(at=0.85, text="hello there (4)", reply=Reply(
-                calls=(agree,), **{**instant, "ttft": 0.15, "duration": 0.15})),
+                calls=(_AGREE,), **{**_INSTANT, "ttft": 0.15, "duration": 0.15})),
             UserSpeech(at=1.15, duration=0.1, transcript="hello there (5)", stt_delay=0.25,
-                       reply=Reply(calls=(agree,), **instant)),
+                       reply=Reply(calls=(_AGREE,), **_INSTANT)),
         ),
-        greeting=Reply(calls=(agree, agree), tts_fault=Fault(kind="hang", at=2),
-                       **{**instant, "ttft": 0.1, "duration": 0.1}),
+        greeting=Reply(calls=(_AGREE, _AGREE), tts_fault=Fault(kind="hang", at=2),
+                       **{**_INSTANT, "ttft": 0.1, "duration": 0.1}),
         close_at=1.25, audio_output=True), one_generation_per_input)

@@ -15,6 +15,19 @@ def _worker_tasks(nursery: trio.Nursery) -> list[trio.lowlevel.Task]:
     return [t for t in nursery.child_tasks if t.name == "worker"]
 
 
+class Recorder:
+    """A handler that takes ``cost`` seconds per item and records what it handled."""
+
+    def __init__(self, cost: float = 0.0) -> None:
+        self.cost = cost
+        self.handled: list[int] = []
+
+    async def __call__(self, item: int) -> None:
+        if self.cost:
+            await trio.sleep(self.cost)
+        self.handled.append(item)
+
+
 async def test_items_are_handled_one_at_a_time_in_order(autojump_clock):
     log: list[tuple[str, str, float]] = []
 
@@ -38,11 +51,8 @@ async def test_items_are_handled_one_at_a_time_in_order(autojump_clock):
 
 
 async def test_no_task_runs_between_items(autojump_clock):
-    handled: list[int] = []
-
-    async def handle(item: int) -> None:
-        await trio.sleep(0.1)
-        handled.append(item)
+    handle = Recorder(0.1)
+    handled = handle.handled
 
     async with trio.open_nursery() as nursery:
         worker = SerialWorker(handle, name="worker")
@@ -59,10 +69,8 @@ async def test_no_task_runs_between_items(autojump_clock):
 
 
 async def test_items_submitted_before_bind_start_with_it(autojump_clock):
-    handled: list[int] = []
-
-    async def handle(item: int) -> None:
-        handled.append(item)
+    handle = Recorder()
+    handled = handle.handled
 
     worker = SerialWorker(handle, name="worker")
     worker.submit(1)
@@ -93,11 +101,8 @@ async def test_the_worker_runs_in_the_binders_context(autojump_clock):
 
 
 async def test_close_refuses_new_items_and_handles_the_queued_ones(autojump_clock):
-    handled: list[int] = []
-
-    async def handle(item: int) -> None:
-        await trio.sleep(1)
-        handled.append(item)
+    handle = Recorder(1)
+    handled = handle.handled
 
     async with trio.open_nursery() as nursery:
         worker = SerialWorker(handle, name="worker")
@@ -112,11 +117,8 @@ async def test_close_refuses_new_items_and_handles_the_queued_ones(autojump_cloc
 
 
 async def test_cancelling_the_nursery_drops_the_items_not_taken(autojump_clock):
-    handled: list[int] = []
-
-    async def handle(item: int) -> None:
-        await trio.sleep(1)
-        handled.append(item)
+    handle = Recorder(1)
+    handled = handle.handled
 
     async with trio.open_nursery() as nursery:
         worker = SerialWorker(handle, name="worker")
