@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from typing import Any, Protocol
@@ -35,72 +34,19 @@ from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
 from .cancel_tools import with_cancel_tools
 from .toolsets import flatten_tools
+from .nurseries import Pipe
 
 logger = logging.getLogger("agents_trio")
 
 
-class FrameQueue:
-    """A segment's audio, from the task that produces it to the playout. ``send_nowait``
+class FrameQueue(Pipe[rtc.AudioFrame]):
+    """A segment's audio, from the task that produces it to the playout: ``send_nowait``
     appends a frame (no schedule point); ``take`` hands over every frame waiting, up to a
-    limit, after one schedule point, waiting only when there is none. A memory channel moves
-    the frames one by one (a send and a receive each, and an outcome per handed frame).
-    ``async with`` closes it for sending; iterating it drains it frame by frame."""
+    limit, after one schedule point, waiting only when there is none (a memory channel would
+    move the frames one by one, a send and a receive each). ``async with`` closes it for
+    sending; iterating it drains it frame by frame."""
 
-    def __init__(self) -> None:
-        self._frames: deque[rtc.AudioFrame] = deque()
-        self._closed = False
-        self._waiting = trio.lowlevel.ParkingLot()
-
-    def send_nowait(self, frame: rtc.AudioFrame) -> None:
-        if self._closed:
-            raise trio.ClosedResourceError("this segment's audio already ended")
-        self._frames.append(frame)
-        if self._waiting:
-            self._waiting.unpark_all()
-
-    def close(self) -> None:
-        """No more frames: a waiting ``take`` returns what is left, then None."""
-        self._closed = True
-        self._waiting.unpark_all()
-
-    async def __aenter__(self) -> FrameQueue:
-        """The queue, for sending.
-
-        Cancellation: returns at once, not a checkpoint."""
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        """Close the queue (``close``).
-
-        Cancellation: closes at once, not a checkpoint."""
-        self.close()
-
-    async def take(self, limit: int) -> list[rtc.AudioFrame] | None:
-        """Up to ``limit`` frames (at least one, waiting for it); None once the queue was
-        closed and emptied.
-
-        Cancellation: a checkpoint; a cancelled call takes no frame.
-        """
-        if self._frames or self._closed:
-            await trio.lowlevel.checkpoint()
-        else:
-            await self._waiting.park()
-        frames = self._frames
-        if not frames:
-            return None  # woken by the close
-        return [frames.popleft() for _ in range(min(limit, len(frames)))]
-
-    def __aiter__(self) -> FrameQueue:
-        return self
-
-    async def __anext__(self) -> rtc.AudioFrame:
-        """The next frame (see ``take``).
-
-        Cancellation: a checkpoint; a cancelled call takes no frame."""
-        frames = await self.take(1)
-        if frames is None:
-            raise StopAsyncIteration
-        return frames[0]
+    __slots__ = ()
 
 
 class Segment:
@@ -108,7 +54,7 @@ class Segment:
 
     def __init__(self) -> None:
         self.text = ""
-        self.text_send, self.text_recv = trio.open_memory_channel[str](math.inf)
+        self.text_chunks: Pipe[str] = Pipe()  # the text as generated, to the TTS
         self.text_ended_at: float | None = None
         self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
@@ -201,7 +147,7 @@ class _WaitingText:
     an empty channel is waited on, so cancellation still lands whenever the node waits for
     text."""
 
-    def __init__(self, recv: trio.MemoryReceiveChannel[str]) -> None:
+    def __init__(self, recv: Pipe[str]) -> None:
         self._recv = recv
 
     def __aiter__(self) -> _WaitingText:
@@ -296,45 +242,43 @@ class Generation:
         already started keep running in ``tool_nursery``.
         """
         activity = self.activity
-        segs_send, segs_recv = trio.open_memory_channel[Segment](math.inf)
-        calls_send, calls_recv = trio.open_memory_channel[FunctionToolCall](math.inf)
+        segments: Pipe[Segment] = Pipe()
+        calls: Pipe[FunctionToolCall] = Pipe()
         audio = activity.audio_output_enabled or (
             self.request.say_audio is not None and activity.session.output.active_audio is not None)
         async with trio.open_nursery() as nursery:
-            played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
+            played: Pipe[Segment] = Pipe()  # segments with audio, to the playout
             if audio and activity.options.preemptive_generation.preemptive_tts:
-                nursery.start_soon(self._tts, segs_recv, played_send)
+                nursery.start_soon(self._tts, segments, played)
             nursery.start_soon(self._play_when_authorized, nursery, tool_nursery, audio,
-                               segs_recv, calls_recv, played_send, played_recv)
+                               segments, calls, played)
             # the LLM runs in this task: the request goes out in the step that started the
             # generation, with no hop to a task of its own
-            await self._llm(segs_send, calls_send)
+            await self._llm(segments, calls)
 
     async def _play_when_authorized(
             self, nursery: trio.Nursery, tool_nursery: trio.Nursery, audio: bool,
-            segs_recv: trio.MemoryReceiveChannel[Segment],
-            calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],
-            played_send: trio.MemorySendChannel[Segment],
-            played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+            segments: Pipe[Segment], calls: Pipe[FunctionToolCall],
+            played: Pipe[Segment]) -> None:
         """Wait for the scheduler, then play (and dispatch the tool calls) as the LLM goes."""
         activity, handle = self.activity, self.handle
         await handle.wait_scheduled()
         self._flush_metrics()
         if audio and not activity.options.preemptive_generation.preemptive_tts:
-            nursery.start_soon(self._tts, segs_recv, played_send)
+            nursery.start_soon(self._tts, segments, played)
         await handle.wait_authorized()
         self.step.authorized_at = trio.current_time()
-        nursery.start_soon(self._dispatch_tools, calls_recv, tool_nursery)
+        nursery.start_soon(self._dispatch_tools, calls, tool_nursery)
         if audio:
-            pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
-            nursery.start_soon(self._pace_transcripts, pace_recv)
-            await self._play_audio(played_recv, pace_send)
+            paced: Pipe[Segment] = Pipe()
+            nursery.start_soon(self._pace_transcripts, paced)
+            await self._play_audio(played, paced)
         else:
-            await self._play_text(segs_recv)
+            await self._play_text(segments)
 
     # -- LLM --------------------------------------------------------------------------------
-    async def _llm(self, segs_send: trio.MemorySendChannel[Segment],
-                   calls_send: trio.MemorySendChannel[FunctionToolCall]) -> None:
+    async def _llm(self, segments: Pipe[Segment],
+                   tool_calls: Pipe[FunctionToolCall]) -> None:
         activity = self.activity
         chat_ctx = self.request.chat_ctx
         if isinstance(activity.agent.instructions, Instructions):
@@ -349,15 +293,15 @@ class Generation:
         usage: CompletionUsage | None = None
         request_id = ""
         segment = Segment()
-        async with segs_send, calls_send:
-            segs_send.send_nowait(segment)
+        async with segments, tool_calls:
+            segments.send_nowait(segment)
             try:
                 async with aclosing(await self._source(chat_ctx)) as chunks:
                     async for chunk in chunks:
                         if isinstance(chunk, FlushSentinel):
                             self._end_segment(segment)
                             segment = Segment()
-                            segs_send.send_nowait(segment)
+                            segments.send_nowait(segment)
                             continue
                         text, calls = _chunk_parts(chunk)
                         if isinstance(chunk, ChatChunk):
@@ -367,9 +311,9 @@ class Generation:
                             if ttft is None:
                                 ttft = trio.current_time() - started
                             segment.text += text
-                            segment.text_send.send_nowait(text)
+                            segment.text_chunks.send_nowait(text)
                         for call in calls:
-                            calls_send.send_nowait(call)
+                            tool_calls.send_nowait(call)
             except Exception as e:  # a failing model: stored on the handle, emitted, no reply
                 self.step.error = e
                 activity.report_model_error(self.handle, e, source=activity.llm)
@@ -393,7 +337,7 @@ class Generation:
     def _end_segment(segment: Segment) -> None:
         if segment.text_ended_at is None:
             segment.text_ended_at = trio.current_time()
-            segment.text_send.close()
+            segment.text_chunks.close()
 
     def _flush_metrics(self) -> None:
         # A preemptive step reports its metrics only once it is used (scheduled).
@@ -403,21 +347,21 @@ class Generation:
             self.step.pending_metrics.clear()
 
     # -- TTS ---------------------------------------------------------------------------------
-    async def _tts(self, segs_recv: trio.MemoryReceiveChannel[Segment],
-                   played_send: trio.MemorySendChannel[Segment]) -> None:
+    async def _tts(self, segments: Pipe[Segment],
+                   played: Pipe[Segment]) -> None:
         activity = self.activity
         transforms = activity.session.tts_text_transforms
         given_audio = self.request.say_audio  # played for the first segment, not synthesized
         # the TTS's word timestamps pace the transcript only when the agent (else the
         # session) asked for use_tts_aligned_transcript
         aligned = activity.use_tts_aligned_transcript
-        async with played_send:
-            async for segment in segs_recv:
+        async with played:
+            async for segment in segments:
                 frames_send = segment.frames = FrameQueue()
-                played_send.send_nowait(segment)
+                played.send_nowait(segment)
                 synthesized = given_audio is None
                 # closed with the node: a transform's generator is not left to the GC
-                text = apply(transforms, _WaitingText(segment.text_recv))
+                text = apply(transforms, _WaitingText(segment.text_chunks))
                 source = (activity.agent.tts_node(text, self.settings)
                           if given_audio is None else aiter(given_audio))
                 given_audio = None
@@ -468,13 +412,13 @@ class Generation:
         return ttfb
 
     # -- playout -----------------------------------------------------------------------------
-    async def _play_audio(self, played_recv: trio.MemoryReceiveChannel[Segment],
-                          pace_send: trio.MemorySendChannel[Segment]) -> None:
+    async def _play_audio(self, played: Pipe[Segment],
+                          paced: Pipe[Segment]) -> None:
         output = self.activity.session.output.active_audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
         try:
-            await self._play_segments(output, played_recv, pace_send)
+            await self._play_segments(output, played, paced)
         finally:
             output.off("playback_started", self._on_playback_started)
 
@@ -484,15 +428,15 @@ class Generation:
             self.step.started_speaking_at = ev.created_at
 
     async def _play_segments(self, output: AudioOutput,
-                             played_recv: trio.MemoryReceiveChannel[Segment],
-                             pace_send: trio.MemorySendChannel[Segment]) -> None:
+                             played: Pipe[Segment],
+                             paced: Pipe[Segment]) -> None:
         timeout = self.activity.session.audio_write_timeout
-        async with pace_send:
-            async for segment in played_recv:
+        async with paced:
+            async for segment in played:
                 assert segment.frames is not None
                 self.step.current_message_id = segment.message_id
                 output.on("playback_started", segment.on_playback_started)
-                pace_send.send_nowait(segment)  # its words are released as it plays
+                paced.send_nowait(segment)  # its words are released as it plays
                 try:
                     await self._play_segment(output, segment, timeout)
                 finally:
@@ -543,10 +487,10 @@ class Generation:
         self.step.heard_seconds = ev.playback_position if ev else 0.0
         self._record_played(segment, self.step.heard_seconds)
 
-    async def _play_text(self, segs_recv: trio.MemoryReceiveChannel[Segment]) -> None:
+    async def _play_text(self, segments: Pipe[Segment]) -> None:
         # Text-only output: the agent is speaking from its first forwarded text.
-        async for segment in segs_recv:
-            async for text in segment.text_recv:
+        async for segment in segments:
+            async for text in segment.text_chunks:
                 if self.step.started_speaking_at is None:
                     self.step.started_speaking_at = trio.current_time()
                     self.activity.on_text_playback_started(self.handle)
@@ -567,7 +511,7 @@ class Generation:
             segment.release_transcript(rest, final=True,
                                        forward=self.activity.forward_transcription_nowait)
 
-    async def _pace_transcripts(self, segments: trio.MemoryReceiveChannel[Segment]) -> None:
+    async def _pace_transcripts(self, segments: Pipe[Segment]) -> None:
         """The transcript synchronizer: each segment's words are released as its audio plays
         (see ``io.transcript_sync``), until its playout ends (``segment.pacing``); with an
         unsynchronized transcription output, as its text is generated instead."""
@@ -619,9 +563,9 @@ class Generation:
                 await trio.sleep(_PACE_POLL)
 
     # -- tools -------------------------------------------------------------------------------
-    async def _dispatch_tools(self, calls_recv: trio.MemoryReceiveChannel[FunctionToolCall],
+    async def _dispatch_tools(self, calls: Pipe[FunctionToolCall],
                               tool_nursery: trio.Nursery) -> None:
-        async for tool_call in calls_recv:
+        async for tool_call in calls:
             if self.request.tool_choice == "none":
                 continue
             call = FunctionCall(call_id=tool_call.call_id or short_id("call"),

@@ -16,7 +16,6 @@ still received for earlier speeches: that is what a newer turn does.
 from __future__ import annotations
 
 import logging
-import math
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -27,6 +26,7 @@ from .models import ModelSettings
 from .realtime import RealtimeError, RealtimeUnavailable
 from .cancel_tools import with_cancel_tools
 from .toolsets import flatten_tools
+from .nurseries import Pipe
 
 if TYPE_CHECKING:
     from .chat import FunctionCall
@@ -70,16 +70,16 @@ class RealtimeGeneration(Generation):
             self.step.error = e
             activity.report_model_error(handle, e, source=activity.llm)
             return
-        played_send, played_recv = trio.open_memory_channel[Segment](math.inf)
+        played: Pipe[Segment] = Pipe()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._receive, generation, played_send, tool_nursery)
+            nursery.start_soon(self._receive, generation, played, tool_nursery)
             try:
                 if activity.session.output.active_audio is not None:
-                    pace_send, pace_recv = trio.open_memory_channel[Segment](math.inf)
-                    nursery.start_soon(self._pace_transcripts, pace_recv)
-                    await self._play_audio(played_recv, pace_send)
+                    paced: Pipe[Segment] = Pipe()
+                    nursery.start_soon(self._pace_transcripts, paced)
+                    await self._play_audio(played, paced)
                 else:
-                    await self._play_text_segments(played_recv)
+                    await self._play_text_segments(played)
             except trio.Cancelled:
                 self._stop_server_side()
                 raise
@@ -117,26 +117,26 @@ class RealtimeGeneration(Generation):
                         audio_transcript=self.step.played_text)
 
     async def _receive(self, generation: GenerationCreatedEvent,
-                       played_send: trio.MemorySendChannel[Segment],
+                       played: Pipe[Segment],
                        tool_nursery: trio.Nursery) -> None:
         """Receive the response's streams until they end, or its scope ends (then the player
         gets the end of every channel and plays what arrived)."""
         link = self.activity.realtime
         assert link is not None
-        async with played_send:
+        async with played:
             with link.receiving() as response:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._dispatch_functions, generation.function_stream,
                                        tool_nursery, response)
-                    nursery.start_soon(self._messages, generation.message_stream, played_send,
+                    nursery.start_soon(self._messages, generation.message_stream, played,
                                        response)
         if response.stall_error is not None:
             self.step.error = response.stall_error
             self.activity.report_model_error(self.handle, response.stall_error,
                                              source=self.activity.llm)
 
-    async def _messages(self, messages: trio.MemoryReceiveChannel[MessageGeneration],
-                        played_send: trio.MemorySendChannel[Segment],
+    async def _messages(self, messages: Pipe[MessageGeneration],
+                        played: Pipe[Segment],
                         response: RealtimeResponse) -> None:
         async with trio.open_nursery() as nursery:
             async for message in messages:
@@ -144,7 +144,7 @@ class RealtimeGeneration(Generation):
                 segment = Segment()
                 segment.message_id = message.message_id
                 frames_send = segment.frames = FrameQueue()
-                played_send.send_nowait(segment)
+                played.send_nowait(segment)
                 nursery.start_soon(self._collect, message, segment, frames_send, response)
 
     async def _collect(self, message: MessageGeneration, segment: Segment,
@@ -173,8 +173,8 @@ class RealtimeGeneration(Generation):
             nursery.start_soon(text)
             nursery.start_soon(audio)
 
-    async def _play_text_segments(self, played_recv: trio.MemoryReceiveChannel[Segment]) -> None:
-        async for segment in played_recv:
+    async def _play_text_segments(self, played: Pipe[Segment]) -> None:
+        async for segment in played:
             assert segment.frames is not None
             async for _ in segment.frames:
                 pass
@@ -185,7 +185,7 @@ class RealtimeGeneration(Generation):
             self.step.played_text += segment.text
             self.activity.forward_transcription_nowait(segment.text)
 
-    async def _dispatch_functions(self, calls: trio.MemoryReceiveChannel[FunctionCall],
+    async def _dispatch_functions(self, calls: Pipe[FunctionCall],
                                   tool_nursery: trio.Nursery,
                                   response: RealtimeResponse) -> None:
         async for call in calls:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .owner import TaskOwner, open_owner
+from .pipe import Pipe
 from .serial import SerialWorker
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
@@ -15,6 +16,7 @@ __all__ = [
     "FanoutEvent",
     "FanoutStatistics",
     "LatestSlot",
+    "Pipe",
     "PriorityQueue",
     "SerialWorker",
     "Subscription",
