@@ -138,7 +138,8 @@ class Activity:
         self.scheduling_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._mcp_tools: list[MCPTool] = []  # the MCP servers' tools, once connected
-        self._stop = trio.Event()
+        # cancelled by stop(): ends the speech scheduler, which runs in run's own task
+        self._stop_scope = trio.CancelScope()
         self._stopped = trio.Event()
         self.scheduling_open = trio.Event()
         self.scheduling_open.set()
@@ -198,11 +199,12 @@ class Activity:
                                                                self._mcp_servers())
                         if self.realtime is not None:
                             await owner.start(self.realtime.run)
-                        owner.start_soon(self._scheduler)
                         self.turns.bind(owner.nursery)
                         self._state = ActivityState.RUNNING
                         task_status.started()
-                        await self._stop.wait()
+                        # the speech scheduler runs here, until stop(): no task of its own
+                        with self._stop_scope:
+                            await self._scheduler()
                         owner.cancel()
                 finally:
                     if owner is not None:
@@ -253,7 +255,7 @@ class Activity:
         while self._speeches or len(self._queue):
             await self._speeches_changed.park()
         await self.background.drain()
-        self._stop.set()
+        self._stop_scope.cancel()
         await self._stopped.wait()
 
     @property
@@ -421,7 +423,7 @@ class Activity:
 
     def stop(self) -> None:
         """Leave ``run``: its nursery is cancelled and ``on_exit`` runs if it has not."""
-        self._stop.set()
+        self._stop_scope.cancel()
 
     async def wait_stopped(self) -> None:
         """Wait until ``run`` has returned (``on_exit`` done).
