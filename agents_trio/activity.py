@@ -202,6 +202,7 @@ class Activity:
                         self.turns.bind(owner.nursery)
                         self._state = ActivityState.RUNNING
                         task_status.started()
+                        del task_status  # not kept: it holds start()'s temporary nursery
                         # the speech scheduler runs here, until stop(): no task of its own
                         with self._stop_scope:
                             await self._scheduler()

@@ -329,6 +329,7 @@ class JobContext:
                 run = await session.start(agent, capture_run=capture_run)
                 await stack.enter_async_context(self._serve_session(session, room))
                 task_status.started(run)
+                del task_status  # not kept: it holds start()'s temporary nursery
                 reason = await closed.wait()
                 self._last_close_reason = reason
                 return reason
@@ -542,6 +543,7 @@ class JobContext:
         self.room.on("disconnected", push)
         try:
             task_status.started()
+            del task_status  # not kept: it holds start()'s temporary nursery
             # checked after the handler is registered: a disconnect shows here or as an event
             if self.room.isconnected():
                 reason = _reason_name(await disconnected.receive())

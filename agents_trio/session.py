@@ -730,6 +730,7 @@ class AgentSession(Generic[Userdata_T]):
                         assert self._activity is not None
                         self._activity.enter()
                         task_status.started()
+                        del task_status  # not kept: it holds start()'s temporary nursery
                         await trio.sleep_forever()
         finally:
             self.conversation.close_transcription()

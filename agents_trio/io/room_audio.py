@@ -79,6 +79,7 @@ class RoomAudioInput(AudioInput):
             async with bridge.open_receive_channel(_frames_of(stream),
                                                    max_buffer_size=self._max) as frames:
                 task_status.started()
+                del task_status  # not kept: it holds start()'s temporary nursery
                 while True:
                     try:
                         batch = await frames.receive_batch()

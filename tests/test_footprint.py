@@ -1,0 +1,64 @@
+"""What a running session holds: every object it keeps alive is walked by each full garbage
+collection of the process, so sessions per process depend on it (see docs/deployment.md).
+These pin structural facts, not counts that drift with every feature."""
+
+from __future__ import annotations
+
+import gc
+
+import trio
+
+from agents_trio import Agent
+from agents_trio.testing import FakeActions, FakeAudioInput, create_session
+
+
+class Desk(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You answer.")
+
+
+def _alive(type_name: str) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o).__name__ == type_name)
+
+
+async def test_a_running_voice_session_keeps_no_task_status_of_its_starts(autojump_clock):
+    # a started task that keeps its task_status keeps start()'s temporary nursery (and its
+    # cancel scope) alive for as long as it runs: the session's main task, the activity and
+    # the recognition drop theirs once started
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "Hello there.")
+    a.add_llm("Hi!")
+    a.add_tts(0.5)
+    session = create_session(a)
+    before = _alive("_TaskStatus")
+    async with session:
+        await session.start(Desk())
+        audio = session.input.audio
+        assert isinstance(audio, FakeAudioInput)
+        audio.push(0.1)  # the fake input plays its script from the first push
+        await trio.sleep(8)  # a turn was answered; the session listens again
+        assert [m.text_content for m in session.history.items
+                if getattr(m, "role", None) == "assistant"] == ["Hi!"]
+        assert _alive("_TaskStatus") == before
+        await session.aclose()
+
+
+async def test_the_speech_scheduler_is_no_task_of_its_own(autojump_clock):
+    a = FakeActions()
+    session = create_session(a)
+    async with session:
+        await session.start(Desk())
+        await trio.sleep(1)
+        names = {t.name for t in _tasks_under(trio.lowlevel.current_root_task())}
+        assert "agents_trio.activity.Activity.run" in names
+        assert not any(name.endswith("._scheduler") for name in names)
+        await session.aclose()
+
+
+def _tasks_under(task: trio.lowlevel.Task) -> list[trio.lowlevel.Task]:
+    out = [task]
+    for nursery in task.child_nurseries:
+        for child in nursery.child_tasks:
+            out += _tasks_under(child)
+    return out
