@@ -334,9 +334,7 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation.events.on("conversation_item_added", self.stt_context.on_item_added)
         #: held by tool code around what must not race the agent's speech (foreground())
         self.floor = Floor(on_release=self.conversation.progressed)
-        self._manual_turns = ManualTurns(
-            nursery=lambda: self._nursery, recognition=lambda: self._recognition,
-            activity=lambda: self._activity, generate_reply=self.generate_reply)
+        self._manual_turns_made: ManualTurns | None = None  # on the first commit or clear
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
@@ -499,7 +497,7 @@ class AgentSession(Generic[Userdata_T]):
         turn's transcript, to ``await`` or ignore. With a realtime model its input audio is
         committed and it is asked to reply. RuntimeError when the session isn't running.
         """
-        return self._manual_turns.commit(transcript_timeout=transcript_timeout,
+        return self._manual_turns().commit(transcript_timeout=transcript_timeout,
                                          stt_flush_duration=stt_flush_duration,
                                          skip_reply=skip_reply)
 
@@ -582,7 +580,7 @@ class AgentSession(Generic[Userdata_T]):
     def clear_user_turn(self) -> None:
         """Drop what the user said in the open turn (transcripts and the STT's buffer; a
         realtime model's input buffer). RuntimeError when the session isn't running."""
-        self._manual_turns.clear()
+        self._manual_turns().clear()
 
     def emit_metrics(self, metrics: AgentMetrics) -> None:
         self._metrics.report(metrics)
@@ -740,6 +738,15 @@ class AgentSession(Generic[Userdata_T]):
             with trio.move_on_after(self.close_grace, shield=True):
                 await aclose_toolsets(self.tools)  # the session's own; agents close theirs
             self._finish_close()
+
+    def _manual_turns(self) -> ManualTurns:
+        """The turns committed and cleared by hand, made on first use (most sessions never
+        do: a session holds nothing for them until then)."""
+        if self._manual_turns_made is None:
+            self._manual_turns_made = ManualTurns(
+                nursery=lambda: self._nursery, recognition=lambda: self._recognition,
+                activity=lambda: self._activity, generate_reply=self.generate_reply)
+        return self._manual_turns_made
 
     def _finish_close(self) -> None:
         self._state = SessionState.CLOSED
