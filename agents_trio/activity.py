@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextvars
 import enum
 import logging
+import sys
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import msgspec
 import trio
 from livekit import rtc
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 from .chat import (INSTRUCTIONS_ID, AgentConfigUpdate, ChatContext, ChatItem, ChatMessage,
                    FunctionCall, FunctionCallOutput)
@@ -28,7 +32,7 @@ from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
 from .models import LLM, STT, TTS, CompletionUsage, ToolChoice
-from .nurseries import PriorityQueue, TaskOwner, open_owner
+from .nurseries import PriorityQueue, TaskOwner, open_owner, single_leaf
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
 from .realtime import RealtimeModel, is_realtime_model
@@ -565,6 +569,15 @@ class Activity:
         except Exception as e:
             logger.exception("speech %s failed", handle.id)
             handle.set_error(e)
+        except BaseExceptionGroup as group:
+            # a failure beside a cancellation (an output that fails while the close cancels
+            # the speech): recorded as the failure alone is; the cancellation goes on
+            errors, cancelled = group.split(Exception)
+            if errors is not None:
+                logger.error("speech %s failed", handle.id, exc_info=errors)
+                handle.set_error(single_leaf(errors))
+            if cancelled is not None:
+                raise cancelled from None
         finally:
             self._speeches.discard(handle)
             self._pending_user_messages.pop(handle, None)
