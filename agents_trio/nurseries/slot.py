@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .wakeup import Wakeup
+
 if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
     from typing_extensions import TypeVarTuple, Unpack
 
@@ -24,12 +26,13 @@ class LatestSlot:
 
     Each occupant runs in its own fresh cancel scope, so cancelling one never
     cancels another. A replacement's ``fn`` only starts once the previous
-    occupant's ``fn`` has fully returned, finally blocks included (a lock
-    serialises them), so two occupants never run at once.
+    occupant's ``fn`` has fully returned, finally blocks included (it waits
+    until the slot's ``fn`` is no longer running), so two occupants never run at once.
 
-    A slot at rest holds no Trio primitive: the lock and the idle event exist only while
-    an occupant runs (a session keeps several slots, and every object it holds is walked by
-    each full garbage collection).
+    A slot holds no Trio primitive while no occupant has to wait: a replacement waiting
+    for its predecessor makes the wait's parking lot, and the idle event exists only while
+    someone waits for it (a session keeps several slots, and every object it holds is walked
+    by each full garbage collection).
 
     Args:
         nursery: The nursery the slot's tasks are started in.
@@ -39,9 +42,9 @@ class LatestSlot:
         self._nursery = nursery
         self._scope: trio.CancelScope | None = None
         self._tasks = 0
-        # both exist only while an occupant runs (created by the first, dropped by the last)
-        self._lock: trio.Lock | None = None
-        self._idle: trio.Event | None = None
+        self._running: object = None     # the scope of the occupant whose fn runs
+        self._finished = Wakeup()        # an occupant's fn returned
+        self._idle: trio.Event | None = None  # made by wait_idle, dropped by the last occupant
 
     @property
     def occupied(self) -> bool:
@@ -66,8 +69,6 @@ class LatestSlot:
         scope = trio.CancelScope()
         self._nursery.start_soon(self._run, scope, fn, args, name=fn)
         self._scope = scope
-        if self._tasks == 0:
-            self._lock = trio.Lock()
         self._tasks += 1
 
     def cancel(self) -> None:
@@ -91,17 +92,22 @@ class LatestSlot:
     async def _run(
         self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
     ) -> None:
-        lock = self._lock
-        assert lock is not None  # made by replace() for the first of the running occupants
         try:
             with scope:
-                async with lock:
-                    await trio.lowlevel.checkpoint_if_cancelled()
+                await trio.lowlevel.checkpoint()
+                while self._running is not None:  # the predecessor's fn still runs
+                    await self._finished.wait()
+                # replaced while it was woken: it does not start
+                await trio.lowlevel.checkpoint_if_cancelled()
+                self._running = scope
+                try:
                     await fn(*args)
+                finally:
+                    self._running = None
+                    self._finished.notify()
         finally:
             self._tasks -= 1
-            if self._tasks == 0:  # the last occupant: nobody waits on the lock
-                self._lock = None
+            if self._tasks == 0:
                 if self._idle is not None:
                     self._idle.set()
                     self._idle = None
