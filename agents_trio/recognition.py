@@ -304,7 +304,8 @@ class AudioRecognition:
         ``nursery``.
         """
         self._eot_slot = LatestSlot(nursery)
-        self._timeout_slot = LatestSlot(nursery)
+        if self._transcription_timeout is not None and self._stt is not None:
+            self._timeout_slot = LatestSlot(nursery)   # only a timeout to watch needs one
         self._nursery = nursery
         self._follow_audio_detector()
         if self._vad is not None:
