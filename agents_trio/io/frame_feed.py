@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 import trio
 
-from ..nurseries import Wakeup
+from ..nurseries import SingleWakeup, Wakeup
 
 __all__ = ["FeedAttachment", "FrameFeed"]
 
@@ -43,7 +43,7 @@ class FeedAttachment(Generic[T]):
         self._handler = handler
         self._context = contextvars.copy_context()
         self._ended = False
-        self._end_wakeup = Wakeup()
+        self._end_wakeup = SingleWakeup()   # the attached task alone waits
         self._error: Exception | None = None
 
     def __enter__(self) -> FeedAttachment[T]:
@@ -84,6 +84,7 @@ class FeedAttachment(Generic[T]):
 
         Raises:
             Exception: what the handler raised (it was detached then).
+            trio.BusyResourceError: another task is waiting (the attached task waits).
 
         Cancellation: cancelling the wait changes nothing; the ``attached`` block that made
         this attachment detaches it when it exits.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .owner import TaskOwner, open_owner
 from .serial import SerialWorker
+from .single_wakeup import SingleWakeup
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
 from .wakeup import Wakeup
@@ -17,6 +18,7 @@ __all__ = [
     "LatestSlot",
     "PriorityQueue",
     "SerialWorker",
+    "SingleWakeup",
     "Subscription",
     "TaskOwner",
     "open_owner",
