@@ -166,7 +166,7 @@ class AudioTurnTracker:
     """Feeds the audio turn detector in force and consults it when a turn is decided.
 
     Args:
-        nursery: Where the stream's owner task runs (the recognition's).
+        nursery: Where the stream's owner task runs (the one the recognition runs in).
         on_error: Told when the stream cannot be opened (the turns then use the endpointing
             delays alone).
     """

@@ -138,7 +138,7 @@ class AudioRecognition:
         self._last_speaking_time: float | None = None
         self._last_final_time: float | None = None
         self._eot_slot: LatestSlot | None = None
-        self._nursery: trio.Nursery | None = None   # run's: where the turn tasks run
+        self._nursery: trio.Nursery | None = None   # start's: where the tasks run
         # an audio turn detector's feed, made when the first one comes into force
         self._audio_turns: AudioTurnTracker | None = None
         self._changed = Wakeup()   # the user's state or the transcripts changed
@@ -291,38 +291,38 @@ class AudioRecognition:
         return transcript
 
     # -- running -------------------------------------------------------------------------------
-    async def run(self, audio: AsyncIterable[Any], *,
-                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run until the audio input ends or the caller's scope is cancelled.
+    async def start(self, nursery: trio.Nursery, audio: AsyncIterable[Any]) -> None:
+        """Start recognizing ``audio`` in ``nursery`` (the caller's): the VAD and STT
+        streams (each open, or its first opening failed, on return), the input's task, and
+        later the end-of-turn decisions and the audio turn detector's stream all run there,
+        with no nursery of the recognition's own. The input's task ends with the input (the
+        streams' input is then ended and they finish), or with a frame handler's error,
+        which it raises into ``nursery``.
 
-        Cancellation: cancelling the caller stops the streams; nothing is committed.
+        Cancellation: cancelling ``nursery`` stops everything the recognition runs; nothing
+        is committed. Cancelling this call while it starts leaves what it started so far in
+        ``nursery``.
         """
-        async with trio.open_nursery() as nursery:
-            self._eot_slot = LatestSlot(nursery)
-            self._timeout_slot = LatestSlot(nursery)
-            self._nursery = nursery
-            self._follow_audio_detector()
-            if self._vad is not None:
-                self._vad_stream = SupervisedStream(
-                    self._vad.stream, hooks=_VadReport(self, self._hooks, self._vad),
-                    policy=self._restart_policy, name="VAD")
-                await nursery.start(self._vad_stream.run,
-                                    name="agents_trio.recognition.AudioRecognition.vad")
-            if self._stt is not None:
-                self._stt_stream = SupervisedStream(
-                    self._stt.stream if self._stt_node is None else self._open_stt_node,
-                    hooks=_SttReport(self, self._hooks, self._stt),
-                    policy=self._restart_policy, name="STT")
-                await nursery.start(self._stt_stream.run,
-                                    name="agents_trio.recognition.AudioRecognition.stt")
-            task_status.started()
-            del task_status   # not kept: it holds the nursery this task was started in
-            await self._pump(audio)
-            self._input_done = True
-            if not self._input_stopped:
-                for stream in (self._vad_stream, self._stt_stream):
-                    if stream is not None:
-                        stream.end_input()
+        self._eot_slot = LatestSlot(nursery)
+        if self._transcription_timeout is not None and self._stt is not None:
+            self._timeout_slot = LatestSlot(nursery)   # only a timeout to watch needs one
+        self._nursery = nursery
+        self._follow_audio_detector()
+        if self._vad is not None:
+            self._vad_stream = SupervisedStream(
+                self._vad.stream, hooks=_VadReport(self, self._hooks, self._vad),
+                policy=self._restart_policy, name="VAD")
+            await nursery.start(self._vad_stream.run,
+                                name="agents_trio.recognition.AudioRecognition.vad")
+        if self._stt is not None:
+            self._stt_stream = SupervisedStream(
+                self._stt.stream if self._stt_node is None else self._open_stt_node,
+                hooks=_SttReport(self, self._hooks, self._stt),
+                policy=self._restart_policy, name="STT")
+            await nursery.start(self._stt_stream.run,
+                                name="agents_trio.recognition.AudioRecognition.stt")
+        await nursery.start(self._take_input, audio,
+                            name="agents_trio.recognition.AudioRecognition.input")
 
     @asynccontextmanager
     async def _open_stt_node(self) -> AsyncIterator[_NodeStream]:
@@ -332,23 +332,34 @@ class AudioRecognition:
         async with frames_recv, aclosing(self._stt_node(frames_recv)) as events:
             yield _NodeStream(frames_send, events)
 
-    async def _pump(self, audio: AsyncIterable[Any]) -> None:
+    async def _take_input(self, audio: AsyncIterable[Any], *,
+                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                          ) -> None:
         """Take the input's frames until it ends: pushed to us through its feed when it has
-        one (no wake-up of this task per frame), else pulled one at a time."""
+        one (no wake-up of this task per frame), else pulled one at a time. Then the streams'
+        input ends.
+
+        Cancellation: stops taking frames; the streams' input is not ended.
+        """
+        task_status.started()   # attached below before the starter resumes: no checkpoint
+        del task_status   # not kept: it holds the nursery this task was started in
         feed = audio.feed if isinstance(audio, AudioInput) else None
         if feed is not None:
             with feed.attached(self._on_frame) as link:
                 self._input_link = link
                 if not self._input_stopped:   # else: detached on leaving the block
                     await link.wait()
-            return
-        if self._input_stopped:
-            return
-        on_frame = self._on_frame
-        with trio.CancelScope() as self._pull_scope:
-            async for frame in audio:
-                on_frame(frame)
-        self._pull_scope = None
+        elif not self._input_stopped:
+            on_frame = self._on_frame
+            with trio.CancelScope() as self._pull_scope:
+                async for frame in audio:
+                    on_frame(frame)
+            self._pull_scope = None
+        self._input_done = True
+        if not self._input_stopped:
+            for stream in (self._vad_stream, self._stt_stream):
+                if stream is not None:
+                    stream.end_input()
 
     def _on_frame(self, frame: rtc.AudioFrame) -> None:
         if not self._input_enabled:  # LiveKit's detached input: its frames are dropped

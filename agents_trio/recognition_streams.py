@@ -171,13 +171,60 @@ class SupervisedStream:
         """Open the stream and keep it open until the input ends or the stream is given up;
         ``started`` once the first opening succeeded or failed.
 
+        One coroutine does it all (the incarnations and the backoffs are inline, not awaited
+        helpers): a parked stream holds a single frame of its own.
+
         Cancellation: cancelling the caller closes the current incarnation; nothing is
         reported.
         """
         self._task_status = task_status
         del task_status   # kept only until started (it holds the nursery it started in)
+        failures = 0
         try:
-            await self._supervise()
+            while not self._input_ended:
+                # one incarnation: opened, then its events handled until it ends or fails
+                self._state = StreamState.OPENING
+                self._push_error = None
+                self._delivered = False
+                error: BaseException | None = None
+                with trio.CancelScope() as self._incarnation:
+                    try:
+                        async with self._open_stream() as stream:
+                            self._stream = stream
+                            self._state = StreamState.OPEN
+                            self._started()
+                            if self._input_ended:
+                                stream.end_input()
+                            hooks = self._hooks
+                            async for ev in stream:
+                                hooks.on_event(ev)
+                                self._delivered = True
+                    except Exception as e:
+                        error = e
+                    except BaseExceptionGroup as group:   # model errors and a cancellation
+                        error, rest = group.split(Exception)
+                        if rest is not None:
+                            raise rest from None
+                    finally:
+                        self._stream = None
+                        self._incarnation = None
+                if self._push_error is not None:
+                    error = self._push_error
+                self._started()
+                if self._reopen:
+                    self._reopen = False
+                    continue
+                if error is None:
+                    break
+                failures = 1 if self._delivered else failures + 1
+                if self._gives_up(single_leaf(error), failures):
+                    break
+                self._state = StreamState.RESTARTING   # the backoff, cut by end_input
+                with trio.CancelScope() as self._backoff_scope:
+                    try:
+                        await trio.sleep(self._policy.delay(failures))
+                    finally:
+                        self._backoff_scope = None
         finally:
             self._state = StreamState.ENDED
         self._started()
@@ -188,65 +235,16 @@ class SupervisedStream:
         if status is not None:
             status.started()
 
-    async def _supervise(self) -> None:
-        failures = 0
-        while not self._input_ended:
-            error, delivered = await self._incarnation_run()
-            self._started()
-            if self._reopen:
-                self._reopen = False
-                continue
-            if error is None:
-                return
-            failures = 1 if delivered else failures + 1
-            logger.warning("the %s stream failed (%d in a row): %r", self._name, failures,
-                           error, exc_info=error)
-            self._hooks.on_error(error)
-            self._hooks.on_lost()
-            if failures > self._policy.max_failures:
-                logger.error("the %s stream failed %d times in a row; giving it up",
-                             self._name, failures)
-                self._hooks.on_given_up(error)
-                return
-            await self._backoff(self._policy.delay(failures))
-
-    async def _backoff(self, delay: float) -> None:
-        self._state = StreamState.RESTARTING
-        with trio.CancelScope() as self._backoff_scope:
-            try:
-                await trio.sleep(delay)
-            finally:
-                self._backoff_scope = None
-
-    async def _incarnation_run(self) -> tuple[BaseException | None, bool]:
-        """One opened stream, until it ends. Returns (its failure or None, whether an event
-        was handled)."""
-        self._state = StreamState.OPENING
-        self._push_error = None
-        error: BaseException | None = None
-        self._delivered = False
-        with trio.CancelScope() as self._incarnation:
-            try:
-                async with self._open_stream() as stream:
-                    self._stream = stream
-                    self._state = StreamState.OPEN
-                    self._started()
-                    if self._input_ended:
-                        stream.end_input()
-                    hooks = self._hooks
-                    async for ev in stream:
-                        hooks.on_event(ev)
-                        self._delivered = True
-            except Exception as e:
-                error = e
-            except BaseExceptionGroup as group:   # model errors mixed with a cancellation
-                error, rest = group.split(Exception)
-                if rest is not None:
-                    raise rest from None
-            finally:
-                self._stream = None
-                self._incarnation = None
-        if self._push_error is not None:
-            error = self._push_error
-        return (None if error is None else single_leaf(error)), self._delivered
-
+    def _gives_up(self, error: BaseException, failures: int) -> bool:
+        """Report the ``failures``-th failure in a row; whether the bound is now exceeded
+        (then reported as final)."""
+        logger.warning("the %s stream failed (%d in a row): %r", self._name, failures,
+                       error, exc_info=error)
+        self._hooks.on_error(error)
+        self._hooks.on_lost()
+        if failures <= self._policy.max_failures:
+            return False
+        logger.error("the %s stream failed %d times in a row; giving it up",
+                     self._name, failures)
+        self._hooks.on_given_up(error)
+        return True

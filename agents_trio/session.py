@@ -721,7 +721,7 @@ class AgentSession(Generic[Userdata_T]):
                             self._recognition.set_input_enabled(self.input.audio_enabled)
                             if is_realtime_model(self.llm):
                                 self._recognition.audio_sink = self._push_realtime_audio
-                            await nursery.start(self._recognition.run, self.input.audio)
+                            await self._recognition.start(nursery, self.input.audio)
                         self._state = SessionState.RUNNING
                         self._away_slot = LatestSlot(nursery)
                         self.conversation.set_agent_state("listening")

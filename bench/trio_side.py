@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -90,11 +89,9 @@ class _PacedFeed(FrameFeed[rtc.AudioFrame]):
         super().__init__()
         self._inp = inp
 
-    @contextmanager
-    def attached(self, handler: Any) -> Iterator[FeedAttachment[rtc.AudioFrame]]:
+    def attach(self, attachment: FeedAttachment[rtc.AudioFrame]) -> None:
         self._inp.start_taking()
-        with super().attached(handler) as attachment:
-            yield attachment
+        super().attach(attachment)
 
 
 class RealtimeSink(AudioOutput):

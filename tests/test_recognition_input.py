@@ -1,6 +1,7 @@
 """How AudioRecognition takes an input with a feed: frames are pushed to the streams from the
 producer's step once the streams are open, the input's end ends the streams' input, and a
-failing frame handler ends the run with its error."""
+failing frame handler ends the input's task with its error; the recognition's tasks run in the
+caller's nursery."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ async def test_frames_put_while_the_stt_opens_reach_both_streams_once_it_is_open
     recognition = AudioRecognition(Hooks(), vad=vad, stt=stt)  # type: ignore[arg-type]
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(recognition.run, audio)
+            nursery.start_soon(recognition.start, nursery, audio)
             for _ in range(5):
                 audio.push(0.1)              # buffered in the feed until the STT is open
                 await trio.sleep(0.1)
@@ -91,7 +92,7 @@ async def test_a_failing_frame_handler_ends_the_run_with_its_error_unreported(au
     recognition = AudioRecognition(hooks, vad=vad, stt=stt)  # type: ignore[arg-type]
     with pytest.raises(BaseExceptionGroup) as caught, trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            await nursery.start(recognition.run, audio)
+            await recognition.start(nursery, audio)
             audio.push(0.1)
             assert audio.feed is not None
             audio.feed.put_nowait(object())   # not a frame: the handler raises
@@ -101,3 +102,43 @@ async def test_a_failing_frame_handler_ends_the_run_with_its_error_unreported(au
     assert hooks.errors == []                 # the streams did not fail: nothing reported
     assert len(stt.opened_at) == 1 and len(vad.opened_at) == 1   # and none was reopened
     assert not audio.feed.consumer            # detached: the next reader gets the frames
+
+
+async def test_the_recognitions_tasks_run_in_the_callers_nursery(autojump_clock):
+    vad, stt = ManualRecognizer(), ManualRecognizer()
+    audio = FakeAudioInput()
+    hooks = Hooks()
+    recognition = AudioRecognition(hooks, vad=vad, stt=stt)  # type: ignore[arg-type]
+
+    def tasks(nursery: trio.Nursery) -> list[str]:
+        return sorted(t.name.rpartition(".")[2] for t in nursery.child_tasks)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await recognition.start(nursery, audio)
+            assert tasks(nursery) == ["input", "stt", "vad"]   # no nursery of its own
+            audio.close()
+            await trio.sleep(0.1)
+            assert tasks(nursery) == ["stt", "vad"]   # the input's task ended with the input
+            assert vad.current.input_ended and stt.current.input_ended
+            vad.current._send.close()   # the models finish: so do their streams' tasks
+            stt.current._send.close()
+            await trio.sleep(0.1)
+            assert tasks(nursery) == []
+    assert hooks.errors == []
+
+
+async def test_cancelling_the_callers_nursery_stops_the_recognition_reporting_nothing(
+        autojump_clock):
+    vad, stt = ManualRecognizer(), ManualRecognizer()
+    audio = FakeAudioInput()
+    hooks = Hooks()
+    recognition = AudioRecognition(hooks, vad=vad, stt=stt)  # type: ignore[arg-type]
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await recognition.start(nursery, audio)
+            audio.push(0.1)
+            nursery.cancel_scope.cancel()
+    assert hooks.errors == []
+    assert audio.feed is not None and not audio.feed.consumer   # detached on the way out
+    assert len(vad.opened_at) == 1 and len(stt.opened_at) == 1

@@ -20,13 +20,12 @@ from __future__ import annotations
 import contextvars
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 import trio
 
-from ..nurseries import Wakeup
+from ..nurseries import SingleWakeup, Wakeup
 
 __all__ = ["FeedAttachment", "FrameFeed"]
 
@@ -34,15 +33,25 @@ T = TypeVar("T")
 
 
 class FeedAttachment(Generic[T]):
-    """A consumer attached to a :class:`FrameFeed` (made by :meth:`FrameFeed.attached`)."""
+    """A consumer of a :class:`FrameFeed` (made by :meth:`FrameFeed.attached`): attached
+    while its ``with`` block runs, detached on leaving it. It is its own context manager, so
+    an attached consumer holds no generator or wrapper besides it.
+    """
 
     def __init__(self, feed: FrameFeed[T], handler: Callable[[T], object]) -> None:
         self._feed = feed
         self._handler = handler
         self._context = contextvars.copy_context()
         self._ended = False
-        self._end_wakeup = Wakeup()
+        self._end_wakeup = SingleWakeup()   # the attached task alone waits
         self._error: Exception | None = None
+
+    def __enter__(self) -> FeedAttachment[T]:
+        self._feed.attach(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.detach()
 
     @property
     def attached(self) -> bool:
@@ -75,6 +84,7 @@ class FeedAttachment(Generic[T]):
 
         Raises:
             Exception: what the handler raised (it was detached then).
+            trio.BusyResourceError: another task is waiting (the attached task waits).
 
         Cancellation: cancelling the wait changes nothing; the ``attached`` block that made
         this attachment detaches it when it exits.
@@ -211,24 +221,27 @@ class FrameFeed(Generic[T]):
         """Something changed (a frame, room, the end): every waiter looks again."""
         self._changed.notify()
 
-    @contextmanager
-    def attached(self, handler: Callable[[T], object]) -> Iterator[FeedAttachment[T]]:
-        """Have every frame pushed to ``handler`` while the block runs: the buffered ones now,
-        in this task, then each as it is put, in the producer's task. ``handler`` must not
-        block; the block detaches on exit.
+    def attached(self, handler: Callable[[T], object]) -> FeedAttachment[T]:
+        """Have every frame pushed to ``handler`` while the returned attachment's ``with``
+        block runs: the buffered ones on entering, in this task, then each as it is put, in
+        the producer's task. ``handler`` must not block; leaving the block detaches.
+
+        Raises:
+            trio.BusyResourceError: on entering, another consumer is attached.
+        """
+        return FeedAttachment(self, handler)
+
+    def attach(self, attachment: FeedAttachment[T]) -> None:
+        """Attach ``attachment`` (entering its ``with`` block calls this) and hand it the
+        buffered frames.
 
         Raises:
             trio.BusyResourceError: another consumer is attached.
         """
         if self.consumer is not None:
             raise trio.BusyResourceError("another consumer is attached to this feed")
-        attachment = FeedAttachment(self, handler)
         self.consumer = attachment
-        try:
-            self._hand_over_buffered(attachment)
-            yield attachment
-        finally:
-            attachment.detach()
+        self._hand_over_buffered(attachment)
 
     def _hand_over_buffered(self, attachment: FeedAttachment[T]) -> None:
         while attachment.attached:

@@ -6,6 +6,7 @@ from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .owner import TaskOwner, open_owner
 from .pipe import Pipe
 from .serial import SerialWorker
+from .single_wakeup import SingleWakeup
 from .slot import LatestSlot
 from .speech_queue import PriorityQueue
 from .wakeup import Wakeup
@@ -19,6 +20,7 @@ __all__ = [
     "Pipe",
     "PriorityQueue",
     "SerialWorker",
+    "SingleWakeup",
     "Subscription",
     "TaskOwner",
     "open_owner",

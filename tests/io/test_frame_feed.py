@@ -262,3 +262,18 @@ async def test_a_cancelled_pull_loses_no_frame_and_two_pullers_each_get_one(auto
 def test_a_bad_buffer_size_is_refused_at_construction(size: float, error: type) -> None:
     with pytest.raises(error):
         FrameFeed(size)
+
+
+async def test_an_attachment_is_its_own_context_manager_attached_only_inside_its_block():
+    feed: FrameFeed[int] = FrameFeed()
+    feed.put_nowait(1)
+    got: list[int] = []
+    link = feed.attached(got.append)
+    assert feed.consumer is None and got == []   # made, not yet attached
+    with link as entered:
+        assert entered is link and feed.consumer is link
+        assert got == [1]                          # the buffered frame, on entering
+        feed.put_nowait(2)
+    feed.put_nowait(3)                             # detached: buffered again
+    assert got == [1, 2] and feed.consumer is None
+    assert feed.receive_nowait() == 3
