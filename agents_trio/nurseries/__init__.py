@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
+from .flag import Flag
 from .owner import TaskOwner, open_owner
 from .serial import SerialWorker
 from .slot import LatestSlot
@@ -14,6 +15,7 @@ __all__ = [
     "EventFanout",
     "FanoutEvent",
     "FanoutStatistics",
+    "Flag",
     "LatestSlot",
     "PriorityQueue",
     "SerialWorker",
