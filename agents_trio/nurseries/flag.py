@@ -50,16 +50,19 @@ class Flag:
         if self._is_set:
             await trio.lowlevel.checkpoint()
             return
-        waiters = self._waiters
-        if waiters is None:
-            waiters = self._waiters = {}
+        if self._waiters is None:
+            self._waiters = {}
         task = trio.lowlevel.current_task()
-        waiters[task] = None
+        self._waiters[task] = None
 
         def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            # only a task still waiting can be aborted: set() has not run since it came
+            # only a waiting task is aborted, so set() has not run and the dict holds it (the
+            # closure keeps two cells, as trio.Event's does: a waiting flag costs what a
+            # waiting event does)
+            waiters = self._waiters
+            assert waiters is not None
             del waiters[task]
-            if not waiters and self._waiters is waiters:
+            if not waiters:
                 self._waiters = None
             return trio.lowlevel.Abort.SUCCEEDED
 
