@@ -32,7 +32,7 @@ from .agent_state import AgentStateRules
 from .hosts import ActivityHost
 from .interruption import AudioInterruption
 from .models import LLM, STT, TTS, CompletionUsage, ToolChoice
-from .nurseries import PriorityQueue, TaskOwner, open_owner, single_leaf
+from .nurseries import Flag, PriorityQueue, TaskOwner, Wakeup, open_owner, single_leaf
 from .preemptive import PreemptiveGeneration
 from .user_turns import UserTurns
 from .realtime import RealtimeModel, is_realtime_model
@@ -119,7 +119,7 @@ class Activity:
         self._queue: PriorityQueue[SpeechHandle] = PriorityQueue()
         self._current_speech: SpeechHandle | None = None
         self._speeches: set[SpeechHandle] = set()
-        self._speeches_changed = trio.lowlevel.ParkingLot()
+        self._speeches_changed = Wakeup()
         self._pending_user_messages: dict[SpeechHandle, ChatMessage] = {}
         #: the one place that decides the agent's state while this activity runs
         self.agent_state = AgentStateRules(session.conversation, self)
@@ -139,20 +139,27 @@ class Activity:
         self._unanswered: dict[SpeechHandle, int] = {}
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
-        self.scheduling_closed = trio.Event()
+        self.scheduling_closed = Flag()
         self._nursery: trio.Nursery | None = None
         self._mcp_tools: list[MCPTool] = []  # the MCP servers' tools, once connected
         # cancelled by stop(): ends the speech scheduler, which runs in run's own task
         self._stop_scope = trio.CancelScope()
-        self._stopped = trio.Event()
-        self.scheduling_open = trio.Event()
+        self._stopped = Flag()
+        self.scheduling_open = Flag()
         self.scheduling_open.set()
         # set when on_enter returned, or handed the floor to an AgentTask it awaits
-        self.enter_settled = trio.Event()
-        self.enter_finished = trio.Event()
+        self.enter_settled = Flag()
+        self.enter_finished = Flag()
         self._on_enter_hold: RunHold | None = None  # the active run waits for on_enter
-        # AgentTasks awaited by parallel tool calls of one turn run one after another
-        self.inline_task_lock = trio.Lock()
+        self._inline_task_lock: trio.Lock | None = None  # see inline_task_lock
+
+    @property
+    def inline_task_lock(self) -> trio.Lock:
+        """AgentTasks awaited by parallel tool calls of one turn run one after another, under
+        this lock (made by the first use: most activities never await one)."""
+        if self._inline_task_lock is None:
+            self._inline_task_lock = trio.Lock()
+        return self._inline_task_lock
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -258,7 +265,7 @@ class Activity:
         await self._run_on_exit()
         self._state = ActivityState.DRAINING
         while self._speeches or len(self._queue):
-            await self._speeches_changed.park()
+            await self._speeches_changed.wait()
         await self.background.drain()
         self._stop_scope.cancel()
         await self._stopped.wait()
@@ -289,7 +296,7 @@ class Activity:
         return any(h.scheduled and not h.done() for h in self._speeches)
 
     def _note_progress(self) -> None:
-        self._speeches_changed.unpark_all()
+        self._speeches_changed.notify()
         self.session.conversation.progressed()
 
     def block_new_turns(self) -> None:
@@ -348,7 +355,7 @@ class Activity:
         Cancellation: a checkpoint; the activity stays paused.
         """
         if self.scheduling_open.is_set():
-            self.scheduling_open = trio.Event()
+            self.scheduling_open = Flag()
             self.scheduling_closed.set()
             self.background.paused()
         while (playing := self.current_speech) is not None:
@@ -373,7 +380,7 @@ class Activity:
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
         if not self.scheduling_open.is_set():
-            self.scheduling_closed = trio.Event()
+            self.scheduling_closed = Flag()
             self.scheduling_open.set()
             self.background.resumed()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),

@@ -29,6 +29,7 @@ from ._errors import SessionClosedError
 from .chat import ChatItem, FunctionCall, FunctionCallOutput, new_item_id
 from .events import ToolCallUpdated, ToolExecutionUpdatedEvent, ToolReplyUpdated
 from .models import ToolChoice
+from .nurseries import Wakeup
 from .run_result import RunHold
 from .speech_handle import SpeechHandle
 from .fillers import Filler, FillerSource, filler_running
@@ -218,7 +219,7 @@ class BackgroundTools:
     def __init__(self, host: BackgroundHost) -> None:
         self.host = host
         self._running: set[ToolRun] = set()
-        self._changed = trio.lowlevel.ParkingLot()
+        self._changed = Wakeup()
         self._pending: list[tuple[list[ChatItem], ToolChoice | None]] = []
         self._reply_options: AsyncToolOptions | None = None  # the latest report's templates
         self._delivering = False
@@ -246,7 +247,7 @@ class BackgroundTools:
         """
         await trio.lowlevel.checkpoint()
         while self._delivering:
-            await self._changed.park()
+            await self._changed.wait()
 
     def paused(self) -> None:
         """The agent is paused for an AgentTask: the run stops waiting for the reply."""
@@ -262,7 +263,7 @@ class BackgroundTools:
 
     def ended(self, run: ToolRun) -> None:
         self._running.discard(run)
-        self._changed.unpark_all()
+        self._changed.notify()
 
     def __len__(self) -> int:
         return len(self._running)
@@ -276,7 +277,7 @@ class BackgroundTools:
             if run.cancellable:
                 run.scope.cancel()
         while self._running:
-            await self._changed.park()
+            await self._changed.wait()
 
     def report(self, call: FunctionCall, entry_id: str, outcome: ToolOutcome, *,
                tool_choice: ToolChoice | None, options: AsyncToolOptions | None = None) -> None:
@@ -322,7 +323,7 @@ class BackgroundTools:
             return False
         finally:
             self._delivering = False
-            self._changed.unpark_all()
+            self._changed.notify()
 
     def _ask_for_reply(self, idle: bool) -> tuple[SpeechHandle, list[str]] | None:
         pending, self._pending = self._pending, []

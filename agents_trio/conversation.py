@@ -26,7 +26,7 @@ from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserState, UserStateChangedEvent)
 from .models import ModelSettings
-from .nurseries import EventFanout
+from .nurseries import EventFanout, Wakeup
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 
@@ -91,7 +91,7 @@ class Conversation:
         self._on_state_changed = on_state_changed
         self._error_counts: dict[str, int] = {}
         self._run: RunResult[object] | None = None
-        self._progress = trio.lowlevel.ParkingLot()
+        self._progress = Wakeup()
         self._transcripts: TranscriptForwarding | None = None  # once the session runs
 
     # -- events ---------------------------------------------------------------------------
@@ -206,7 +206,7 @@ class Conversation:
     # -- progress -------------------------------------------------------------------------
     def progressed(self) -> None:
         """A speech, a tool or an on_enter finished, or the current activity changed."""
-        self._progress.unpark_all()
+        self._progress.notify()
 
     async def wait_until(self, settled: Callable[[], bool]) -> None:
         """Wait until ``settled()`` holds, looking again at each progress.
@@ -214,7 +214,7 @@ class Conversation:
         Cancellation: a checkpoint only; nothing changes.
         """
         while not settled():
-            await self._progress.park()
+            await self._progress.wait()
 
     # -- transcription --------------------------------------------------------------------
     def open_transcription(self, nursery: trio.Nursery, output: Callable[[], TextSink | None],

@@ -12,7 +12,7 @@ import contextvars
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-import trio
+from .nurseries import Flag
 
 __all__ = ["Floor"]
 
@@ -26,7 +26,7 @@ class Floor:
 
     def __init__(self, on_release: Callable[[], None] = lambda: None) -> None:
         self._holds = 0
-        self._released = trio.Event()
+        self._released = Flag()
         self._released.set()
         self._on_release = on_release
 
@@ -51,7 +51,7 @@ class Floor:
         token = _holding.set(True)
         self._holds += 1
         if self._holds == 1:
-            self._released = trio.Event()
+            self._released = Flag()
         try:
             yield
         finally:

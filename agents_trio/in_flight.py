@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-import trio
-
 from .chat import FunctionCall
+from .nurseries import Wakeup
 
 
 class RunningTools:
@@ -56,7 +55,7 @@ class InlineTaskStack:
 
     def __init__(self) -> None:
         self._tasks: list[Cancellable] = []
-        self._changed = trio.lowlevel.ParkingLot()
+        self._changed = Wakeup()
 
     @contextmanager
     def enter(self, task: Cancellable) -> Iterator[None]:
@@ -65,7 +64,7 @@ class InlineTaskStack:
             yield
         finally:
             self._tasks.remove(task)
-            self._changed.unpark_all()
+            self._changed.notify()
 
     async def unwind(self) -> None:
         """Cancel the tasks innermost first, each once its inner ones have returned.
@@ -76,4 +75,4 @@ class InlineTaskStack:
             task = self._tasks[-1]
             task.cancel()
             while task in self._tasks:
-                await self._changed.park()
+                await self._changed.wait()

@@ -27,6 +27,7 @@ from .chat import ChatContext, ChatItem, ChatMessage
 from .events import ErrorEvent, RealtimeModelMetrics, UserInputTranscribedEvent
 from .generation import ReplyRequest
 from .hosts import ActivityBasics, TurnTaking
+from .nurseries import Flag
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
                        RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
@@ -43,12 +44,12 @@ class RealtimeHost(ActivityBasics, TurnTaking, Protocol):
     def allow_interruptions(self) -> bool: ...
 
     @property
-    def scheduling_open(self) -> trio.Event:
+    def scheduling_open(self) -> Flag:
         """Set while the activity's scheduler runs (replaced by each pause)."""
         ...
 
     @property
-    def scheduling_closed(self) -> trio.Event:
+    def scheduling_closed(self) -> Flag:
         """Set while the activity is paused (replaced by each resume)."""
         ...
 
@@ -67,7 +68,7 @@ logger = logging.getLogger("agents_trio")
 T = TypeVar("T")
 
 
-async def _cancel_when(event: trio.Event, nursery: trio.Nursery) -> None:
+async def _cancel_when(event: trio.Event | Flag, nursery: trio.Nursery) -> None:
     await event.wait()
     nursery.cancel_scope.cancel()
 

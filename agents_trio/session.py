@@ -41,7 +41,7 @@ from .io.bridge_on_demand import BridgeOnDemand
 from .model_resolution import resolve_models
 from .model_resolution import resolve_turn_handling as adapt_turn_handling
 from .models import LLM, STT, TTS, VAD, ModelSettings, ToolChoice
-from .nurseries import LatestSlot, SerialWorker, Subscription
+from .nurseries import Flag, LatestSlot, SerialWorker, Subscription
 from .audio_turn import check_vad_silence
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
@@ -349,7 +349,7 @@ class AgentSession(Generic[Userdata_T]):
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._work_scope = trio.CancelScope()
-        self._closed = trio.Event()
+        self._closed = Flag()
         # handoffs, served one at a time in the session's work nursery (a task only while one
         # is being served)
         self._switches: SerialWorker[_SwitchRequest] | None = None

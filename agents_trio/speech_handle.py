@@ -19,6 +19,7 @@ from ._ids import short_id
 from .chat import ChatItem, new_item_id
 from .events import SpeechSource
 from .instructions import InputDetails
+from .nurseries import Flag
 
 #: LiveKit's default: a speech answers spoken input unless told otherwise
 DEFAULT_INPUT_DETAILS = InputDetails(modality="audio")
@@ -76,9 +77,9 @@ class SpeechHandle:
         self._error: BaseException | None = None
         self._done_callbacks: list[Callable[[SpeechHandle], Any]] = []
         self._item_callbacks: list[Callable[[ChatItem], Any]] = []
-        self._done_event = trio.Event()
-        self._scheduled_event = trio.Event()
-        self._interrupted_event = trio.Event()
+        self._done_event = Flag()
+        self._scheduled_event = Flag()
+        self._interrupted_event = Flag()
         self._new_step()
 
     def _new_step(self) -> None:
@@ -88,8 +89,8 @@ class SpeechHandle:
         # allocated now, so the step's message sorts by when the speech was asked for among
         # items created at the same Trio time
         self._step_message_id = new_item_id()
-        self._authorized = trio.Event()
-        self._generation_done = trio.Event()
+        self._authorized = Flag()
+        self._generation_done = Flag()
         if self._interrupted:
             self._step_scope.cancel()
 

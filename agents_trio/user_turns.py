@@ -16,7 +16,7 @@ from ._errors import StopResponse
 from .chat import ChatItem, ChatMessage
 from .events import EOUMetrics
 from .interruption import words
-from .nurseries import SerialWorker
+from .nurseries import SerialWorker, Wakeup
 from .preemptive import PreemptiveGeneration, PreemptiveHost, PreemptiveTurn
 from .recognition import EndOfTurnInfo
 from .speech_handle import SpeechHandle
@@ -53,7 +53,7 @@ class UserTurns:
         self._activity = activity
         self._turns = SerialWorker(self._handle, name="agents_trio.user_turns.UserTurns.handle")
         self._unhandled = 0   # turns accepted and not handled yet
-        self._handled = trio.lowlevel.ParkingLot()
+        self._handled = Wakeup()
 
     def bind(self, nursery: trio.Nursery) -> None:
         """Handle turns in ``nursery`` (the activity's), in order, from now on.
@@ -107,7 +107,7 @@ class UserTurns:
             logger.exception("handling the user turn failed")
         finally:
             self._unhandled -= 1
-            self._handled.unpark_all()
+            self._handled.notify()
 
     @property
     def handling(self) -> bool:
@@ -120,7 +120,7 @@ class UserTurns:
         Cancellation: a checkpoint only.
         """
         while self._unhandled > 0:
-            await self._handled.park()
+            await self._handled.wait()
 
     async def _completed(self, info: EndOfTurnInfo) -> None:
         activity = self._activity

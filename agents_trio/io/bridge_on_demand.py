@@ -42,7 +42,7 @@ class BridgeOnDemand:
         self._cancel_grace = cancel_grace
         self._scope: trio.CancelScope | None = None  # the owner task's, while it runs
         self._closed = False
-        self._lock = trio.Lock()
+        self._lock: trio.Lock | None = None  # made by the first get()
         self._bridge: AsyncioBridge | None = None
         self._http = PluginHttpSession()
 
@@ -77,6 +77,8 @@ class BridgeOnDemand:
         Cancellation: cancelling the first call while the bridge opens cancels its opening
         (the next call tries again); later calls are not blocking.
         """
+        if self._lock is None:
+            self._lock = trio.Lock()
         async with self._lock:
             if self._closed:
                 raise BridgeError("the session's asyncio bridge is closed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
+from .flag import Flag
 from .owner import TaskOwner, open_owner
 from .pipe import Pipe
 from .serial import SerialWorker
@@ -16,6 +17,7 @@ __all__ = [
     "EventFanout",
     "FanoutEvent",
     "FanoutStatistics",
+    "Flag",
     "LatestSlot",
     "Pipe",
     "PriorityQueue",

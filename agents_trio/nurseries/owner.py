@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from .flag import Flag
+
 __all__ = ["TaskOwner", "open_owner"]
 
 if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
@@ -29,7 +31,7 @@ class TaskOwner:
         name: Optional label, for debugging only.
     """
 
-    def __init__(self, nursery: trio.Nursery, *, closed: trio.Event, grace: float = 5.0,
+    def __init__(self, nursery: trio.Nursery, *, closed: Flag | trio.Event, grace: float = 5.0,
                  name: str | None = None) -> None:
         self._nursery = nursery
         self._closed = closed  # set by whoever owns the nursery (open_owner) when it exits
@@ -154,7 +156,7 @@ async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIte
     Cancellation:
         Owns tasks. Entering is not a checkpoint; leaving is, like a nursery.
     """
-    closed = trio.Event()
+    closed = Flag()
     try:
         async with trio.open_nursery() as nursery:
             yield TaskOwner(nursery, closed=closed, grace=grace, name=name)
