@@ -14,7 +14,6 @@ around a state change).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
@@ -26,7 +25,7 @@ from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserState, UserStateChangedEvent)
 from .models import ModelSettings
-from .nurseries import EventFanout, Wakeup
+from .nurseries import EventFanout, Flag, Pipe, Wakeup
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
 
@@ -278,9 +277,9 @@ class TranscriptForwarding:
         self._output = output
         self._node = node
         self._on_error = on_error
-        self._parts: trio.MemorySendChannel[str] | None = None  # the open segment's
+        self._parts: Pipe[str] | None = None  # the open segment's
         self._skipping = False  # no output or node when the open segment began: drop it
-        self._delivered: trio.Event | None = None  # the last segment's
+        self._delivered: Flag | None = None  # the last segment's
         self._deliveries: set[trio.CancelScope] = set()
         self._closed = False
         self._cancelled = False
@@ -324,8 +323,8 @@ class TranscriptForwarding:
         if sink is None or transform is None:
             self._skipping = True
             return
-        self._parts, parts = trio.open_memory_channel[str](math.inf)
-        before, self._delivered = self._delivered, trio.Event()
+        self._parts = parts = Pipe[str]()
+        before, self._delivered = self._delivered, Flag()
         scope = trio.CancelScope()
         if self._cancelled:
             scope.cancel()
@@ -339,8 +338,8 @@ class TranscriptForwarding:
             parts.close()
 
     async def _deliver(self, scope: trio.CancelScope, sink: TextSink,
-                       transform: TranscriptionNode, parts: trio.MemoryReceiveChannel[str],
-                       before: trio.Event | None, delivered: trio.Event) -> None:
+                       transform: TranscriptionNode, parts: Pipe[str],
+                       before: Flag | None, delivered: Flag) -> None:
         try:
             with scope:
                 if before is not None:
@@ -358,7 +357,7 @@ class TranscriptForwarding:
             delivered.set()
 
 
-async def _received(parts: trio.MemoryReceiveChannel[str]) -> AsyncIterator[str]:
+async def _received(parts: Pipe[str]) -> AsyncIterator[str]:
     async for text in parts:
         yield text
 

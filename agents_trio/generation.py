@@ -34,7 +34,7 @@ from .speech_handle import SpeechHandle
 from .tools import FunctionTool, ToolOutcome
 from .cancel_tools import with_cancel_tools
 from .toolsets import flatten_tools
-from .nurseries import Pipe
+from .nurseries import Flag, Pipe
 
 logger = logging.getLogger("agents_trio")
 
@@ -59,12 +59,12 @@ class Segment:
         self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
-        self.text_complete = trio.Event()  # realtime: the message's text stream ended
+        self.text_complete = Flag()  # realtime: the message's text stream ended
         self.audio_complete = False  # the TTS finished the segment
         self.timestamps: list[TimedWord] = []  # word timings given by the TTS, if any
         self.forwarded = ""  # the transcription released so far (paced by the playback)
         self.transcript_closed = False  # its end was forwarded: nothing more is released
-        self.playback_started = trio.Event()
+        self.playback_started = Flag()
         self.pacing = trio.CancelScope()  # the synchronizer's work on it (ended by playout)
         self.cut = False  # playout ended early (interrupted or stalled)
 
