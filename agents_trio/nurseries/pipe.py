@@ -7,6 +7,8 @@ from typing import Generic, TypeVar
 
 import trio
 
+from .single_wakeup import SingleWakeup
+
 __all__ = ["Pipe"]
 
 T = TypeVar("T")
@@ -17,8 +19,9 @@ class Pipe(Generic[T]):
     receiving task at a time, until :meth:`close` and the last item.
 
     It does what an unbounded ``trio.open_memory_channel`` pair does for a producer and its
-    one consumer, with two objects (the pipe and its deque) where a channel pair holds eight
-    (two endpoints, their state, two task sets, two task queues and a deque), waiting or not.
+    one consumer, with three objects (the pipe, its deque and a :class:`SingleWakeup`) where a
+    channel pair holds eight (two endpoints, their state, two task sets, two task queues and a
+    deque), waiting or not.
     That matters for the pipes a speech makes on every turn: each full garbage collection
     walks every object a live session holds. The receiving side behaves the same: a receive is
     a checkpoint, waits only when the pipe is empty, and a cancelled receive takes nothing.
@@ -27,12 +30,12 @@ class Pipe(Generic[T]):
     ``async with`` closes it (as a send channel's does); ``async for`` receives until the end.
     """
 
-    __slots__ = ("_items", "_closed", "_receiver")
+    __slots__ = ("_items", "_closed", "_changed")
 
     def __init__(self) -> None:
         self._items: deque[T] = deque()
         self._closed = False
-        self._receiver: trio.lowlevel.Task | None = None  # waiting for an item or the close
+        self._changed = SingleWakeup()  # the receiver waits there for an item or the close
 
     def send_nowait(self, item: T) -> None:
         """Append ``item``; a waiting receiver wakes. Not a checkpoint.
@@ -43,12 +46,12 @@ class Pipe(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("the pipe was closed")
         self._items.append(item)
-        self._wake()
+        self._changed.notify()
 
     def close(self) -> None:
         """No more items: the receiver takes what is left, then sees the end. Idempotent."""
         self._closed = True
-        self._wake()
+        self._changed.notify()
 
     def receive_nowait(self) -> T:
         """The next item, without a schedule point.
@@ -91,20 +94,9 @@ class Pipe(Generic[T]):
         if self._items or self._closed:
             await trio.lowlevel.checkpoint()
             return
-        if self._receiver is not None:
-            raise trio.BusyResourceError("another task is already receiving from this pipe")
-        self._receiver = trio.lowlevel.current_task()
-        # woken only by a send or the close (_wake), so an item or the end is there
-        await trio.lowlevel.wait_task_rescheduled(self._abort_receive)
-
-    def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
-        self._receiver = None  # the receive was cancelled: it takes nothing
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    def _wake(self) -> None:
-        receiver, self._receiver = self._receiver, None
-        if receiver is not None:
-            trio.lowlevel.reschedule(receiver)
+        # a second receiver waiting at once: trio.BusyResourceError
+        while not (self._items or self._closed):
+            await self._changed.wait()
 
     async def __aenter__(self) -> Pipe[T]:
         """The pipe, for sending.

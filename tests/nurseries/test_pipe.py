@@ -86,8 +86,8 @@ async def test_take_hands_over_bursts_and_none_at_the_end(autojump_clock):
     assert await pipe.take(3) is None
 
 
-def test_a_pipe_holds_two_tracked_objects_waiting_or_not():
-    # the reason it exists: a channel pair is eight, and a speech makes several per turn
+def test_a_pipe_holds_no_trio_primitive_waiting_or_not():
+    # the reason it exists: a channel pair is eight objects, and a speech makes several per turn
     async def main() -> None:
         pipe: Pipe[int] = Pipe()
         before = len(gc.get_referents(pipe))
@@ -95,8 +95,8 @@ def test_a_pipe_holds_two_tracked_objects_waiting_or_not():
             nursery.start_soon(pipe.receive)
             await trio.testing.wait_all_tasks_blocked()
             held = [o for o in gc.get_referents(pipe) if gc.is_tracked(o) and not isinstance(o, type)]
-            # the deque, and the waiting task (which exists anyway)
-            assert {type(o).__name__ for o in held} <= {"deque", "Task"}
+            # the deque and the wake-up (which holds only the waiting task)
+            assert {type(o).__name__ for o in held} <= {"deque", "SingleWakeup"}
             pipe.send_nowait(1)
         assert len(gc.get_referents(pipe)) == before
 
