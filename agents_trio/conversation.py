@@ -282,7 +282,6 @@ class TranscriptForwarding:
         self._delivered: Flag | None = None  # the last segment's
         self._deliveries: set[trio.CancelScope] = set()
         self._closed = False
-        self._cancelled = False
 
     def send(self, text: str, *, final: bool) -> None:
         """Add ``text`` to the open segment (beginning one if none is); ``final`` ends it.
@@ -313,8 +312,9 @@ class TranscriptForwarding:
             await self._delivered.wait()
 
     def cancel(self) -> None:
-        """Cancel every delivery in progress and every later one. Idempotent."""
-        self._cancelled = True
+        """Close (:meth:`close`: no later segment begins) and cancel every delivery in
+        progress. Idempotent."""
+        self.close()
         for scope in self._deliveries:
             scope.cancel()
 
@@ -326,8 +326,6 @@ class TranscriptForwarding:
         self._parts = parts = Pipe[str]()
         before, self._delivered = self._delivered, Flag()
         scope = trio.CancelScope()
-        if self._cancelled:
-            scope.cancel()
         self._deliveries.add(scope)
         self._nursery.start_soon(self._deliver, scope, sink, transform, parts, before,
                                  self._delivered)

@@ -29,10 +29,10 @@ class LatestSlot:
     occupant's ``fn`` has fully returned, finally blocks included (it waits
     until the slot's ``fn`` is no longer running), so two occupants never run at once.
 
-    A slot holds no Trio primitive while no occupant has to wait: a replacement waiting
-    for its predecessor makes the wait's parking lot, and the idle event exists only while
-    someone waits for it (a session keeps several slots, and every object it holds is walked
-    by each full garbage collection).
+    A slot holds no Trio primitive while nobody has to wait: a replacement waiting for its
+    predecessor, or a task in :meth:`wait_idle`, makes the wait's parking lot (a session
+    keeps several slots, and every object it holds is walked by each full garbage
+    collection).
 
     Args:
         nursery: The nursery the slot's tasks are started in.
@@ -42,9 +42,8 @@ class LatestSlot:
         self._nursery = nursery
         self._scope: trio.CancelScope | None = None
         self._tasks = 0
-        self._running: object = None     # the scope of the occupant whose fn runs
-        self._finished = Wakeup()        # an occupant's fn returned
-        self._idle: trio.Event | None = None  # made by wait_idle, dropped by the last occupant
+        self._running: trio.CancelScope | None = None  # the scope of the occupant whose fn runs
+        self._changed = Wakeup()  # an occupant's fn returned, or an occupant ended
 
     @property
     def occupied(self) -> bool:
@@ -85,9 +84,8 @@ class LatestSlot:
         if self._tasks == 0:
             await trio.lowlevel.checkpoint()
             return
-        if self._idle is None:
-            self._idle = trio.Event()
-        await self._idle.wait()
+        while self._tasks:
+            await self._changed.wait()
 
     async def _run(
         self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
@@ -96,7 +94,7 @@ class LatestSlot:
             with scope:
                 await trio.lowlevel.checkpoint()
                 while self._running is not None:  # the predecessor's fn still runs
-                    await self._finished.wait()
+                    await self._changed.wait()
                 # replaced while it was woken: it does not start
                 await trio.lowlevel.checkpoint_if_cancelled()
                 self._running = scope
@@ -104,12 +102,10 @@ class LatestSlot:
                     await fn(*args)
                 finally:
                     self._running = None
-                    self._finished.notify()
+                    self._changed.notify()
         finally:
             self._tasks -= 1
             if self._tasks == 0:
-                if self._idle is not None:
-                    self._idle.set()
-                    self._idle = None
+                self._changed.notify()
             if self._scope is scope:
                 self._scope = None
