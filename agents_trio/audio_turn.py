@@ -7,7 +7,9 @@ audio as it arrives, through a stream opened when it comes into force, and is as
 prediction while the user is silent, before the turn is decided. The rules, as LiveKit 1.8.9
 applies them:
 
-- every input frame is pushed to the stream;
+- every input frame is pushed to the stream; frames heard while the stream is still opening
+  (a connection to make) are kept, at most :data:`OPENING_BUFFER_FRAMES` of the latest, and
+  pushed first once it is open;
 - a prediction is requested once the VAD has heard :data:`PREDICTION_SILENCE` of raw silence
   while the user is speaking, and withdrawn when speech is heard again (the VAD's
   ``raw_accumulated_speech``) or a new speech starts;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import logging
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -37,12 +40,16 @@ from .nurseries import LatestSlot
 
 logger = logging.getLogger("agents_trio")
 
-__all__ = ["PREDICTION_SILENCE", "AudioTurnDetector", "AudioTurnDetectorStream",
+__all__ = ["OPENING_BUFFER_FRAMES", "PREDICTION_SILENCE", "AudioTurnDetector", "AudioTurnDetectorStream",
            "AudioTurnTracker", "PendingPrediction", "TurnPrediction", "check_vad_silence"]
 
 PREDICTION_SILENCE = 0.2
 """Raw VAD silence (seconds) after which a prediction is requested (LiveKit's
 ``MIN_SILENCE_DURATION_MS``); the VAD's ``min_silence_duration`` must exceed it by 50 ms."""
+
+OPENING_BUFFER_FRAMES = 500
+"""How many of the latest input frames are kept for a stream that is still opening (10 s of
+20 ms frames); older ones are dropped."""
 
 
 def check_vad_silence(detector: object, vad: object) -> None:
@@ -178,6 +185,10 @@ class AudioTurnTracker:
         self._detector: AudioTurnDetector | None = None
         self.stream: AudioTurnDetectorStream | None = None
         self._prediction: PendingPrediction | None = None
+        # while the detector's stream opens: the frames it is to be given first (None when
+        # no stream is opening); a prediction asked for meanwhile is a placeholder that the
+        # open stream's own request replaces
+        self._opening: deque[Any] | None = None
 
     def use(self, detector: object) -> None:
         """The detector in force is ``detector`` (any turn detection value): open its stream
@@ -189,15 +200,22 @@ class AudioTurnTracker:
         self.stream = None
         self._prediction = None
         if wanted is None:
+            self._opening = None
             self._owner.cancel()
         else:
+            self._opening = deque(maxlen=OPENING_BUFFER_FRAMES)
             self._owner.replace(self._own_stream, wanted)
+
+    @property
+    def frames_kept_while_opening(self) -> int:
+        """Input frames held for the stream being opened (0 when none is opening)."""
+        return 0 if self._opening is None else len(self._opening)
 
     async def _own_stream(self, detector: AudioTurnDetector) -> None:
         try:
             async with detector.stream() as stream:
                 if self._detector is detector:
-                    self.stream = stream
+                    self._opened(stream)
                 try:
                     await trio.sleep_forever()
                 finally:
@@ -206,9 +224,29 @@ class AudioTurnTracker:
                         self._prediction = None
         except Exception as e:
             logger.warning("the audio turn detector's stream failed: %r", e)
+            if self._detector is detector:
+                self._opening = None  # it will not open: nothing more is kept for it
+                self._prediction = None
             self._on_error(e, detector)
 
+    def _opened(self, stream: AudioTurnDetectorStream) -> None:
+        """The stream is open: it is given the audio heard meanwhile, then the prediction
+        asked for meanwhile, and is fed directly from now on."""
+        kept, self._opening = self._opening, None
+        for frame in kept or ():
+            stream.push_audio(frame)
+        self.stream = stream
+        if self._prediction is not None:
+            self._prediction = stream.predict()
+
     # -- feeding ---------------------------------------------------------------------------
+    def push_audio(self, frame: Any) -> None:  # noqa: ANN401  (an rtc.AudioFrame)
+        """One input frame: to the open stream, or kept for the stream being opened."""
+        if self.stream is not None:
+            self.stream.push_audio(frame)
+        elif self._opening is not None:
+            self._opening.append(frame)
+
     def on_speech_started(self) -> None:
         """A new speech: a pending request is withdrawn (the turn goes on)."""
         if self.stream is not None:
@@ -217,19 +255,24 @@ class AudioTurnTracker:
 
     def on_vad_inference(self, ev: VADEvent, *, speaking: bool) -> None:
         stream = self.stream
-        if stream is None:
+        if stream is None and self._opening is None:
             return
         if ev.raw_accumulated_speech > 0.0 and speaking and self._prediction is not None:
-            stream.cancel_inference()
+            if stream is not None:
+                stream.cancel_inference()
             self._prediction = None
         if (ev.raw_accumulated_silence >= PREDICTION_SILENCE and speaking
                 and self._prediction is None):
-            self._prediction = stream.predict()
+            # while opening: a placeholder, replaced by the stream's request when it opens
+            self._prediction = PendingPrediction() if stream is None else stream.predict()
 
     def on_turn_ended(self, reason: str) -> None:
-        """The turn was committed or cleared."""
+        """The turn was committed or cleared: the stream forgets its audio (a stream still
+        opening will not be given the audio kept so far)."""
         if self.stream is not None:
             self.stream.flush(reason)
+        elif self._opening is not None:
+            self._opening.clear()
         self._prediction = None
 
     # -- deciding --------------------------------------------------------------------------

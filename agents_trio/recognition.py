@@ -368,8 +368,8 @@ class AudioRecognition:
         if self.audio_sink is not None:
             self._push_to_sink(frame)
         audio_turns = self._audio_turns
-        if audio_turns is not None and audio_turns.stream is not None:
-            audio_turns.stream.push_audio(frame)
+        if audio_turns is not None:
+            audio_turns.push_audio(frame)
         if self._vad_stream is not None:
             self._vad_stream.push_frame(frame)
         if self._stt_stream is not None:

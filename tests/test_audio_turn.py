@@ -11,10 +11,12 @@ import pytest
 import trio
 import trio.testing
 
-from agents_trio import AgentSession
-from agents_trio.audio_turn import (AudioTurnDetector, AudioTurnDetectorStream, AudioTurnTracker,
-                                    PendingPrediction, TurnPrediction, check_vad_silence)
+from agents_trio import Agent, AgentSession
+from agents_trio.audio_turn import (OPENING_BUFFER_FRAMES, AudioTurnDetector,
+                                    AudioTurnDetectorStream, AudioTurnTracker, PendingPrediction,
+                                    TurnPrediction, check_vad_silence)
 from agents_trio.models import VADEvent, VADEventType
+from agents_trio.testing import FakeActions, create_session, run_session
 
 
 class RecordingStream(AudioTurnDetectorStream):
@@ -172,3 +174,83 @@ def test_the_vad_must_wait_longer_than_the_prediction_silence() -> None:
         check_vad_silence(detector, VAD(0.2))
     with pytest.raises(ValueError, match="min_silence_duration"):
         AgentSession(vad=VAD(0.1), turn_handling={"turn_detection": detector})  # type: ignore[arg-type]
+
+
+class SlowOpeningDetector(RecordingDetector):
+    """Its stream takes ``delay`` seconds to open (a connection to make)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[AudioTurnDetectorStream]:
+        await trio.sleep(self.delay)
+        async with super().stream() as stream:
+            yield stream
+
+
+async def test_audio_heard_while_the_stream_opens_reaches_it(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """The session's first frame arrives while the detector's stream is still opening: it is
+    kept and pushed once the stream is open, before anything heard later."""
+    actions = FakeActions()
+    actions.add_user_speech(0.5, 1.5, "I was thinking")
+    actions.add_llm("Go on.")
+    actions.add_tts(0.5)
+    detector = SlowOpeningDetector(0.05)
+    session = create_session(actions, turn_handling={"turn_detection": detector})
+    await run_session(session, Agent(instructions="x"), drain_delay=2.0)
+    calls = detector.stream_.calls
+    assert calls.count("audio") == 1  # the one 0.1 s frame the harness pushes at the start
+    # the speech's 0.2 s of raw silence asked for a prediction once the stream was open
+    assert "predict" in calls and calls.index("audio") < calls.index("predict")
+
+
+def test_frames_kept_while_opening_are_bounded() -> None:
+    """A stream that never opens does not make the tracker hold the whole conversation."""
+    async def main() -> int:
+        class NeverOpens(RecordingDetector):
+            @asynccontextmanager
+            async def stream(self) -> AsyncIterator[AudioTurnDetectorStream]:
+                await trio.sleep_forever()
+                yield self.stream_
+
+        async with trio.open_nursery() as nursery:
+            tracker = AudioTurnTracker(nursery, on_error=lambda e, source: None)
+            tracker.use(NeverOpens())
+            frame = object()
+            for _ in range(OPENING_BUFFER_FRAMES * 3):
+                tracker.push_audio(frame)
+            kept = tracker.frames_kept_while_opening
+            nursery.cancel_scope.cancel()
+        return kept
+
+    assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) \
+        == OPENING_BUFFER_FRAMES
+
+
+async def test_what_happens_while_the_stream_opens_is_applied_once_it_is_open(
+        autojump_clock: trio.testing.MockClock) -> None:
+    detector = SlowOpeningDetector(0.5)
+    async with trio.open_nursery() as nursery:
+        tracker = AudioTurnTracker(nursery, on_error=lambda e, source: None)
+        tracker.use(detector)
+        tracker.push_audio("old turn")
+        tracker.on_turn_ended("turn committed")  # the stream will not hear that turn
+        tracker.push_audio("a")
+        tracker.on_speech_started()
+        tracker.on_vad_inference(_inference(silence=0.2), speaking=True)  # asked while opening
+        tracker.push_audio("b")
+        assert tracker.stream is None and tracker.frames_kept_while_opening == 2
+        # the decision made before the stream opens has nothing to wait for
+        assert not await tracker.end_of_turn_unlikely("en")
+        await trio.sleep(0.5)
+        assert tracker.stream is detector.stream_ and tracker.frames_kept_while_opening == 0
+        tracker.push_audio("c")
+        assert detector.stream_.calls == ["audio", "audio", "predict", "audio"]
+        # the request made on opening is the one the decision waits for
+        (pending,) = detector.stream_.pending
+        pending.resolve(TurnPrediction(end_of_turn_probability=0.1))
+        assert await tracker.end_of_turn_unlikely("en")
+        tracker.use(None)
