@@ -16,6 +16,7 @@ from ._errors import (AgentsTrioError, APIConnectionError, APIError, APIStatusEr
 from .agent import Agent, NOT_GIVEN, NotGiven, NotGivenOr, SessionView
 from .agent_task import AgentTask
 from .background_audio import AudioConfig, BackgroundAudioPlayer, BuiltinAudioClip, PlayHandle
+from .collector import tune_collector_for_sessions
 from .chat import (AgentConfigUpdate, AgentHandoff, ChatContent, ChatContext, ChatItem,
                    ChatMessage, ChatRole, FunctionCall, FunctionCallOutput)
 from .conversation import Conversation
@@ -67,6 +68,7 @@ from .workflows import TaskCompletedEvent, TaskGroup, TaskGroupResult
 from . import beta, cli, llm, metrics, room_io, stt, text_transforms, tokenize, tts, utils, vad, voice
 
 __all__ = [
+    "tune_collector_for_sessions",
     "KeytermDetectionOptions", "KeytermsOptions", "STTContextOptions",
     "AudioConfig", "BackgroundAudioPlayer", "BuiltinAudioClip", "PlayHandle",
     "Agent", "AgentConfigUpdate", "AgentFalseInterruptionEvent", "AgentHandoff",

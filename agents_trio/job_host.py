@@ -22,6 +22,11 @@ the worker reports to LiveKit (``load_fnc``), so dispatch sends new jobs to the 
 loop has room. Time waiting for a core (another process has it) or for the GIL counts as busy
 when it falls between two waits: the loop could not serve then either.
 
+The collector: while it runs, a host raises the cyclic garbage collector's young threshold
+(:func:`~agents_trio.collector.tune_collector_for_sessions`), so that the objects of a turn
+die young instead of bringing on full collections, pauses of every job of the process that grow
+with their number; ``gc_young_threshold=None`` leaves the collector as it is.
+
 Needs ``trio-asyncio`` (the bridge); imports nothing of ``livekit-agents``.
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import atexit
 import collections
 import functools
+import gc
 import logging
 import threading
 import time
@@ -40,6 +46,7 @@ import outcome
 import trio
 
 from ._errors import AgentsTrioError
+from .collector import SESSION_HOST_YOUNG_THRESHOLD, tune_collector_for_sessions
 from .io.bridge import AsyncioBridge, TrioResult, open_bridge
 
 __all__ = ["JobHost", "JobHostError", "LoopUtilisation", "job_host_load", "process_job_host"]
@@ -140,12 +147,27 @@ class JobHost:
         name: The thread's name.
         load_window: Seconds :meth:`load` averages over.
         start_timeout: Seconds :meth:`start` waits for the run to be ready.
+        gc_young_threshold: The collector's young threshold while the host runs (see
+            :func:`~agents_trio.collector.tune_collector_for_sessions`; restored when it
+            closes, unless changed meanwhile); None leaves the collector alone.
+
+    Raises:
+        ValueError: ``gc_young_threshold`` is not a positive integer or None.
     """
 
     def __init__(self, *, name: str = "agents_trio jobs", load_window: float = 2.5,
-                 start_timeout: float = 30.0) -> None:
+                 start_timeout: float = 30.0,
+                 gc_young_threshold: int | None = SESSION_HOST_YOUNG_THRESHOLD) -> None:
+        if gc_young_threshold is not None and (
+                isinstance(gc_young_threshold, bool) or not isinstance(gc_young_threshold, int)
+                or gc_young_threshold < 1):
+            raise ValueError("gc_young_threshold must be a positive integer or None, got "
+                             f"{gc_young_threshold!r}")
         self.name = name
         self.start_timeout = start_timeout
+        self.gc_young_threshold = gc_young_threshold
+        # the thresholds before the host raised them, and the ones it set
+        self._gc_restore: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
         self.utilisation = LoopUtilisation(window=load_window)
         self.jobs_started = 0
         self.jobs_running = 0
@@ -170,6 +192,9 @@ class JobHost:
         """
         with self._lock:
             if self._thread is None and not self._closing:
+                if self.gc_young_threshold is not None:
+                    previous = tune_collector_for_sessions(self.gc_young_threshold)
+                    self._gc_restore = previous, gc.get_threshold()
                 self._thread = threading.Thread(target=self._thread_main, name=self.name,
                                                 daemon=True)
                 self._thread.start()
@@ -270,8 +295,16 @@ class JobHost:
             self._failure = e
             logger.exception("the job host's Trio run failed")
         finally:
+            self._restore_collector()
             self._stopped.set()
             self._ready.set()
+
+    def _restore_collector(self) -> None:
+        """Put back the collector's thresholds the host replaced, unless they were changed
+        since (by the application, or by another host)."""
+        restore, self._gc_restore = self._gc_restore, None
+        if restore is not None and gc.get_threshold() == restore[1]:
+            gc.set_threshold(*restore[0])
 
     async def _main(self) -> None:
         async with open_bridge() as bridge, trio.open_nursery() as nursery:
