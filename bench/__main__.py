@@ -304,9 +304,12 @@ def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any)
                 context_sweep=[{k: v for k, v in r.items() if k != "samples"}
                                for r in results.get("context_sweep", [])])
     (out / "bench.json").write_text(json.dumps(slim, indent=1))
-    gc_off = out / "gc-off" / "bench.json"   # a --gc off diagnosis run saved beside it
-    if gc_off.exists() and results["meta"].get("gc", "").startswith("gc.freeze() after"):
-        results = dict(results, gc_off=json.loads(gc_off.read_text()))
+    # the --gc off and --gc young diagnosis runs saved beside it
+    if results["meta"].get("gc", "").startswith("gc.freeze() after"):
+        for key, folder in (("gc_off", "gc-off"), ("gc_young", "gc-young")):
+            saved = out / folder / "bench.json"
+            if saved.exists():
+                results = dict(results, **{key: json.loads(saved.read_text())})
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
     png = out / "latency.png"
@@ -435,9 +438,12 @@ def _meta(args: argparse.Namespace, *, script: str) -> dict[str, Any]:
         "peer": peer,
         "peer_skipped": have_pipecat() and not args.with_pipecat,   # --no-pipecat/--ours-only
         "gc_mode": args.gc,
-        "gc": {"freeze": "gc.freeze() after warm-up, every runtime",
+        "gc": {"freeze": "gc.freeze() after warm-up, every runtime (worker mode: the job "
+                         "host's young threshold, 5,000)",
                "off": "gc.freeze() and gc.disable() after warm-up, every runtime (diagnosis: "
-                      "no cyclic-collector pauses)"}.get(args.gc,
+                      "no cyclic-collector pauses)",
+               "young": "gc.freeze() and the young threshold 5,000 after warm-up, every "
+                        "runtime (diagnosis)"}.get(args.gc,
                                                          "default thresholds, every runtime"),
         "script": script,
         "script_seconds": build_script(0, kind=script).close_at,
@@ -461,10 +467,12 @@ def main(argv: list[str] | None = None) -> int:
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
     ap.add_argument("--script", choices=["full", "quick"], default="full")
-    ap.add_argument("--gc", choices=["freeze", "default", "off"], default="freeze",
+    ap.add_argument("--gc", choices=["freeze", "default", "off", "young"], default="freeze",
                     help="freeze: gc.freeze() after warm-up (default); default: the "
                          "interpreter's thresholds; off: the cyclic collector disabled after "
-                         "warm-up (a diagnosis: the runs without its pauses)")
+                         "warm-up (a diagnosis: the runs without its pauses); young: "
+                         "gc.freeze() and the young threshold the job host sets (5,000), "
+                         "every runtime (a diagnosis)")
     ap.add_argument("--ours-only", action="store_true",
                     help="skip the peers (LiveKit Agents and Pipecat)")
     ap.add_argument("--no-pipecat", action="store_true", help="skip the Pipecat runtime")

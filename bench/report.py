@@ -221,7 +221,8 @@ def _worker_md(runs: list[dict]) -> list[str]:
     if not worker:
         return []
     lines = ["", (f"{NAMES[WORKER]} (LiveKit's AgentServer, THREAD executor, fake jobs, one "
-                  "job host per process):"), "",
+                  "job host per process, which raises the cyclic collector's young threshold "
+                  "to 5,000 as it does in production):"), "",
              "| N | turn p50 / p99 | RSS per session (MB) | same N, plain runtime p99 / RSS |",
              "|---|---|---|---|"]
     plain = {r["n"]: r for r in series(runs, OURS)}
@@ -242,9 +243,11 @@ def _worker_md(runs: list[dict]) -> list[str]:
     return lines
 
 
-def _gc_md(runs: list[dict], gc_off: dict[str, Any] | None) -> list[str]:
+def _gc_md(runs: list[dict], gc_off: dict[str, Any] | None,
+           gc_young: dict[str, Any] | None = None) -> list[str]:
     """Where capacity goes: the cyclic collector's pauses around each runtime's 100 ms
-    crossing, and (from a ``--gc off`` run saved in ``gc-off/``) the same N without them."""
+    crossing, and (from ``--gc off`` and ``--gc young`` runs saved in ``gc-off/`` and
+    ``gc-young/``) the same N without them or with fewer."""
     rows = []
     for rt in RUNTIMES:
         cap = capacity(runs, rt)
@@ -269,23 +272,33 @@ def _gc_md(runs: list[dict], gc_off: dict[str, Any] | None) -> list[str]:
              ("| runtime | N | turn p99 | longest pause gen0 / gen1 / gen2 (ms) "
               "| full collections | loop CPU utilisation |"),
              "|---|---|---|---|---|---|"] + rows
-    if gc_off:
-        off = [r for r in gc_off.get("runs", []) if r["transforms"] == "off"]
-        pts = []
-        for rt in RUNTIMES:
-            mine = sorted((r for r in off if r["runtime"] == rt), key=lambda r: r["n"])
-            if mine:
-                pts.append(f"{NAMES[rt]} " + ", ".join(
-                    f"N = {r['n']}: p99 {fmt(r['summary']['turn_overhead_ms'].get('p99'))} ms"
-                    + (f" ({r['summary']['failed_sessions']} failed)"
-                       if r["summary"].get("failed_sessions") else "")
-                    + f", CPU {fmt(r['resources'].get('cpu_utilisation'), 2)}"
-                    for r in mine))
-        if pts:
-            lines += ["", ("The same script with the collector disabled after warm-up "
-                           f"(`python -m bench --gc off`, a diagnosis, {gc_off['meta']['date']}, "
-                           "`bench/results/gc-off/`): " + "; ".join(pts) + ".")]
+    for saved, what, folder in (
+            (gc_off, "with the collector disabled after warm-up (`python -m bench --gc off`",
+             "gc-off"),
+            (gc_young, "with the young threshold the job host sets (5,000) for every runtime "
+             "(`python -m bench --gc young`", "gc-young")):
+        if saved:
+            lines += _diagnosis_md(saved, what, folder)
     return lines
+
+
+def _diagnosis_md(saved: dict[str, Any], what: str, folder: str) -> list[str]:
+    """One sentence: each runtime's turn p99 and CPU per N in a saved diagnosis run."""
+    runs = [r for r in saved.get("runs", []) if r["transforms"] == "off"]
+    pts = []
+    for rt in RUNTIMES:
+        mine = sorted((r for r in runs if r["runtime"] == rt), key=lambda r: r["n"])
+        if mine:
+            pts.append(f"{NAMES[rt]} " + ", ".join(
+                f"N = {r['n']}: p99 {fmt(r['summary']['turn_overhead_ms'].get('p99'))} ms"
+                + (f" ({r['summary']['failed_sessions']} failed)"
+                   if r["summary"].get("failed_sessions") else "")
+                + f", CPU {fmt(r['resources'].get('cpu_utilisation'), 2)}"
+                for r in mine))
+    if not pts:
+        return []
+    return ["", (f"The same script {what}, a diagnosis, {saved['meta']['date']}, "
+                 f"`bench/results/{folder}/`): " + "; ".join(pts) + ".")]
 
 
 def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
@@ -363,7 +376,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
                    if r["summary"].get("failed_sessions") else "") for r in extra)
             lines += ["", f"{NAMES[rt]}, search for where turn p99 passes 100 ms: {pts}."]
     if meta.get("gc_mode", "freeze") != "off":   # with the collector off there are no pauses
-        lines += _gc_md(runs, results.get("gc_off"))
+        lines += _gc_md(runs, results.get("gc_off"), results.get("gc_young"))
     lines += _worker_md(runs)
     idx = index_runs([r for r in runs if not r.get("refinement")])
     for other_rt in (THEIRS, PEER):

@@ -13,7 +13,8 @@ the lag probe runs in the job host's Trio loop.
 Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
 through the same steps in the same order: warm-up session, ``gc.collect()``
 (then ``gc.freeze()`` with ``--gc freeze``; with ``--gc off`` also ``gc.disable()``, a
-diagnosis of what the cyclic collector's pauses cost), RSS baseline, 0.5 s idle CPU baseline, then the
+diagnosis of what the cyclic collector's pauses cost; with ``--gc young`` the young threshold
+the job host sets, for every runtime), RSS baseline, 0.5 s idle CPU baseline, then the
 measured phase (N sessions started over min(4 s, 0.04·N)), sampling RSS, live sessions and
 event-loop lag every 50 ms. The JSON holds the summary (``analysis.summarize``) and the raw
 per-sample latencies.
@@ -180,10 +181,13 @@ def make_probes(n: int, kind: str, rounds: int) -> list[list[core.Probe]]:
 
 def _prepare_gc(mode: str) -> None:
     gc.collect()
-    if mode in ("freeze", "off"):
+    if mode in ("freeze", "off", "young"):
         gc.freeze()
     if mode == "off":   # diagnosis only: how the run goes without the collector's pauses
         gc.disable()
+    if mode == "young":  # diagnosis: every runtime with the job host's young threshold
+        from agents_trio.collector import SESSION_HOST_YOUNG_THRESHOLD
+        gc.set_threshold(SESSION_HOST_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 async def trio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
@@ -406,7 +410,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
     ap.add_argument("--transforms", choices=["on", "off"], default="off")
-    ap.add_argument("--gc", choices=["freeze", "default", "off"], default="freeze")
+    ap.add_argument("--gc", choices=["freeze", "default", "off", "young"], default="freeze")
     ap.add_argument("--history", type=int, default=0,
                     help="earlier messages in the agent's context at the start")
     ap.add_argument("--tools", type=int, default=0, help="unused tools besides the transfer")
