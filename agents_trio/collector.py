@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["SESSION_HOST_YOUNG_THRESHOLD", "tune_collector_for_sessions"]
+__all__ = ["SESSION_HOST_YOUNG_THRESHOLD", "check_young_threshold", "tune_collector_for_sessions"]
 
 SESSION_HOST_YOUNG_THRESHOLD = 5000
 """Net container allocations between two young collections in a session host (CPython's
@@ -38,11 +38,15 @@ def tune_collector_for_sessions(young_threshold: int = SESSION_HOST_YOUNG_THRESH
     Raises:
         ValueError: ``young_threshold`` is not a positive integer.
     """
-    if isinstance(young_threshold, bool) or not isinstance(young_threshold, int) \
-            or young_threshold < 1:
-        raise ValueError(f"young_threshold must be a positive integer, got {young_threshold!r}")
+    check_young_threshold(young_threshold, "young_threshold")
     previous = gc.get_threshold()
     young, *older = previous
     if 0 < young < young_threshold:
         gc.set_threshold(young_threshold, *older)
     return previous
+
+
+def check_young_threshold(value: object, name: str) -> None:
+    """Raises ValueError, naming the argument ``name``, unless ``value`` is a positive int."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")

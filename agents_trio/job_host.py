@@ -46,7 +46,8 @@ import outcome
 import trio
 
 from ._errors import AgentsTrioError
-from .collector import SESSION_HOST_YOUNG_THRESHOLD, tune_collector_for_sessions
+from .collector import (SESSION_HOST_YOUNG_THRESHOLD, check_young_threshold,
+                        tune_collector_for_sessions)
 from .io.bridge import AsyncioBridge, TrioResult, open_bridge
 
 __all__ = ["JobHost", "JobHostError", "LoopUtilisation", "job_host_load", "process_job_host"]
@@ -158,11 +159,8 @@ class JobHost:
     def __init__(self, *, name: str = "agents_trio jobs", load_window: float = 2.5,
                  start_timeout: float = 30.0,
                  gc_young_threshold: int | None = SESSION_HOST_YOUNG_THRESHOLD) -> None:
-        if gc_young_threshold is not None and (
-                isinstance(gc_young_threshold, bool) or not isinstance(gc_young_threshold, int)
-                or gc_young_threshold < 1):
-            raise ValueError("gc_young_threshold must be a positive integer or None, got "
-                             f"{gc_young_threshold!r}")
+        if gc_young_threshold is not None:
+            check_young_threshold(gc_young_threshold, "gc_young_threshold")
         self.name = name
         self.start_timeout = start_timeout
         self.gc_young_threshold = gc_young_threshold
