@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents_trio import Agent, AgentSession
 from agents_trio.audio_turn import (OPENING_BUFFER_FRAMES, AudioTurnDetector,
@@ -245,7 +247,8 @@ async def test_what_happens_while_the_stream_opens_is_applied_once_it_is_open(
         assert tracker.stream is None and tracker.frames_kept_while_opening == 2
         # the decision made before the stream opens has nothing to wait for
         assert not await tracker.end_of_turn_unlikely("en")
-        await trio.sleep(0.5)
+        await trio.sleep(0.5)  # the stream's open ends at this same instant: let it run
+        await trio.testing.wait_all_tasks_blocked()
         assert tracker.stream is detector.stream_ and tracker.frames_kept_while_opening == 0
         tracker.push_audio("c")
         assert detector.stream_.calls == ["audio", "audio", "predict", "audio"]
@@ -254,3 +257,67 @@ async def test_what_happens_while_the_stream_opens_is_applied_once_it_is_open(
         pending.resolve(TurnPrediction(end_of_turn_probability=0.1))
         assert await tracker.end_of_turn_unlikely("en")
         tracker.use(None)
+
+
+class GatedDetector(RecordingDetector):
+    """Its stream opens when the test sets ``gate``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = trio.Event()
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[AudioTurnDetectorStream]:
+        await self.gate.wait()
+        async with super().stream() as stream:
+            yield stream
+
+
+_STEPS = st.lists(st.sampled_from(["frame", "speech", "silence", "voice", "turn", "open"]),
+                  max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=_STEPS)
+def test_the_stream_hears_the_current_turn_in_order_whenever_it_opens(steps: list[str]) -> None:
+    """Whatever happens before and after the stream opens: it is given exactly the frames of
+    the turn in progress, in the order heard, and a prediction iff one is asked for and not
+    withdrawn (the tracker's rules applied as if the stream had been open all along)."""
+
+    async def main() -> None:
+        detector = GatedDetector()
+        stream = detector.stream_
+        heard: list[str] = []      # what an always-open stream would have been given
+        asked = False              # a prediction requested and not withdrawn since
+        async with trio.open_nursery() as nursery:
+            tracker = AudioTurnTracker(nursery, on_error=lambda e, source: None)
+            tracker.use(detector)
+            for i, step in enumerate(steps + ["open"]):
+                if step == "frame":
+                    tracker.push_audio(f"f{i}")
+                    heard.append(f"f{i}")
+                elif step == "speech":
+                    tracker.on_speech_started()
+                    asked = False
+                elif step == "silence":
+                    tracker.on_vad_inference(_inference(silence=0.25), speaking=True)
+                    asked = True
+                elif step == "voice":
+                    tracker.on_vad_inference(_inference(speech=0.03), speaking=True)
+                    asked = False
+                elif step == "turn":
+                    tracker.on_turn_ended("turn committed")
+                    heard.clear()
+                    asked = False
+                elif not detector.gate.is_set():  # "open"
+                    detector.gate.set()
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert tracker.stream is stream
+                    given = [c for c in stream.calls if c == "audio"]
+                    assert len(given) == len(heard)  # every frame of the turn, none older
+                    assert ("predict" in stream.calls) == asked
+                    assert stream.calls[-1:] == (["predict"] if asked else stream.calls[-1:])
+                    assert tracker.frames_kept_while_opening == 0
+            tracker.use(None)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
