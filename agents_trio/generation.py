@@ -144,7 +144,7 @@ _PACE_POLL = 0.1
 class _WaitingText:
     """A segment's text for the TTS node, as the LLM generates it. The chunks already waiting
     are handed over without a schedule point (one per chunk would be a task step each); only
-    an empty channel is waited on, so cancellation still lands whenever the node waits for
+    an empty pipe is waited on, so cancellation still lands whenever the node waits for
     text."""
 
     def __init__(self, recv: Pipe[str]) -> None:

@@ -16,6 +16,7 @@ still received for earlier speeches: that is what a newer turn does.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -135,7 +136,7 @@ class RealtimeGeneration(Generation):
             self.activity.report_model_error(self.handle, response.stall_error,
                                              source=self.activity.llm)
 
-    async def _messages(self, messages: Pipe[MessageGeneration],
+    async def _messages(self, messages: AsyncIterable[MessageGeneration],
                         played: Pipe[Segment],
                         response: RealtimeResponse) -> None:
         async with trio.open_nursery() as nursery:
@@ -185,7 +186,7 @@ class RealtimeGeneration(Generation):
             self.step.played_text += segment.text
             self.activity.forward_transcription_nowait(segment.text)
 
-    async def _dispatch_functions(self, calls: Pipe[FunctionCall],
+    async def _dispatch_functions(self, calls: AsyncIterable[FunctionCall],
                                   tool_nursery: trio.Nursery,
                                   response: RealtimeResponse) -> None:
         async for call in calls:

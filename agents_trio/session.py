@@ -498,8 +498,8 @@ class AgentSession(Generic[Userdata_T]):
         committed and it is asked to reply. RuntimeError when the session isn't running.
         """
         return self._manual_turns().commit(transcript_timeout=transcript_timeout,
-                                         stt_flush_duration=stt_flush_duration,
-                                         skip_reply=skip_reply)
+                                           stt_flush_duration=stt_flush_duration,
+                                           skip_reply=skip_reply)
 
     def update_options(self, *, endpointing_opts: dict[str, Any] | None = None,
                        turn_detection: object = _NOT_GIVEN,

@@ -31,7 +31,7 @@ class TaskOwner:
         name: Optional label, for debugging only.
     """
 
-    def __init__(self, nursery: trio.Nursery, *, closed: Flag | trio.Event, grace: float = 5.0,
+    def __init__(self, nursery: trio.Nursery, *, closed: Flag, grace: float = 5.0,
                  name: str | None = None) -> None:
         self._nursery = nursery
         self._closed = closed  # set by whoever owns the nursery (open_owner) when it exits
