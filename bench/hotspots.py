@@ -256,7 +256,7 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 
 # -- worker: decision chains in virtual time (our side) ----------------------------------------
 PER_FRAME_TASKS = ("Network.run", "AudioRecognition.input", "AudioRecognition.vad")
-FRAME_PRODUCER = "bench.common.Network.run"   # the task our sessions' frames are handled in
+FRAME_PRODUCER = "bench.trio_side.Network.run"   # the task our sessions' frames are handled in
 
 
 LLM_REQUEST = "LLM request"
