@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Callable
-
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 import msgspec
@@ -270,8 +270,13 @@ class Generation:
         self.step.authorized_at = trio.current_time()
         nursery.start_soon(self._dispatch_tools, calls, tool_nursery)
         if audio:
-            paced: Pipe[Segment] = Pipe()
-            nursery.start_soon(self._pace_transcripts, paced)
+            # the transcript synchronizer, for the transcription output this speech starts
+            # with (as LiveKit, which synchronizes only for one): without one, what was
+            # played still reaches the history when each segment's playout ends
+            paced: Pipe[Segment] | None = None
+            if activity.session.output.active_transcription is not None:
+                paced = Pipe()
+                nursery.start_soon(self._pace_transcripts, paced)
             await self._play_audio(played, paced)
         else:
             await self._play_text(segments)
@@ -413,7 +418,7 @@ class Generation:
 
     # -- playout -----------------------------------------------------------------------------
     async def _play_audio(self, played: Pipe[Segment],
-                          paced: Pipe[Segment]) -> None:
+                          paced: Pipe[Segment] | None) -> None:
         output = self.activity.session.output.active_audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
@@ -429,14 +434,15 @@ class Generation:
 
     async def _play_segments(self, output: AudioOutput,
                              played: Pipe[Segment],
-                             paced: Pipe[Segment]) -> None:
+                             paced: Pipe[Segment] | None) -> None:
         timeout = self.activity.session.audio_write_timeout
-        async with paced:
+        async with paced if paced is not None else nullcontext():
             async for segment in played:
                 assert segment.frames is not None
                 self.step.current_message_id = segment.message_id
                 output.on("playback_started", segment.on_playback_started)
-                paced.send_nowait(segment)  # its words are released as it plays
+                if paced is not None:
+                    paced.send_nowait(segment)  # its words are released as it plays
                 try:
                     await self._play_segment(output, segment, timeout)
                 finally:

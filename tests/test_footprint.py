@@ -62,3 +62,32 @@ def _tasks_under(task: trio.lowlevel.Task) -> list[trio.lowlevel.Task]:
         for child in nursery.child_tasks:
             out += _tasks_under(child)
     return out
+
+
+async def test_without_a_transcription_output_a_speech_paces_no_transcript(autojump_clock):
+    # the transcript synchronizer releases words as the audio plays, for a transcription
+    # output; with none (as LiveKit, which only synchronizes for one), it is no task at all,
+    # and what was played still reaches the history
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "Hello there.")
+    a.add_llm("Hi there, how can I help you today?")
+    a.add_tts(3.0)
+    for transcribed in (True, False):
+        session = create_session(a)
+        if not transcribed:
+            session.output.transcription = None
+        names: set[str] = set()
+        async with session:
+            await session.start(Desk())
+            audio = session.input.audio
+            assert isinstance(audio, FakeAudioInput)
+            audio.push(0.1)
+            for _ in range(80):
+                await trio.sleep(0.1)
+                names |= {t.name for t in _tasks_under(trio.lowlevel.current_root_task())}
+            assert [m.text_content for m in session.history.items
+                    if getattr(m, "role", None) == "assistant"] == [
+                        "Hi there, how can I help you today?"]
+            await session.aclose()
+        paced = any(name.endswith("._pace_transcripts") for name in names)
+        assert paced == transcribed
