@@ -59,16 +59,17 @@ def async_toolsets_by_tool(tools: Iterable[Any]) -> dict[str, AsyncToolset]:
     """The function tools of ``tools`` that belong to an ``AsyncToolset``, by name, each with
     the innermost such toolset holding it."""
     found: dict[str, AsyncToolset] = {}
-
-    def walk(tool: object, owner: AsyncToolset | None) -> None:
-        if isinstance(tool, FunctionTool):
-            if owner is not None:
-                found.setdefault(tool.name, owner)
-        elif isinstance(tool, Toolset):
-            inner = tool if isinstance(tool, AsyncToolset) else owner
-            for member in tool.tools:
-                walk(member, inner)
-
     for tool in tools:
-        walk(tool, None)
+        _note_async_owners(tool, None, found)
     return found
+
+
+def _note_async_owners(tool: object, owner: AsyncToolset | None, found: dict[str, AsyncToolset]) -> None:
+    # not a closure: a recursive closure is a reference cycle, left to the cyclic collector
+    if isinstance(tool, FunctionTool):
+        if owner is not None:
+            found.setdefault(tool.name, owner)
+    elif isinstance(tool, Toolset):
+        inner = tool if isinstance(tool, AsyncToolset) else owner
+        for member in tool.tools:
+            _note_async_owners(member, inner, found)

@@ -124,26 +124,28 @@ def flatten_tools(tools: Iterable[Any]) -> list[Any]:
     """
     functions: dict[str, FunctionTool] = {}
     providers: list[Any] = []
-
-    def add(tool: object) -> None:
-        if isinstance(tool, FunctionTool):
-            known = functions.get(tool.name)
-            if known is not None and known != tool:
-                raise ValueError(f"duplicate function name: {tool.name}")
-            functions[tool.name] = tool
-        elif isinstance(tool, Toolset):
-            for member in tool.tools:
-                add(member)
-        elif _is_provider_tool(tool):
-            providers.append(tool)
-        elif callable(tool):
-            raise ValueError(f"{tool!r} is not a tool: decorate it with @function_tool")
-        else:
-            raise ValueError(f"unknown tool type: {type(tool).__name__}")
-
     for tool in tools:
-        add(tool)
+        _add_tool(tool, functions, providers)
     return [*functions.values(), *providers]
+
+
+def _add_tool(tool: object, functions: dict[str, FunctionTool], providers: list[Any]) -> None:
+    # a module-level function, not a closure: a recursive closure is a reference cycle, left
+    # to the cyclic collector on every call (one per LLM step)
+    if isinstance(tool, FunctionTool):
+        known = functions.get(tool.name)
+        if known is not None and known != tool:
+            raise ValueError(f"duplicate function name: {tool.name}")
+        functions[tool.name] = tool
+    elif isinstance(tool, Toolset):
+        for member in tool.tools:
+            _add_tool(member, functions, providers)
+    elif _is_provider_tool(tool):
+        providers.append(tool)
+    elif callable(tool):
+        raise ValueError(f"{tool!r} is not a tool: decorate it with @function_tool")
+    else:
+        raise ValueError(f"unknown tool type: {type(tool).__name__}")
 
 
 def function_tool_names(tools: Iterable[Any]) -> list[str]:

@@ -107,3 +107,24 @@ async def test_a_session_toolset_is_set_up_per_agent_and_closed_with_the_session
                 if e.type == "function_call_output"] == ["noon"]
         assert clock.events == ["setup"]  # an agent's end does not close the session's
     assert clock.events == ["setup", "aclose"]
+
+
+def test_flattening_leaves_no_cyclic_garbage() -> None:
+    # once per LLM step: a reference cycle left behind each time (a recursive closure is one)
+    # would be work for the cyclic collector, whose young collections then come sooner
+    import gc
+
+    from agents_trio.async_toolset import async_toolsets_by_tool
+    from agents_trio.toolsets import flatten_tools
+
+    tools = [Clock(), WebSearch(), add]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            assert [getattr(t, "name", None) or t.id for t in flatten_tools(tools)] == [
+                "add", "now", "web_search"]
+            async_toolsets_by_tool(tools)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
