@@ -40,8 +40,9 @@ from .nurseries import LatestSlot
 
 logger = logging.getLogger("agents_trio")
 
-__all__ = ["OPENING_BUFFER_FRAMES", "PREDICTION_SILENCE", "AudioTurnDetector", "AudioTurnDetectorStream",
-           "AudioTurnTracker", "PendingPrediction", "TurnPrediction", "check_vad_silence"]
+__all__ = ["OPENING_BUFFER_FRAMES", "PREDICTION_SILENCE", "AudioTurnDetector",
+           "AudioTurnDetectorStream", "AudioTurnTracker", "PendingPrediction", "TurnPrediction",
+           "check_vad_silence"]
 
 PREDICTION_SILENCE = 0.2
 """Raw VAD silence (seconds) after which a prediction is requested (LiveKit's

@@ -131,7 +131,7 @@ def flatten_tools(tools: Iterable[Any]) -> list[Any]:
 
 def _add_tool(tool: object, functions: dict[str, FunctionTool], providers: list[Any]) -> None:
     # a module-level function, not a closure: a recursive closure is a reference cycle, left
-    # to the cyclic collector on every call (one per LLM step)
+    # to the cyclic collector on every call (several per LLM step)
     if isinstance(tool, FunctionTool):
         known = functions.get(tool.name)
         if known is not None and known != tool:

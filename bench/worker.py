@@ -186,8 +186,8 @@ def _prepare_gc(mode: str) -> None:
     if mode == "off":   # diagnosis only: how the run goes without the collector's pauses
         gc.disable()
     if mode == "young":  # diagnosis: every runtime with the job host's young threshold
-        from agents_trio.collector import SESSION_HOST_YOUNG_THRESHOLD
-        gc.set_threshold(SESSION_HOST_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        from agents_trio.collector import tune_collector_for_sessions
+        tune_collector_for_sessions()
 
 
 async def trio_main(args: argparse.Namespace) -> tuple[list[core.Probe], Meter, dict]:
