@@ -8,11 +8,14 @@ bridge, where the Trio entrypoint (``async def entrypoint(ctx: agents_trio.JobCo
 beside every other job of the process, with its own room connection made from the job's URL and
 token. LiveKit's asyncio job context never connects its own room.
 
-:func:`create_agent_server` packs jobs: LiveKit's ``THREAD`` job executor (a thread and an
-idle asyncio loop per job, in the worker process, instead of a process per job) and a load
-that is the job host's Trio loop utilisation, so LiveKit stops sending jobs to a process whose
-loop is busy and sends them to the others. ``python -m agents_trio worker --processes N`` runs
-N such worker processes (``agents_trio.worker_pool``), one per core by default.
+:func:`create_agent_server` packs jobs: a :class:`PackedAgentServer`, LiveKit's server whose
+jobs are tasks of its own loop handed to the job host (:mod:`agents_trio.hosted_jobs`: no
+thread, loop or process per job), and a load that is the job host's Trio loop utilisation, so
+LiveKit stops sending jobs to a process whose loop is busy and sends them to the others. With
+``job_executor_type`` given, LiveKit's own executor runs each job's entrypoint instead (a
+thread or a process per job, each handing its job to the job host of its process).
+``python -m agents_trio worker --processes N`` runs N such worker processes
+(``agents_trio.worker_pool``), one per core by default.
 
     # app.py
     from agents_trio.worker import create_agent_server
@@ -20,8 +23,9 @@ N such worker processes (``agents_trio.worker_pool``), one per core by default.
 
     $ python -m agents_trio worker app:entrypoint start     # or: python -m livekit.agents start app.py
 
-Lifecycle: when the Trio entrypoint returns (its session closed), the adapter asks LiveKit to
-shut the job down. When LiveKit ends the job first (the worker drains, the job is terminated),
+Lifecycle: when the Trio entrypoint returns (its session closed), the LiveKit job ends (with
+LiveKit's own executors the adapter asks LiveKit to shut it down). When LiveKit ends the job
+first (the worker drains, the job is terminated),
 it cancels the entrypoint task, and the cancellation reaches the job's Trio task as a job
 shutdown: the session closes with reason ``job_shutdown`` (``on_exit`` runs) and the
 entrypoint gets ``shutdown_grace`` seconds to return before it is cancelled; the asyncio side
@@ -45,15 +49,17 @@ from typing import Any
 from livekit.agents import AgentServer, JobExecutorType
 from livekit.agents import JobProcess as LiveKitJobProcess
 from livekit.agents import JobContext as LiveKitJobContext
+from livekit.agents.job import RunningJobInfo
 from livekit.agents.telemetry import loop_monitor
 
 from .io.bridge import is_asyncio_cancellation, plain_asyncio_in_this_thread
-from .job import Entrypoint, JobContext, RoomOpener, load_entrypoint, run_job
+from .hosted_jobs import HostedJobPool
+from .job import Entrypoint, RoomOpener, load_entrypoint, run_job
 from .job_process import JobProcess
-from .livekit_job import CrossLoopInferenceExecutor
+from .livekit_job import CrossLoopInferenceExecutor, InferenceExecutor
 from .job_host import JobHost, job_host_load, process_job_host
 
-__all__ = ["PrepareJobThread", "TrioJobEntrypoint", "create_agent_server"]
+__all__ = ["PackedAgentServer", "PrepareJobThread", "TrioJobEntrypoint", "create_agent_server"]
 
 logger = logging.getLogger("agents_trio.worker")
 
@@ -106,43 +112,60 @@ class TrioJobEntrypoint:
         return self._run(job_ctx)
 
     async def _run(self, job_ctx: LiveKitJobContext) -> None:
-        """asyncio-flavoured: run the Trio job, then end the LiveKit job."""
+        """asyncio-flavoured, in a job's own loop (LiveKit's ``THREAD`` or ``PROCESS``
+        executor): run the Trio job, then end the LiveKit job."""
         # RunningJobInfo: LiveKit exposes the job's URL and token only here
         info = job_ctx._info  # noqa: SLF001 - LiveKit's JobContext, no public accessor
         # this loop only waits for the job host: LiveKit's blocking monitor on it (a thread
         # and a heartbeat per job) would measure nothing and cost every job
         loop_monitor.stop_monitoring(asyncio.get_running_loop())
-        host = self.job_host if self.job_host is not None else process_job_host()
-        entrypoint = self._resolve()
-        contexts: list[JobContext] = []
-        kwargs: dict[str, Any] = {"url": info.url, "token": info.token,
-                                  "job_id": getattr(info.job, "id", None),
-                                  "shutdown_grace": self.shutdown_grace,
-                                  "on_ready": contexts.append}
-        if self.open_room_fn is not None:
-            kwargs["open_room_fn"] = self.open_room_fn
-        # LiveKit's inference executor of this job lives on this thread's loop; the job's
-        # plugins call it from the bridge's
-        lk_executor = getattr(job_ctx, "inference_executor", None)
-        if lk_executor is not None:
-            kwargs["inference_executor"] = CrossLoopInferenceExecutor(
-                lk_executor, asyncio.get_running_loop())
-        lk_proc = getattr(job_ctx, "proc", None)  # what the server's setup_fnc filled
-        if lk_proc is not None:
-            kwargs["proc"] = JobProcess.sharing(lk_proc)
         reason = "agents_trio entrypoint finished"
         try:
-            host.start()  # at once unless this is the process's first job
-            kwargs["bridge"] = host.bridge
-            await host.run(functools.partial(run_job, entrypoint, **kwargs),
-                           name=f"agents_trio job {kwargs['job_id']}",
-                           cancel_grace=self.shutdown_grace + _CLOSE_MARGIN)
+            await self.run_hosted(info, proc=getattr(job_ctx, "proc", None),
+                                  inference_executor=getattr(job_ctx, "inference_executor",
+                                                             None))
         except BaseException as e:
             reason = ("agents_trio entrypoint cancelled" if is_asyncio_cancellation(e)
                       else f"agents_trio entrypoint failed: {e!r}")
             raise
         finally:
             job_ctx.shutdown(reason=reason)
+
+    async def run_hosted(self, info: RunningJobInfo, *, proc: LiveKitJobProcess | None,
+                         inference_executor: InferenceExecutor | None) -> None:
+        """asyncio-flavoured: run the Trio job ``info`` describes on the job host and wait
+        for it (from the job's own loop, or the worker's with :class:`PackedAgentServer`).
+
+        Args:
+            info: LiveKit's description of the job (its URL, token and id).
+            proc: The ``JobProcess`` the server's ``setup_fnc`` filled, if any.
+            inference_executor: LiveKit's inference executor on the calling loop, if any.
+
+        Raises:
+            Whatever the entrypoint raised; JobHostError if the host is closed.
+
+        Cancellation:
+            Cancelling the caller shuts the job down (``job_shutdown``) and waits for it at
+            most ``shutdown_grace`` (+5 s) before re-raising.
+        """
+        host = self.job_host if self.job_host is not None else process_job_host()
+        entrypoint = self._resolve()
+        kwargs: dict[str, Any] = {"url": info.url, "token": info.token,
+                                  "job_id": getattr(info.job, "id", None),
+                                  "shutdown_grace": self.shutdown_grace}
+        if self.open_room_fn is not None:
+            kwargs["open_room_fn"] = self.open_room_fn
+        # the executor lives on this loop; the job's plugins call it from the bridge's
+        if inference_executor is not None:
+            kwargs["inference_executor"] = CrossLoopInferenceExecutor(
+                inference_executor, asyncio.get_running_loop())
+        if proc is not None:
+            kwargs["proc"] = JobProcess.sharing(proc)
+        host.start()  # at once unless this is the process's first job
+        kwargs["bridge"] = host.bridge
+        await host.run(functools.partial(run_job, entrypoint, **kwargs),
+                       name=f"agents_trio job {kwargs['job_id']}",
+                       cancel_grace=self.shutdown_grace + _CLOSE_MARGIN)
 
     def __repr__(self) -> str:
         return f"TrioJobEntrypoint({self.entrypoint!r})"
@@ -152,7 +175,8 @@ class PrepareJobThread:
     """LiveKit's per-job setup (``setup_fnc``) for jobs run on a job host.
 
     LiveKit calls it in each job's thread (``THREAD`` executor) or process (``PROCESS``)
-    before it makes the job's asyncio loop: it keeps that loop a plain asyncio loop once the
+    before it makes the job's asyncio loop; a :class:`PackedAgentServer` calls it for each
+    hosted job, in a worker thread. It keeps a job's loop a plain asyncio loop once the
     job host imported trio-asyncio (:func:`~agents_trio.io.bridge.plain_asyncio_in_this_thread`),
     turns off LiveKit's blocked-loop monitor for the job loops made from now on (unless
     ``LIVEKIT_AGENTS_LOOP_BLOCK_WARN_MS`` is set: those loops only wait for the job host, and
@@ -174,6 +198,46 @@ class PrepareJobThread:
             self.setup(proc)
 
 
+class PackedAgentServer(AgentServer):
+    """LiveKit's ``AgentServer`` whose jobs run as tasks of its own loop, each handed to the
+    job host (:class:`~agents_trio.hosted_jobs.HostedJobPool`): no thread, asyncio loop or
+    ping per job. Registration, dispatch, load reporting, draining and job status are
+    LiveKit's, unchanged. :func:`create_agent_server` makes one.
+
+    Args:
+        entrypoint: What every job runs.
+        options: Passed to ``AgentServer``; ``job_executor_type`` is not one of them (the
+            jobs are hosted).
+    """
+
+    def __init__(self, entrypoint: TrioJobEntrypoint,
+                 **options: Any) -> None:  # noqa: ANN401 - AgentServer types them
+        if "job_executor_type" in options:
+            raise TypeError("PackedAgentServer hosts its jobs: no job_executor_type")
+        # the jobs share the worker process, as with LiveKit's THREAD executor
+        super().__init__(job_executor_type=JobExecutorType.THREAD, **options)
+        self.trio_entrypoint = entrypoint
+        self.__pool: HostedJobPool | None = None
+
+    # AgentServer.run() makes its process pool by assigning this attribute (livekit-agents
+    # 1.x); the hosted pool takes its place, with the settings run() has just resolved
+    @property  # type: ignore[override]
+    def _proc_pool(self) -> HostedJobPool:
+        if self.__pool is None:
+            raise RuntimeError("the server is not running")
+        return self.__pool
+
+    @_proc_pool.setter
+    def _proc_pool(self, livekit_pool: Any) -> None:  # noqa: ANN401 - LiveKit's ProcPool
+        self.__pool = HostedJobPool(
+            entrypoint=self.trio_entrypoint, setup=self.setup_fnc,
+            inference_executor=self._inference_executor,
+            http_proxy=self._http_proxy or None,
+            initialize_timeout=self._initialize_process_timeout,
+            close_timeout=self._shutdown_process_timeout,
+            num_idle=livekit_pool.target_idle_processes)
+
+
 def create_agent_server(entrypoint: str | Entrypoint, *, agent_name: str = "",
                         on_request: Callable[..., Any] | None = None,
                         shutdown_grace: float = 10.0, open_room_fn: RoomOpener | None = None,
@@ -182,10 +246,13 @@ def create_agent_server(entrypoint: str | Entrypoint, *, agent_name: str = "",
                         ) -> AgentServer:
     """A LiveKit ``AgentServer`` whose jobs run ``entrypoint`` on the process's job host.
 
-    Unless ``server_options`` say otherwise, jobs run with LiveKit's ``THREAD`` executor, the
-    load LiveKit balances on is the job host's Trio loop utilisation (0 to 1, compared with
-    ``load_threshold``, 0.7 by default in production), and ``setup_fnc`` is wrapped in
-    :class:`PrepareJobThread`.
+    Unless ``server_options`` name a ``job_executor_type``, it is a
+    :class:`PackedAgentServer`: every job is a task of the worker's loop handed to the job
+    host, with no thread or loop of its own. With ``JobExecutorType.THREAD`` (or ``PROCESS``)
+    LiveKit's own executor runs each job's entrypoint in a loop of its own, which hands it to
+    the job host of its process. Either way, the load LiveKit balances on is the job host's
+    Trio loop utilisation (0 to 1, compared with ``load_threshold``, 0.7 by default in
+    production), and ``setup_fnc`` is wrapped in :class:`PrepareJobThread`.
 
     Args:
         entrypoint: The Trio entrypoint (see :class:`TrioJobEntrypoint`).
@@ -198,13 +265,13 @@ def create_agent_server(entrypoint: str | Entrypoint, *, agent_name: str = "",
             ``num_idle_processes``, ``job_executor_type``, ``load_fnc``, ``setup_fnc``, …;
             URL and keys default to ``LIVEKIT_*``).
     """
-    server_options.setdefault("job_executor_type", JobExecutorType.THREAD)
     server_options.setdefault("load_fnc",
                               job_host.load if job_host is not None else job_host_load)
     server_options["setup_fnc"] = PrepareJobThread(server_options.get("setup_fnc"),
                                                    job_host=job_host)
-    server = AgentServer(**server_options)
-    server.rtc_session(TrioJobEntrypoint(entrypoint, shutdown_grace=shutdown_grace,
-                                         open_room_fn=open_room_fn, job_host=job_host),
-                       agent_name=agent_name, on_request=on_request)
+    trio_entrypoint = TrioJobEntrypoint(entrypoint, shutdown_grace=shutdown_grace,
+                                        open_room_fn=open_room_fn, job_host=job_host)
+    server = (AgentServer(**server_options) if "job_executor_type" in server_options
+              else PackedAgentServer(trio_entrypoint, **server_options))
+    server.rtc_session(trio_entrypoint, agent_name=agent_name, on_request=on_request)
     return server

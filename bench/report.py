@@ -220,7 +220,7 @@ def _worker_md(runs: list[dict]) -> list[str]:
     worker = series(runs, WORKER)
     if not worker:
         return []
-    lines = ["", (f"{NAMES[WORKER]} (LiveKit's AgentServer, THREAD executor, fake jobs, one "
+    lines = ["", (f"{NAMES[WORKER]} (LiveKit's AgentServer with hosted jobs, fake jobs, one "
                   "job host per process, which raises the cyclic collector's young threshold "
                   "to 5,000 as it does in production):"), "",
              "| N | turn p50 / p99 | RSS per session (MB) | same N, plain runtime p99 / RSS |",

@@ -3,11 +3,11 @@
     python -m bench.worker --runtime trio --n 50 --out run.json
     python -m bench.worker --runtime trio-worker --n 50 --out run.json
 
-``trio-worker`` is worker mode: LiveKit's own ``AgentServer`` (``THREAD`` job executor,
-unregistered) dispatches N fake jobs (``simulate_job(fake_job=True)``) to
-``agents_trio.worker``'s entrypoint, which runs each session on the process's one job host,
-so the figures include LiveKit's per-job thread, loop and job context and the job host's
-hand-over. Jobs are dispatched on the same schedule as the sessions start in the other modes;
+``trio-worker`` is worker mode: LiveKit's own ``AgentServer`` as ``create_agent_server``
+makes it (hosted jobs, unregistered) dispatches N fake jobs (``simulate_job(fake_job=True)``)
+to ``agents_trio.worker``'s entrypoint, which runs each session on the process's one job host,
+so the figures include LiveKit's dispatch and job bookkeeping, each job's task on the
+server's loop and the job host's hand-over. Jobs are dispatched on the same schedule as the sessions start in the other modes;
 the lag probe runs in the job host's Trio loop.
 
 Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
@@ -397,7 +397,7 @@ async def _worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
         await asyncio.gather(network_task, return_exceptions=True)
         host.close(30)
     info = side.runtime_info()
-    info.update(mode="worker (LiveKit AgentServer, THREAD executor, one job host)",
+    info.update(mode="worker (LiveKit AgentServer, hosted jobs, one job host)",
                 load_at_end=host.load(), jobs=host.jobs_started)
     return probes, meter, info
 

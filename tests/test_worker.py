@@ -212,7 +212,8 @@ async def packed_conversation(ctx: JobContext) -> None:
     log = LOG["current"]
     index = len(log.started)
     entry = log.record(job_id=ctx.job_id, token=trio.lowlevel.current_trio_token(),
-                       thread=threading.get_ident(), bridge=ctx.bridge, ctx=ctx)
+                       thread=threading.get_ident(), bridge=ctx.bridge, ctx=ctx,
+                       set_up=ctx.proc.userdata.get("set_up"))
     if index == log.fail_index:
         raise RuntimeError("this job fails")
     user = FakeRemoteParticipant("user")
@@ -231,10 +232,19 @@ async def packed_conversation(ctx: JobContext) -> None:
     await ctx.run_session(session, Recorder())
 
 
-def packed_server(host: JobHost) -> Any:
+def packed_server(host: JobHost, **options: Any) -> Any:
     return create_agent_server(packed_conversation, job_host=host, open_room_fn=open_fake_room,
                                num_idle_processes=2, port=0, shutdown_grace=2.0,
-                               ws_url="ws://fake", api_key="key", api_secret="secret-of-32-bytes-for-the-jwt-hmac")
+                               ws_url="ws://fake", api_key="key", api_secret="secret-of-32-bytes-for-the-jwt-hmac",
+                               **options)
+
+
+def job_threads() -> int:
+    """LiveKit's job threads alive (its THREAD executor names them so)."""
+    return sum(t.name == "job_thread_runner" for t in threading.enumerate())
+
+
+EXECUTORS = {"hosted": {}, "livekit-thread": {"job_executor_type": "thread"}}
 
 
 async def started_server(server: Any) -> asyncio.Task[None]:
@@ -250,18 +260,24 @@ async def until_jobs(server: Any, count: int) -> None:
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 def test_agent_server_packs_many_jobs_on_one_trio_run_and_one_failing_does_not_matter(
-        ) -> None:
+        executor: str) -> None:
+    from livekit.agents import JobExecutorType
+
+    options = {k: JobExecutorType(v) for k, v in EXECUTORS[executor].items()}
     host = JobHost(name="packed jobs")
 
     async def main() -> None:
         log = LOG["current"] = JobLog(asyncio.get_running_loop(), fail_index=2)
-        server = packed_server(host)
+        server = packed_server(host, **options)
         run = await started_server(server)
         try:
             for i in range(6):
                 await server.simulate_job(f"room-{i}", fake_job=True)
             await log.until(lambda: sum("listening" in e for e in log.started) == 5)
+            # LiveKit's THREAD executor: a thread per job (and per idle one); hosted: none
+            assert (job_threads() >= 5) == (executor == "livekit-thread")
             # one Trio run and one bridge for all six jobs, in the host's thread
             assert {e["token"] for e in log.started} == {host.run_token}
             assert {e["thread"] for e in log.started} == {host._thread.ident}
@@ -323,16 +339,158 @@ def test_closing_the_agent_server_shuts_running_jobs_down_with_job_shutdown() ->
         host.close(10)
 
 
+def job_statuses(server: Any) -> dict[str, list[str]]:
+    """The job status updates the server sent so far (an unregistered server queues them)."""
+    from livekit.agents.utils.aio.channel import ChanEmpty
+    from livekit.protocol import agent
+
+    statuses: dict[str, list[str]] = {}
+    while True:
+        try:
+            msg = server._msg_chan.recv_nowait()
+        except ChanEmpty:
+            return statuses
+        if msg.WhichOneof("message") == "update_job":
+            statuses.setdefault(msg.update_job.job_id, []).append(
+                agent.JobStatus.Name(msg.update_job.status))
+
+
+def test_hosted_jobs_are_set_up_ahead_each_with_its_process_and_report_their_status(
+        ) -> None:
+    """LiveKit's pool contract, hosted: ``num_idle_processes`` jobs set up ahead (the
+    server's setup runs in a worker thread, each job with its own ``JobProcess``), topped up
+    after each launch; the server hears of each job's start and end (a job that raised:
+    failed; one that finished or was shut down: success)."""
+    host = JobHost(name="hosted jobs")
+    setups: list[int] = []
+
+    def setup(proc: Any) -> None:
+        proc.userdata["set_up"] = len(setups)
+        setups.append(threading.get_ident())
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop(), fail_index=1)
+        server = packed_server(host, setup_fnc=setup)
+        run = await started_server(server)
+        try:
+            assert len(setups) == 2 and threading.get_ident() not in setups
+            for i in range(3):
+                await server.simulate_job(f"room-{i}", fake_job=True)
+            await log.until(lambda: sum("listening" in e for e in log.started) == 2)
+            # each job got a process set up for it alone; two more are ready for the next
+            assert sorted(e["set_up"] for e in log.started) == [0, 1, 2]
+            await asyncio.wait_for(until_jobs(server, 2), 10)
+            while len(setups) < 5:
+                await asyncio.sleep(0.01)
+            failed = log.started[1]["job_id"]
+            log.leave_all()
+            await server.drain(timeout=30)
+            statuses = job_statuses(server)
+            assert statuses[failed] == ["JS_RUNNING", "JS_FAILED"]
+            assert sorted(statuses) == sorted(e["job_id"] for e in log.started)
+            assert all(s == ["JS_RUNNING", "JS_SUCCESS"]
+                       for job_id, s in statuses.items() if job_id != failed)
+            assert server.active_jobs == [] and job_threads() == 0
+        finally:
+            await server.aclose()
+            await run
+        assert len(setups) == 5  # no job is set up once the server closes
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+
+
+def test_a_hosted_job_whose_setup_fails_is_not_launched_and_the_next_one_is(
+        caplog: pytest.LogCaptureFixture) -> None:
+    host = JobHost(name="hosted jobs")
+    broken = [True]
+
+    def setup(proc: Any) -> None:
+        if broken[0]:
+            raise ValueError("the model did not load")
+        proc.userdata["set_up"] = "yes"
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop())
+        server = packed_server(host, setup_fnc=setup)
+        run = await started_server(server)
+        try:
+            # the idle set-ups failed (logged); the job's own set-up fails: it is not run
+            with pytest.raises(ValueError, match="did not load"):
+                await server.simulate_job("room-0", fake_job=True)
+            assert server.active_jobs == [] and log.started == []
+            broken[0] = False
+            await server.simulate_job("room-1", fake_job=True)
+            await log.until(lambda: any("listening" in e for e in log.started))
+            assert [e["set_up"] for e in log.started] == ["yes"]
+            log.leave_all()
+            await server.drain(timeout=30)
+        finally:
+            await server.aclose()
+            await run
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+    assert "setting up a hosted job failed" in caplog.text
+
+
+def test_closing_the_server_while_hosted_jobs_are_set_up_and_starting_leaves_nothing(
+        ) -> None:
+    """The server closes while jobs start and idle ones are still being set up (slow
+    set-ups): every started session closes with ``job_shutdown``, every executor is gone,
+    no job runs on the host, and nothing is set up after the close."""
+    import time
+
+    host = JobHost(name="hosted jobs")
+    setups: list[str] = []
+
+    def setup(proc: Any) -> None:
+        time.sleep(0.2)  # a model loading, in the set-up's worker thread
+        setups.append("done")
+
+    async def main() -> None:
+        log = LOG["current"] = JobLog(asyncio.get_running_loop())
+        server = packed_server(host, setup_fnc=setup)
+        run = await started_server(server)
+        pool = server._proc_pool
+        try:
+            for i in range(4):  # two take the idle ones, two wait for their own set-up
+                await server.simulate_job(f"room-{i}", fake_job=True)
+            await asyncio.sleep(0.05)  # the top-ups are in their set-up now
+        finally:
+            await asyncio.wait_for(server.aclose(), 20)
+            await run
+        assert pool.processes == [] and host.jobs_running == 0
+        assert set(log.closed.values()) <= {"job_shutdown"}
+        assert set(log.closed) >= {e["job_id"] for e in log.started if "listening" in e}
+        assert any("listening" in e for e in log.started)  # the close found sessions running
+        done = len(setups)
+        await asyncio.sleep(0.5)
+        assert len(setups) <= done + 2  # the set-ups already in their threads, no new one
+
+    try:
+        run_asyncio_long(main())
+    finally:
+        host.close(10)
+
+
 def test_create_agent_server_packs_jobs_and_reports_the_hosts_load() -> None:
     from livekit.agents import JobExecutorType
 
     from agents_trio.job_host import job_host_load
     from agents_trio.worker import PrepareJobThread
 
+    from agents_trio.worker import PackedAgentServer
+
     calls: list[str] = []
     server = create_agent_server("app:entrypoint", ws_url="wss://x", api_key="k",
                                  api_secret="s", setup_fnc=lambda proc: calls.append("setup"))
-    assert server._job_executor_type is JobExecutorType.THREAD
+    assert isinstance(server, PackedAgentServer)  # hosted jobs: no thread per job
+    assert server._job_executor_type is JobExecutorType.THREAD  # jobs share the process
     assert server.load_fnc is job_host_load
     assert isinstance(server.setup_fnc, PrepareJobThread)
     host = JobHost()
@@ -345,6 +503,9 @@ def test_create_agent_server_packs_jobs_and_reports_the_hosts_load() -> None:
         explicit = create_agent_server("app:entrypoint", ws_url="wss://x", api_key="k",
                                        api_secret="s", job_executor_type=JobExecutorType.PROCESS)
         assert explicit._job_executor_type is JobExecutorType.PROCESS
+        assert not isinstance(explicit, PackedAgentServer)
+        with pytest.raises(TypeError, match="job_executor_type"):
+            PackedAgentServer(own._entrypoint_fnc, job_executor_type=JobExecutorType.THREAD)
     finally:
         host.close()
     assert pickle.loads(pickle.dumps(PrepareJobThread())).setup is None
