@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import time
 import uuid
@@ -66,13 +65,18 @@ class HostedJob:
         inference_executor: The worker's inference process, if it has one.
         http_proxy: For the job's ``JobProcess``.
         initialize_timeout: Seconds ``setup`` may take.
+        on_end: Called once when the executor ends (its job ended, or it closed), before
+            :meth:`join` returns: the pool drops it there, so nobody joins an ended executor
+            still listed.
     """
 
     def __init__(self, *, entrypoint: HostedEntrypoint,
                  setup: Callable[[JobProcess], Any] | None,
                  inference_executor: InferenceExecutor | None, http_proxy: str | None,
-                 initialize_timeout: float) -> None:
+                 initialize_timeout: float,
+                 on_end: Callable[[HostedJob], None] | None = None) -> None:
         self._entrypoint = entrypoint
+        self._on_end_callback = on_end
         self._setup = setup
         self._inference_executor = inference_executor
         self._initialize_timeout = initialize_timeout
@@ -131,12 +135,12 @@ class HostedJob:
         Cancellation: the set-up is abandoned like on a timeout (its thread cannot be
         stopped; it finishes on its own, unused).
         """
-        self._proc = JobProcess(executor_type=JobExecutorType.THREAD,
-                                user_arguments=self._user_arguments,
-                                http_proxy=self._http_proxy)
+        proc = JobProcess(executor_type=JobExecutorType.THREAD,
+                          user_arguments=self._user_arguments, http_proxy=self._http_proxy)
         if self._setup is not None:
-            await asyncio.wait_for(asyncio.to_thread(self._setup, self._proc),
+            await asyncio.wait_for(asyncio.to_thread(self._setup, proc),
                                    self._initialize_timeout)
+        self._proc = proc  # set up: a job may be launched
 
     async def launch_job(self, info: RunningJobInfo) -> None:
         """Start the job ``info`` describes as a task of the calling loop; returns at once.
@@ -150,19 +154,28 @@ class HostedJob:
         self._running_job = info
         self._status = JobStatus.RUNNING
         self._task = asyncio.create_task(self._run(info), name=f"hosted job {info.job.id}")
+        # the task's end, however it ends (even cancelled before its first step)
+        self._task.add_done_callback(self._on_end)
 
     async def _run(self, info: RunningJobInfo) -> None:
         try:
             await self._entrypoint.run_hosted(info, proc=self._proc,
                                               inference_executor=self._inference_executor)
-            self._status = JobStatus.SUCCESS
-        except asyncio.CancelledError:
-            self._status = JobStatus.SUCCESS  # ended by LiveKit: a shutdown, not a failure
         except Exception:
             self._status = JobStatus.FAILED
             logger.exception("the job failed", extra=self.logging_extra())
-        finally:
+
+    def _on_end(self, task: asyncio.Task[None]) -> None:
+        # returned, or cancelled (ended by LiveKit: a shutdown, not a failure)
+        if self._status is JobStatus.RUNNING:
+            self._status = JobStatus.SUCCESS
+        self._end()
+
+    def _end(self) -> None:
+        if not self._ended.is_set():
             self._ended.set()
+            if self._on_end_callback is not None:
+                self._on_end_callback(self)
 
     async def join(self) -> None:
         """Wait until the job ended (or, never launched, until the executor is closed).
@@ -179,11 +192,9 @@ class HostedJob:
         """
         task = self._task
         if task is None:
-            self._ended.set()
+            self._end()
             return
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(task)
         await self._ended.wait()
 
     def logging_extra(self) -> dict[str, Any]:
@@ -216,7 +227,8 @@ class HostedJobPool(EventEmitter[str]):
         super().__init__()
         self._job_options: dict[str, Any] = {
             "entrypoint": entrypoint, "setup": setup, "inference_executor": inference_executor,
-            "http_proxy": http_proxy, "initialize_timeout": initialize_timeout}
+            "http_proxy": http_proxy, "initialize_timeout": initialize_timeout,
+            "on_end": self._drop}
         self._initialize_timeout = initialize_timeout
         self._close_timeout = close_timeout
         self._default_idle = num_idle
@@ -224,7 +236,6 @@ class HostedJobPool(EventEmitter[str]):
         self._executors: list[HostedJob] = []
         self._idle: collections.deque[HostedJob] = collections.deque()
         self._preparations: set[asyncio.Task[Any]] = set()
-        self._watchers: set[asyncio.Task[None]] = set()
         self._closed = False
 
     @property
@@ -284,10 +295,8 @@ class HostedJobPool(EventEmitter[str]):
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     logger.error("closing a hosted job failed", exc_info=task.exception())
-        # the watchers report each job's end to the server
-        remaining = self._preparations | self._watchers
-        if remaining:
-            _, late = await asyncio.wait(remaining, timeout=self._close_timeout)
+        if self._preparations:
+            _, late = await asyncio.wait(self._preparations, timeout=self._close_timeout)
             for task in late:
                 task.cancel()
 
@@ -319,7 +328,7 @@ class HostedJobPool(EventEmitter[str]):
             self._idle.append(executor)
 
     async def _prepared(self) -> HostedJob:
-        """A started, set-up executor, watched until it ends."""
+        """A started, set-up executor (dropped from the pool when it ends)."""
         executor = HostedJob(**self._job_options)
         self._executors.append(executor)
         try:
@@ -329,21 +338,16 @@ class HostedJobPool(EventEmitter[str]):
             await executor.initialize()
             self.emit("process_ready", executor)
         except BaseException:
-            self._executors.remove(executor)
-            await executor.aclose()
-            self.emit("process_closed", executor)
+            await executor.aclose()  # ends it: dropped and reported by _drop
             raise
-        watcher = asyncio.ensure_future(self._watch(executor))
-        self._watchers.add(watcher)
-        watcher.add_done_callback(self._watchers.discard)
         return executor
 
-    async def _watch(self, executor: HostedJob) -> None:
-        try:
-            await executor.join()
-            self.emit("process_closed", executor)
-        finally:
-            if executor in self._executors:
-                self._executors.remove(executor)
-            if executor in self._idle:
-                self._idle.remove(executor)
+    def _drop(self, executor: HostedJob) -> None:
+        """An executor ended: drop it at once (the server's drain joins every listed job
+        with a running job; a join that returns at once must not find it listed again),
+        then tell the server."""
+        if executor in self._executors:
+            self._executors.remove(executor)
+        if executor in self._idle:
+            self._idle.remove(executor)
+        self.emit("process_closed", executor)

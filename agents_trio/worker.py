@@ -223,8 +223,8 @@ class PackedAgentServer(AgentServer):
     # 1.x); the hosted pool takes its place, with the settings run() has just resolved
     @property  # type: ignore[override]
     def _proc_pool(self) -> HostedJobPool:
-        if self.__pool is None:
-            raise RuntimeError("the server is not running")
+        if self.__pool is None:  # as on LiveKit's server before run()
+            raise AttributeError("the server has no job pool before it runs")
         return self.__pool
 
     @_proc_pool.setter
