@@ -276,6 +276,7 @@ class HostedJobPool(EventEmitter[str]):
             raise RuntimeError("the hosted job pool is closed")
         executor = self._idle.popleft() if self._idle else await self._prepared()
         self._top_up()
+        # LiveKit's dispatch timeline field: an epoch timestamp, as its own pool sets it
         info.launched_at = time.time()
         await executor.launch_job(info)
         self.emit("process_job_launched", executor)
@@ -289,6 +290,7 @@ class HostedJobPool(EventEmitter[str]):
         self._closed = True
         for task in list(self._preparations):
             task.cancel()
+        # tasks, not gather(): cancelling this wait must leave every job's close running
         closing = [asyncio.ensure_future(e.aclose()) for e in list(self._executors)]
         if closing:
             done, _ = await asyncio.wait(closing)
