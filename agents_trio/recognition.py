@@ -32,7 +32,7 @@ from .io.audio import AudioInput, silence_frame
 from .io.frame_feed import FeedAttachment
 from .models import (STT, VAD, SpeechData, SpeechEvent, SpeechEventType, VADEvent,
                      TurnDetector, VADEventType)
-from .nurseries import LatestSlot, Wakeup
+from .nurseries import LatestSlot, Wakeup, sleep_precisely
 from .options import TurnHandling
 from .recognition_streams import RestartPolicy, StreamState, SupervisedStream
 
@@ -567,7 +567,8 @@ class AudioRecognition:
             delay = max(delay, opts.endpointing.max_delay)
         wait = delay - (trio.current_time() - last)
         if wait > 0:
-            await trio.sleep(wait)
+            # on the reply's critical path: woken when due, not at the next millisecond
+            await sleep_precisely(wait)
         now = trio.current_time()
         confidence = (sum(self._confidences) / len(self._confidences)) if self._confidences else 1.0
         info = EndOfTurnInfo(

@@ -6,6 +6,7 @@ from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .flag import Flag
 from .owner import TaskOwner, open_owner
 from .pipe import Pipe
+from .precise_sleep import sleep_precisely
 from .serial import SerialWorker
 from .single_wakeup import SingleWakeup
 from .slot import LatestSlot
@@ -28,6 +29,7 @@ __all__ = [
     "open_owner",
     "open_unwrapping_nursery",
     "single_leaf",
+    "sleep_precisely",
     "unwrap_single_error",
     "Wakeup",
 ]
