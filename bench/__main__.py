@@ -263,7 +263,10 @@ def notes(meta: dict) -> list[str]:
         "transport are pulled or queued, a wake-up of their reading task per frame. The “default "
         "transforms” rows do not compare like with like: LiveKit's markdown/emoji filters "
         "hold the first token until the second arrives (+20 ms here), ours filter token by "
-        "token; the plumbing rows (transforms off) are the comparison."),
+        "token; the plumbing rows (transforms off) are the comparison. Our endpointing "
+        "wait ends on a kernel timer (`timerfd`, `agents_trio.nurseries.sleep_precisely`); "
+        "the other runtimes' end on their loop's `epoll_wait` timeout, whole milliseconds "
+        "rounded up (0-1 ms late): that is in the “VAD end of speech → LLM request” stage."),
         "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
