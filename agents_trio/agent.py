@@ -16,7 +16,7 @@ from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
 from .mcp import MCPServer, check_mcp_servers
-from .realtime import RealtimeModel
+from .realtime import RealtimeModel, is_realtime_model
 from .model_resolution import resolve_models
 from .models import (LLM, STT, TTS, VAD, ChatChunk, FlushSentinel, ModelSettings, SpeechEvent,
                      ToolChoice)
@@ -406,7 +406,8 @@ class Agent:
         (``aclose``) in the task that iterated it, and the LLM stream with it.
         """
         llm = self._require_activity().llm
-        if not isinstance(llm, LLM):  # None, or a realtime model (its steps have no llm_node)
+        # (not isinstance(llm, LLM): a runtime protocol check costs tens of µs on every reply)
+        if llm is None or is_realtime_model(llm):  # a realtime model's steps have no llm_node
             raise RuntimeError("no LLM is configured for this agent or session")
         async with llm.chat(chat_ctx=chat_ctx, tools=tools,
                             tool_choice=model_settings.tool_choice) as stream:

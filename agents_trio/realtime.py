@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, Protocol, TypeGuard, Union, runtime_checkable
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 import msgspec
 import trio
 from livekit import rtc
+from typing_extensions import TypeIs
 
 from ._errors import AgentsTrioError, APIError
 from .chat import ChatContext, FunctionCall
@@ -217,7 +218,7 @@ class RealtimeModel(Protocol):
     def session(self) -> AbstractAsyncContextManager[RealtimeSession]: ...
 
 
-def is_realtime_model(model: object) -> TypeGuard[RealtimeModel]:
+def is_realtime_model(model: object) -> TypeIs[RealtimeModel]:
     """A realtime model (a ``session()`` with ``capabilities``), not a pipeline LLM."""
     return model is not None and hasattr(model, "capabilities") and hasattr(model, "session") \
         and not hasattr(model, "chat")

@@ -24,8 +24,9 @@ Two measurements:
 - **lockstep** (CPU cost): one 32 ms frame at a time, each waited for until its event reached
   Trio, as frames arrive in real time (no batching can hide the hops); per window: the
   process's CPU time, the model's own CPU time (the CPU time of the inference call in the
-  thread that ran it), the loop thread's CPU by hop. Four paths, runs interleaved: the adapter
-  as it is (inference on the loop), the adapter with ``inference_on_loop=False`` (the plugin's
+  thread that ran it), the loop thread's CPU by hop. Five paths, runs interleaved:
+  ``agents_trio.offline.SileroVAD`` (the plugin's model run by agents_trio in ``push_frame``,
+  no bridge and no plugin stream), the adapter as it is (inference on the loop), the adapter with ``inference_on_loop=False`` (the plugin's
   executor, as before), and the same plugin and driver under plain asyncio (LiveKit's own
   path, no bridge), with its executor and with its inference on the loop (the plugin's own
   floor: what its stream costs with neither bridge nor thread). Medians of the runs, with
@@ -67,6 +68,7 @@ RATE = 16000
 WINDOW_S = 0.032          # Silero's inference window at 16 kHz (512 samples)
 HOPS = ("push", "stream_before_model", "model", "stream_after_model", "back_to_trio")
 SIDES = {
+    "native": "agents_trio `offline.SileroVAD` (the plugin's model, run in `push_frame`)",
     "trio": "agents_trio `adapt()` (inference on the loop, the default)",
     "trio_executor": "agents_trio `adapt()`, `inference_on_loop=False` (the plugin's executor)",
     "asyncio": "LiveKit's own path: plain asyncio, the plugin's executor",
@@ -333,6 +335,65 @@ def lockstep_asyncio(plugin: lk_vad.VAD, frames: list[rtc.AudioFrame], warmup: i
     return _lockstep_summary(recorder, cpu, len(frames) - warmup, warmup)
 
 
+class _StampedModel:
+    """The plugin's ``OnnxModel`` with each call stamped (start, end, the thread's CPU)."""
+
+    def __init__(self, inner: Any, recorder: HopRecorder) -> None:
+        self._inner = inner
+        self._recorder = recorder
+        self.sample_rate = inner.sample_rate
+        self.window_size_samples = inner.window_size_samples
+
+    def reset(self) -> None:
+        self._inner.reset()
+
+    def __call__(self, x: np.ndarray) -> float:
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return float(self._inner(x))
+        finally:
+            self._recorder.jobs.append((start, time.perf_counter(), time.thread_time() - cpu))
+
+
+def lockstep_native(frames: list[rtc.AudioFrame], warmup: int) -> dict[str, Any]:
+    """``agents_trio.offline.SileroVAD``'s stream with the same frames: the events come back
+    from ``push_frame``, so push and back are nothing and “stream” is its own per-window code."""
+    from livekit.plugins.silero import onnx_model
+
+    from agents_trio.offline import SileroVADOptions, SileroVADStream
+
+    recorder = HopRecorder(WINDOW_S)
+    model = _StampedModel(onnx_model.OnnxModel(
+        onnx_session=onnx_model.new_inference_session(True), sample_rate=RATE), recorder)
+    options = SileroVADOptions(  # silero.VAD.load()'s defaults
+        min_speech_duration=0.05, min_silence_duration=0.55, prefix_padding_duration=0.5,
+        max_buffered_speech=60.0, activation_threshold=0.5, deactivation_threshold=0.35,
+        sample_rate=RATE)
+
+    async def main() -> float:
+        stream = SileroVADStream(options, model)
+
+        def run(batch: list[rtc.AudioFrame]) -> float:
+            cpu = time.process_time()
+            for frame in batch:
+                now = _now()
+                recorder.pushed.append((now[0], now[1], frame.samples_per_channel
+                                        / frame.sample_rate))
+                recorder.entered.append(now)
+                for event in stream.push_frame(frame):
+                    if event.type.value == "inference_done":
+                        done = _now()
+                        recorder.pumped.append(done)
+                        recorder.received.append(done)
+            return time.process_time() - cpu
+
+        run(frames[:warmup])
+        return run(frames[warmup:])
+
+    cpu = trio.run(main)
+    return _lockstep_summary(recorder, cpu, len(frames) - warmup, warmup)
+
+
 def _lockstep_summary(recorder: HopRecorder, cpu: float, n: int, warmup: int
                       ) -> dict[str, Any]:
     windows = recorder.windows()[warmup:]
@@ -365,6 +426,7 @@ def lockstep(repeats: int, windows: int, warmup: int = 50) -> dict[str, Any]:
     frames = speech_like_frames(windows + warmup)
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     for _ in range(repeats):   # interleaved, so that a disturbance hits every side alike
+        runs["native"].append(lockstep_native(frames, warmup))
         runs["trio"].append(trio.run(lockstep_trio, plugin, frames, warmup, True))
         runs["trio_executor"].append(trio.run(lockstep_trio, plugin, frames, warmup, False))
         runs["asyncio"].append(lockstep_asyncio(plugin, frames, warmup, False))

@@ -620,4 +620,10 @@ def _adapter_verdict(summary: dict[str, Any], ours: float) -> str:
     if theirs is not None:
         text += (f" LiveKit's own path (asyncio, the plugin's executor) costs "
                  f"{fmt(theirs, 3)} ms beyond the model.")
+    native = summary.get("native", {}).get("beyond_model_ms", {}).get("median")
+    if native is not None:
+        text += (f" `agents_trio.offline.SileroVAD` (the same model run in `push_frame`, no "
+                 f"bridge and no plugin stream): {fmt(native, 3)} ms beyond the model — "
+                 + ("**within the target**." if native <= ADAPTER_TARGET_MS else
+                    f"over the target by {fmt(native - ADAPTER_TARGET_MS, 3)} ms."))
     return text

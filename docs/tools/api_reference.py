@@ -49,7 +49,7 @@ MODULES = (
     ("agents_trio.testing", "Virtual-time harness, fakes, adversarial conversations."),
     ("agents_trio.io", "Audio and text transports, the trio-asyncio bridge."),
     ("agents_trio.blocking", "Running a blocking model off the Trio loop."),
-    ("agents_trio.offline", "Offline voice models (espeak-ng, PocketSphinx)."),
+    ("agents_trio.offline", "Offline voice models (espeak-ng, PocketSphinx, Silero VAD)."),
     ("agents_trio.nurseries", "Structured-concurrency building blocks."),
 )
 
