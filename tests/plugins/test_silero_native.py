@@ -216,3 +216,12 @@ async def test_a_session_takes_it_as_its_vad() -> None:
     vad = await trio.to_thread.run_sync(SileroVAD.load)
     session = AgentSession(vad=vad)
     assert session.vad is vad
+
+
+def test_porting_is_an_import_change() -> None:
+    from agents_trio.plugins import silero as native
+
+    vad = native.VAD.load(min_silence_duration=0.4)
+    assert isinstance(vad, SileroVAD)
+    assert vad.options.min_silence_duration == 0.4
+    assert vad.options.deactivation_threshold == pytest.approx(0.35)  # the plugin's default
