@@ -41,7 +41,9 @@ import typing
 from ._common import to_api_error
 from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter, RealtimeSessionAdapter
-from .stt import RecognitionStream, STTAdapter
+from ..models import VAD as _TrioVAD
+from ..stt_stream_adapter import StreamAdapter as _StreamAdapter
+from .stt import RecognitionStream, RecognizingSTTAdapter, STTAdapter
 from .tts import TTSAdapter
 from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_detector
 from .turn_detector import TurnDetectorAdapter, is_lk_turn_detector
@@ -51,7 +53,7 @@ if typing.TYPE_CHECKING:
     from ..io.bridge import AsyncioBridge
 
 __all__ = ["AudioTurnDetectorAdapter", "LLMAdapter", "RealtimeModelAdapter", "RealtimeSessionAdapter", "RecognitionStream",
-           "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
+           "RecognizingSTTAdapter", "STTAdapter", "TTSAdapter", "TurnDetectorAdapter", "VADAdapter", "adapt",
            "is_lk_audio_turn_detector", "is_lk_turn_detector", "to_api_error"]
 
 
@@ -67,6 +69,9 @@ def adapt(model: _lk_llm.LLM[typing.Any], *, bridge: AsyncioBridge | None = None
 @typing.overload
 def adapt(model: _lk_stt.STT[typing.Any], *, bridge: AsyncioBridge | None = None,
           vad: _lk_vad.VAD | VADAdapter | None = None) -> STTAdapter: ...
+@typing.overload
+def adapt(model: _lk_stt.STT[typing.Any], *, bridge: AsyncioBridge | None = None,
+          vad: object = None) -> STTAdapter | _StreamAdapter: ...
 @typing.overload
 def adapt(model: _lk_tts.TTS[typing.Any], *, bridge: AsyncioBridge | None = None,
           vad: object = None) -> TTSAdapter: ...
@@ -86,7 +91,10 @@ def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = N
             your own (asyncio methods) looks like a Trio one: wrap it with
             :class:`TurnDetectorAdapter`.
         bridge: The bridge to run it on (default: the current bridge at each call).
-        vad: A LiveKit VAD for a non-streaming STT.
+        vad: The VAD that segments a non-streaming STT: a LiveKit VAD (LiveKit's
+            ``stt.StreamAdapter`` then wraps the STT, in asyncio), or a Trio one such as
+            ``agents_trio.offline.SileroVAD`` (``agents_trio.stt.StreamAdapter`` then wraps a
+            :class:`RecognizingSTTAdapter`).
     """
     if isinstance(model, _lk_llm.RealtimeModel):
         return RealtimeModelAdapter(model, bridge=bridge)
@@ -96,7 +104,11 @@ def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = N
         if isinstance(vad, VADAdapter):
             vad = vad.vad
         if vad is not None and not isinstance(vad, _lk_vad.VAD):
-            raise TypeError(f"adapt(stt, vad=...) takes a LiveKit VAD, got {vad!r}")
+            if not isinstance(vad, _TrioVAD):
+                raise TypeError(f"adapt(stt, vad=...) takes a VAD, got {vad!r}")
+            if not model.capabilities.streaming:
+                return _StreamAdapter(stt=RecognizingSTTAdapter(model, bridge=bridge), vad=vad)
+            vad = None  # a streaming STT needs no VAD
         return STTAdapter(model, vad=vad, bridge=bridge)
     if isinstance(model, _lk_tts.TTS):
         return TTSAdapter(model, bridge=bridge)

@@ -10,10 +10,12 @@ from livekit.agents import stt as lk_stt
 from livekit.agents import tts as lk_tts
 from livekit.agents import vad as lk_vad
 
+from ..models import VAD as TrioVAD
+from ..stt_stream_adapter import StreamAdapter
 from .inference import STT, TTS, llm_from_model_string
 from .llm import LLMAdapter
 from .realtime import RealtimeModelAdapter
-from .stt import STTAdapter
+from .stt import RecognizingSTTAdapter, STTAdapter
 from .tts import TTSAdapter
 from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_detector
 from .turn_detector import TurnDetectorAdapter
@@ -62,6 +64,10 @@ def adapt_livekit_model(kind: str, value: object, *, vad: object = None) -> obje
         return LLMAdapter(value)
     if isinstance(value, lk_stt.STT):
         lk_vad_model = vad.vad if isinstance(vad, VADAdapter) else vad
+        if (not value.capabilities.streaming and not isinstance(lk_vad_model, lk_vad.VAD)
+                and isinstance(vad, TrioVAD)):
+            # a Trio VAD (SileroVAD, say) segments it: LiveKit's StreamAdapter takes LiveKit's
+            return StreamAdapter(stt=RecognizingSTTAdapter(value), vad=vad)
         return STTAdapter(value, vad=lk_vad_model if isinstance(lk_vad_model, lk_vad.VAD)
                           else None)
     if isinstance(value, lk_tts.TTS):

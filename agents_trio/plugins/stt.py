@@ -123,6 +123,64 @@ class STTAdapter:
         return f"STTAdapter({self.stt!r})"
 
 
+class RecognizingSTTAdapter:
+    """A LiveKit STT's whole-recording ``recognize`` as a Trio
+    :class:`agents_trio.stt_stream_adapter.RecognizingSTT`.
+
+    A session given a non-streaming LiveKit STT and a Trio VAD (``agents_trio.offline.
+    SileroVAD``, say) segments the audio with that VAD in ``agents_trio.stt.StreamAdapter``,
+    around this: LiveKit's own ``stt.StreamAdapter`` takes LiveKit VADs only.
+
+    Args:
+        stt: The LiveKit Agents STT.
+        bridge: The bridge to run it on (default: the current bridge at each call).
+        conn_options: Retries and timeouts for the plugin.
+    """
+
+    model_kind: ClassVar[str] = "stt"
+
+    def __init__(self, stt: lk_stt.STT[Any], *, bridge: AsyncioBridge | None = None,
+                 conn_options: APIConnectOptions | None = None) -> None:
+        if not isinstance(stt, lk_stt.STT):
+            raise TypeError(f"RecognizingSTTAdapter wraps a livekit.agents.stt.STT, got {stt!r}")
+        self.stt = stt
+        self._bridge = bridge
+        self._conn_options = conn_options
+
+    @property
+    def label(self) -> str:
+        return self.stt.label
+
+    @property
+    def capabilities(self) -> lk_stt.STTCapabilities:
+        return self.stt.capabilities
+
+    async def recognize(self, buffer: rtc.AudioFrame | list[rtc.AudioFrame], *,
+                        language: str | None = None) -> SpeechEvent:
+        """The plugin's transcript of ``buffer`` (a ``FINAL_TRANSCRIPT`` event).
+
+        Raises:
+            APIError: the plugin failed.
+
+        Cancellation: a checkpoint; cancelling cancels the plugin's call on the bridge.
+        """
+        bridge = await resolve_bridge(self._bridge)
+        kwargs = connect_options(self._conn_options)
+        if language:
+            kwargs["language"] = language
+        try:
+            event = await bridge.run(self.stt.recognize, buffer, **kwargs)
+        except Exception as e:
+            raise to_api_error(e, self.label) from e
+        converted = from_lk_speech_event(event)
+        if converted is None or converted.type is not SpeechEventType.FINAL_TRANSCRIPT:
+            return SpeechEvent(type=SpeechEventType.FINAL_TRANSCRIPT)
+        return converted
+
+    def __repr__(self) -> str:
+        return f"RecognizingSTTAdapter({self.stt!r})"
+
+
 def from_lk_speech_event(ev: lk_stt.SpeechEvent) -> SpeechEvent | None:
     kind = _SPEECH_TYPES.get(getattr(ev.type, "value", ev.type))
     if kind is None:  # e.g. recognition_usage: metrics, not speech

@@ -18,7 +18,8 @@ silero = pytest.importorskip("livekit.plugins.silero", reason="needs livekit-plu
 from livekit import rtc  # noqa: E402
 from speech_audio import ESPEAK, padded_sentence, speech_bounds  # noqa: E402
 
-from agents_trio import AgentSession, VADEvent, VADEventType  # noqa: E402
+from agents_trio import (AgentSession, SpeechEventType, VADEvent, VADEventType,  # noqa: E402
+                         open_bridge)
 from agents_trio.offline import SileroVAD  # noqa: E402
 
 pytestmark = pytest.mark.skipif(ESPEAK is None, reason="needs espeak-ng (apt install espeak-ng)")
@@ -225,3 +226,34 @@ def test_porting_is_an_import_change() -> None:
     assert isinstance(vad, SileroVAD)
     assert vad.options.min_silence_duration == 0.4
     assert vad.options.deactivation_threshold == pytest.approx(0.35)  # the plugin's default
+
+
+async def test_it_segments_a_non_streaming_livekit_stt() -> None:
+    """LiveKit's own StreamAdapter takes LiveKit VADs only: with a Trio VAD the session wraps
+    the plugin's ``recognize`` in agents_trio's StreamAdapter, segmented by that VAD."""
+    from agents_trio.plugins import RecognizingSTTAdapter
+    from agents_trio.stt import StreamAdapter
+    from agents_trio.testing.livekit_fakes import FakePluginSTT
+
+    vad = await trio.to_thread.run_sync(SileroVAD.load)
+    plugin_stt = FakePluginSTT("the quick brown fox", streaming=False)
+    session = AgentSession(stt=plugin_stt, vad=vad)
+    assert isinstance(session.stt, StreamAdapter)
+    assert isinstance(session.stt.stt, RecognizingSTTAdapter) and session.stt.vad is vad
+    from agents_trio.plugins import STTAdapter, adapt
+    assert isinstance(adapt(FakePluginSTT(streaming=False), vad=vad), StreamAdapter)
+    assert isinstance(adapt(FakePluginSTT(), vad=vad), STTAdapter)  # it streams: no VAD needed
+
+    pcm, rate, _, _ = padded_sentence()
+    finals = []
+    with trio.fail_after(60):
+        async with open_bridge() as bridge, session.stt.stream() as stream:
+            for frame in _frames(pcm, rate):
+                stream.push_frame(frame)
+            stream.end_input()
+            async for ev in stream:
+                if ev.type is SpeechEventType.FINAL_TRANSCRIPT:
+                    finals.append(ev.alternatives[0].text)
+        assert bridge.statistics().asyncio_tasks == 0
+    assert finals == ["the quick brown fox"]  # one utterance, recognized once
+    assert plugin_stt.utterances == ["the quick brown fox"]
