@@ -34,7 +34,8 @@ Two measurements:
 - **session** (wall time inside a running session): the offline voice demo (Silero through
   ``adapt()``, PocketSphinx, espeak-ng, real time) with the VAD stamped; per-window wall time
   of each hop, median and p95, with everything else the session does going on. Also the
-  pipeline's end of speech → first agent audio and barge-in → audio cleared.
+  pipeline's end of speech → first agent audio and barge-in → audio cleared. The same with
+  the plugin's executor, and with ``agents_trio.offline.SileroVAD`` in place of the plugin.
 
 The machine is shared: wall times are noisy, CPU times less so; the spread across repeats is
 reported. Figures for a report, not a test.
@@ -484,7 +485,88 @@ def _stamped_demo_vad(found: list[StampedTrioVAD], on_loop: bool = True) -> Iter
         plugins.adapt = adapt
 
 
-def session(runs: int, on_loop: bool = True) -> dict[str, Any]:
+class _StampedNativeStream:
+    """``SileroVADStream`` with each push and each window's event stamped."""
+
+    def __init__(self, inner: Any, recorder: HopRecorder) -> None:
+        self._inner = inner
+        self._recorder = recorder
+
+    def push_frame(self, frame: rtc.AudioFrame) -> Any:
+        now = _now()
+        self._recorder.pushed.append((now[0], now[1], frame.samples_per_channel
+                                      / frame.sample_rate))
+        self._recorder.entered.append(now)
+        events = self._inner.push_frame(frame)
+        for event in events:
+            if event.type.value == "inference_done":
+                done = _now()
+                self._recorder.pumped.append(done)
+                self._recorder.received.append(done)
+        return events
+
+    def end_input(self) -> None:
+        self._inner.end_input()
+
+    def __aiter__(self) -> Any:
+        return self._inner.__aiter__()
+
+
+class StampedNativeVAD:
+    """``agents_trio.offline.SileroVAD`` (``silero.VAD.load()``'s defaults) with its streams
+    stamped: what ``silero.VAD.load`` returns to the demo in the native session runs."""
+
+    model_kind = "vad"
+
+    def __init__(self) -> None:
+        from livekit.plugins.silero import onnx_model
+
+        from agents_trio.offline import SileroVADOptions
+
+        self._onnx = onnx_model
+        self._session = onnx_model.new_inference_session(True)
+        self.options = SileroVADOptions(
+            min_speech_duration=0.05, min_silence_duration=0.55, prefix_padding_duration=0.5,
+            max_buffered_speech=60.0, activation_threshold=0.5, deactivation_threshold=0.35,
+            sample_rate=RATE)
+        self.recorders: list[HopRecorder] = []
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[_StampedNativeStream]:
+        from agents_trio.offline import SileroVADStream
+
+        recorder = HopRecorder(WINDOW_S)
+        self.recorders.append(recorder)
+        model = _StampedModel(self._onnx.OnnxModel(onnx_session=self._session,
+                                                   sample_rate=RATE), recorder)
+        inner = SileroVADStream(self.options, model)
+        try:
+            yield _StampedNativeStream(inner, recorder)
+        finally:
+            inner.end_input()
+
+
+@contextmanager
+def _native_demo_vad(found: list[StampedNativeVAD]) -> Iterator[None]:
+    """While active, the voice demo's ``silero.VAD.load()`` gives a stamped native VAD, which
+    ``adapt()`` passes through (it is a Trio model)."""
+    from livekit.plugins import silero
+
+    load = silero.VAD.load
+
+    def native_load(*args: Any, **kwargs: Any) -> Any:
+        vad = StampedNativeVAD()
+        found.append(vad)
+        return vad
+
+    silero.VAD.load = native_load  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        silero.VAD.load = load  # type: ignore[method-assign]
+
+
+def session(runs: int, on_loop: bool = True, native: bool = False) -> dict[str, Any]:
     import io
 
     from agents_trio.demo_voice import VoiceDemo
@@ -493,9 +575,9 @@ def session(runs: int, on_loop: bool = True) -> dict[str, Any]:
     e2e: list[float] = []
     barge: list[float] = []
     for _ in range(runs):
-        found: list[StampedTrioVAD] = []
+        found: list[Any] = []
         demo = VoiceDemo(io.StringIO())
-        with _stamped_demo_vad(found, on_loop):
+        with (_native_demo_vad(found) if native else _stamped_demo_vad(found, on_loop)):
             trio.run(demo.run)
         for vad in found:
             for recorder in vad.recorders:
@@ -540,6 +622,7 @@ def measure(*, repeats: int = 5, windows: int = 600, session_runs: int = 1,
         else:
             results["session"] = session(session_runs, on_loop=True)
             results["session_executor"] = session(session_runs, on_loop=False)
+            results["session_native"] = session(session_runs, native=True)
     results["load_after"] = round(os.getloadavg()[0], 2)
     return results
 

@@ -565,16 +565,23 @@ def adapter_markdown(results: dict[str, Any]) -> str:
                    "PocketSphinx in a subprocess, espeak-ng, rule-based LLM) with the VAD "
                    f"stamped; {session['windows']} windows. Wall time per hop, with everything "
                    "else the session does going on (and other jobs on the machine); then the "
-                   "same with `inference_on_loop=False` (the plugin's executor, as before)."),
-                  "", "| hop | p50 (ms) | p95 (ms) | executor: p50 (ms) | executor: p95 (ms) |",
-                  "|---|---|---|---|---|"]
+                   "same with `inference_on_loop=False` (the plugin's executor, as before), and "
+                   "with `agents_trio.offline.SileroVAD` (native: the plugin's model run in "
+                   "`push_frame`, whose events it returns: no push or back hop)."),
+                  "", ("| hop | p50 (ms) | p95 (ms) | executor: p50 (ms) | executor: p95 (ms) "
+                       "| native: p50 (ms) | native: p95 (ms) |"),
+                  "|---|---|---|---|---|---|---|"]
         other = (results.get("session_executor") or {}).get("wall_ms", {})
+        native = (results.get("session_native") or {}).get("wall_ms", {})
         for hop, label in _HOP_LABELS.items():
             w = session["wall_ms"].get(hop)
             x = other.get(hop)
+            y = native.get(hop)
             if w:
                 lines.append(f"| {label} | {fmt(w['p50'], 3)} | {fmt(w['p95'], 3)} | "
-                             + (f"{fmt(x['p50'], 3)} | {fmt(x['p95'], 3)} |" if x else "– | – |"))
+                             + (f"{fmt(x['p50'], 3)} | {fmt(x['p95'], 3)} |" if x else "– | – |")
+                             + (f" {fmt(y['p50'], 3)} | {fmt(y['p95'], 3)} |" if y else
+                                " – | – |"))
         cpu = session.get("loop_thread_cpu_ms") or {}
         if cpu:
             lines += ["", (f"Model's own CPU per window: {fmt(session['model_cpu_ms'], 3)} ms "
@@ -582,13 +589,21 @@ def adapter_markdown(results: dict[str, Any]) -> str:
                            f"{fmt(cpu['cpu_loop_thread'], 3)} ms (median; includes the model, "
                            "which runs on the loop, and whatever other session work ran in "
                            "between).")]
+        nat = results.get("session_native") or {}
+        nat_cpu = nat.get("loop_thread_cpu_ms") or {}
+        if nat_cpu and nat.get("model_cpu_ms") is not None:
+            lines += ["", (f"Native: model's own CPU per window {fmt(nat['model_cpu_ms'], 3)} ms, "
+                           f"loop-thread CPU from push to event "
+                           f"{fmt(nat_cpu['cpu_loop_thread'], 3)} ms (medians; the same "
+                           "measure).")]
         lines += ["", "The real pipeline's latencies (same runs):", "",
                   "| measure | VAD inference | n | p50 | p95 | min | max |",
                   "|---|---|---|---|---|---|---|"]
         for key, label in (("end_of_speech_to_first_audio_s", "end of speech → first agent "
                             "audio (s)"), ("barge_in_to_clear_s", "barge-in → audio cleared (s)")):
             for where, run in (("on the loop", session),
-                               ("executor", results.get("session_executor") or {})):
+                               ("executor", results.get("session_executor") or {}),
+                               ("native", results.get("session_native") or {})):
                 m = run.get(key) or {}
                 if m.get("n"):
                     lines.append(f"| {label} | {where} | {m['n']} | {fmt(m['p50'], 3)} "

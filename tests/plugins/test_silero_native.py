@@ -115,6 +115,8 @@ def _same(native: list[VADEvent], plugin: list) -> None:
 
 CASES = {
     "16 kHz input, no resampling": ({}, 16000, {}),
+    "16 kHz input in 7 ms frames": ({}, 16000, {"frame_ms": 7}),
+    "16 kHz input in 100 ms frames": ({}, 16000, {"frame_ms": 100}),
     "8 kHz model, 8 kHz input": ({"sample_rate": 8000}, 8000, {}),
     "short buffer, long padding": ({"max_buffered_speech": 0.4, "prefix_padding_duration": 0.7,
                                     "min_silence_duration": 0.3}, 16000, {}),
@@ -132,12 +134,13 @@ RESAMPLED = {
 }
 
 
-async def _both(load_kwargs: dict, rate: int | None, actions: dict[int, object]
+async def _both(load_kwargs: dict, rate: int | None, actions: dict[int | str, object]
                 ) -> tuple[list[VADEvent], list, list[rtc.AudioFrame]]:
     pcm, espeak_rate, _, _ = padded_sentence()
     if rate is not None:
         pcm = _at_rate(pcm, espeak_rate, rate)
-    frames = _frames(pcm, rate or espeak_rate)
+    actions = dict(actions)
+    frames = _frames(pcm, rate or espeak_rate, ms=int(actions.pop("frame_ms", 20)))
     windows_before: dict[int, int] = {}
     with trio.fail_after(120):
         native = await _native_events(load_kwargs, frames, actions, windows_before)
