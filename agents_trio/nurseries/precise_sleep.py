@@ -118,7 +118,12 @@ async def sleep_precisely(seconds: float) -> None:
         await trio.sleep(max(seconds, 0.0))
         return
     deadline = trio.current_time() + seconds
-    fd = arm(seconds)
+    try:
+        fd = arm(seconds)
+    except OSError:
+        # no timerfd here after all (a sandbox refusing the call, no file descriptors left)
+        await trio.sleep(seconds)
+        return
     try:
         await trio.lowlevel.wait_readable(fd)
     finally:

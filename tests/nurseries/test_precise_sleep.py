@@ -103,3 +103,17 @@ def test_nothing_to_wait_is_a_checkpoint(counting_arm):
 
     assert trio.run(main) is True
     assert counting_arm.calls == []
+
+
+def test_a_timerfd_refused_falls_back_to_trio_sleep(monkeypatch):
+    def refused(seconds: float) -> int:
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(precise_sleep, "_arm_timerfd", refused)
+
+    async def main():
+        deadline = trio.current_time() + 0.001
+        await sleep_precisely(0.001)
+        return trio.current_time() - deadline
+
+    assert trio.run(main) >= 0
