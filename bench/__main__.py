@@ -268,6 +268,13 @@ def notes(meta: dict) -> list[str]:
         "the other runtimes' end on their loop's `epoll_wait` timeout, whole milliseconds "
         "rounded up (0-1 ms late): that is in the “VAD end of speech → LLM request” stage."),
         "",
+        ("CPU per session-second is the process's whole CPU time over the measured phase (every "
+         "thread, the 5 Hz monitor's wake-ups included, nothing subtracted) over the sessions' "
+         "scripted seconds. Earlier runs subtracted an idle rate measured with only the monitor "
+         "awake (20 Hz then): a wake-up of an otherwise idle loop costs a few hundred µs of CPU "
+         "on this VM and much less among sessions, so it over-corrected, most at low N and most "
+         "for the runtime with the smaller figure (ours)."),
+        "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
          "warm-up and the user-away timer are off on both sides; the asyncio side runs "

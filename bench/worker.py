@@ -14,9 +14,11 @@ Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: 
 through the same steps in the same order: warm-up session, ``gc.collect()``
 (then ``gc.freeze()`` with ``--gc freeze``; with ``--gc off`` also ``gc.disable()``, a
 diagnosis of what the cyclic collector's pauses cost; with ``--gc young`` the young threshold
-the job host sets, for every runtime), RSS baseline, 0.5 s idle CPU baseline, then the
-measured phase (N sessions started over min(4 s, 0.04·N)), sampling RSS, live sessions and
-event-loop lag every 50 ms. The JSON holds the summary (``analysis.summarize``) and the raw
+the job host sets, for every runtime), RSS baseline, 1 s idle CPU baseline (reported, not
+subtracted), then the measured phase (N sessions started over min(4 s, 0.04·N)), sampling
+RSS, live sessions and event-loop lag every 200 ms. CPU per session-second is the whole
+process's CPU over the phase (every thread, the monitor's share included) over the sessions'
+scripted seconds. The JSON holds the summary (``analysis.summarize``) and the raw
 per-sample latencies.
 """
 
@@ -34,7 +36,10 @@ from typing import Any
 
 from . import analysis, core
 
-MONITOR_INTERVAL = 0.05
+# 5 Hz: each of the monitor's wake-ups of an otherwise idle loop costs a few hundred µs of CPU
+# on a VM (cold caches after the sleep), which at 20 Hz was a large part of the CPU of one
+# session; at 5 Hz it is at most ~2 ms per second of the whole process
+MONITOR_INTERVAL = 0.2
 IDLE_SECONDS = 1.0
 
 
@@ -139,7 +144,6 @@ class Meter:
     def result(self) -> dict[str, Any]:
         wall = self.wall1 - self.wall0
         cpu = self.cpu1 - self.cpu0
-        cpu_net = max(0.0, cpu - self.idle_rate * wall)
         session_seconds = sum(p.script.close_at for p in self.probes)
         lags = self.lags
         return {
@@ -151,7 +155,12 @@ class Meter:
             "host_other_cores": ((self.host1 - self.host0 - cpu) / wall
                                  if wall and self.host0 >= 0 and self.host1 >= 0 else None),
             "session_seconds": session_seconds,
-            "cpu_per_session_second": cpu_net / session_seconds if session_seconds else None,
+            # the whole phase's CPU, the monitor's included: the idle rate is not subtracted.
+            # Measured with the loop otherwise asleep, a monitor wake-up costs far more than
+            # the same wake-up among sessions, so subtracting it over-corrects, most at low N
+            # (the lowest figure gained most: 20 Hz, N = 10 gave 0.34 of LiveKit's net, 0.43
+            # gross)
+            "cpu_per_session_second": cpu / session_seconds if session_seconds else None,
             "rss_base_mb": self.rss_base / 2**20,
             "rss_peak_mb": self.rss_peak / 2**20,
             "live_sessions_peak": self.live_peak,
@@ -445,10 +454,8 @@ def main(argv: list[str] | None = None) -> None:
     resources = meter.result()
     # CPU per LLM request answered (a turn): what the context sweep compares across sizes
     turns = sum(len(p.llm_request) for p in probes)
-    cpu_net = max(0.0, resources["phase_cpu_s"]
-                  - resources["idle_cpu_rate"] * resources["phase_wall_s"])
     resources["turns"] = turns
-    resources["cpu_per_turn_ms"] = cpu_net / turns * 1e3 if turns else None
+    resources["cpu_per_turn_ms"] = resources["phase_cpu_s"] / turns * 1e3 if turns else None
     out = {
         "runtime": args.runtime,
         "runtime_info": info,
