@@ -16,6 +16,7 @@ sleep is ``trio.sleep``: virtual time stays virtual.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -114,7 +115,7 @@ async def sleep_precisely(seconds: float) -> None:
     Cancellation: a checkpoint; cancelling the sleep closes its timer.
     """
     arm = _arm_timerfd
-    if seconds <= 0 or arm is None or not _on_system_clock():
+    if seconds <= 0 or not math.isfinite(seconds) or arm is None or not _on_system_clock():
         await trio.sleep(max(seconds, 0.0))
         return
     deadline = trio.current_time() + seconds

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -92,6 +93,16 @@ def test_without_a_timerfd_it_is_trio_sleep(monkeypatch):
         return trio.current_time() - deadline
 
     assert trio.run(main) >= 0
+
+
+def test_forever_is_trio_sleep(counting_arm):
+    async def main():
+        with trio.move_on_after(0.01) as scope:
+            await sleep_precisely(math.inf)
+        return scope.cancelled_caught
+
+    assert trio.run(main) is True
+    assert counting_arm.calls == []
 
 
 def test_nothing_to_wait_is_a_checkpoint(counting_arm):
