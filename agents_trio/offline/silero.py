@@ -97,8 +97,12 @@ class SileroVAD:
              prefix_padding_duration: float = 0.5, max_buffered_speech: float = 60.0,
              activation_threshold: float = 0.5, sample_rate: Literal[8000, 16000] = 16000,
              force_cpu: bool = True, onnx_file_path: Path | str | None = None,
-             deactivation_threshold: float | None = None) -> SileroVAD:
+             deactivation_threshold: float | None = None,
+             padding_duration: float | None = None) -> SileroVAD:
         """Load the model (blocking: call it at start-up, or in a worker thread).
+
+        ``padding_duration`` is the plugin's deprecated name of ``prefix_padding_duration``
+        (it wins when given, with a warning, as in the plugin).
 
         Raises:
             ValueError: an option out of range (checked before the model is loaded).
@@ -106,6 +110,9 @@ class SileroVAD:
             FileNotFoundError: ``onnx_file_path`` does not name a file.
         """
         onnx_model = _onnx_module()
+        if padding_duration is not None:
+            logger.warning("padding_duration is deprecated: use prefix_padding_duration")
+            prefix_padding_duration = padding_duration
         if sample_rate not in onnx_model.SUPPORTED_SAMPLE_RATES:
             raise ValueError(f"Silero VAD runs at 8000 or 16000 Hz, not {sample_rate!r}")
         for name, value in (("min_speech_duration", min_speech_duration),

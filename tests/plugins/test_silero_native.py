@@ -229,6 +229,8 @@ def test_porting_is_an_import_change() -> None:
     assert isinstance(vad, SileroVAD)
     assert vad.options.min_silence_duration == 0.4
     assert vad.options.deactivation_threshold == pytest.approx(0.35)  # the plugin's default
+    # the plugin's deprecated name still works, as there
+    assert native.VAD.load(padding_duration=0.2).options.prefix_padding_duration == 0.2
 
 
 async def test_it_segments_a_non_streaming_livekit_stt() -> None:
