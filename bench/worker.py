@@ -233,7 +233,7 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
     async with trio.open_nursery() as nursery:
         nursery.start_soon(monitor)
         c0 = cpu_seconds()
-        await trio.sleep(IDLE_SECONDS)  # the monitor's own cost is the idle baseline
+        await trio.sleep(IDLE_SECONDS)  # the idle rate: reported, not subtracted
         meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
         meter.begin(trio.current_time())
         for r in rounds:
@@ -273,7 +273,7 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
 
     mon = asyncio.create_task(monitor())
     c0 = cpu_seconds()
-    await asyncio.sleep(IDLE_SECONDS)   # the monitor's own cost is the idle baseline
+    await asyncio.sleep(IDLE_SECONDS)   # the idle rate: reported, not subtracted
     meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
     meter.begin(loop.time())
     for r in rounds:
