@@ -443,13 +443,18 @@ def test_closing_the_server_while_hosted_jobs_are_set_up_and_starting_leaves_not
     """The server closes while jobs start and idle ones are still being set up (slow
     set-ups): every started session closes with ``job_shutdown``, every executor is gone,
     no job runs on the host, and nothing is set up after the close."""
-    import time
-
     host = JobHost(name="hosted jobs")
     setups: list[str] = []
+    calls: list[int] = []
+    two_top_ups_loading = threading.Event()
+    loaded = threading.Event()
 
     def setup(proc: Any) -> None:
-        time.sleep(0.2)  # a model loading, in the set-up's worker thread
+        calls.append(len(calls))
+        if len(calls) > 2:  # the two idle jobs set up at start pass; the top-ups load a model
+            if len(calls) == 4:
+                two_top_ups_loading.set()
+            loaded.wait(20)  # in the set-up's worker thread, until the test lets it finish
         setups.append("done")
 
     async def main() -> None:
@@ -457,13 +462,22 @@ def test_closing_the_server_while_hosted_jobs_are_set_up_and_starting_leaves_not
         server = packed_server(host, setup_fnc=setup)
         run = await started_server(server)
         pool = server._proc_pool
+        starting: list[asyncio.Future[Any]] = []
         try:
-            for i in range(4):  # two take the idle ones, two wait for their own set-up
+            for i in range(2):  # they take the idle jobs
                 await server.simulate_job(f"room-{i}", fake_job=True)
-            await asyncio.sleep(0.05)  # the top-ups are in their set-up now
+            await log.until(lambda: sum("listening" in e for e in log.started) == 2)
+            # two more wait for their own set-up, which is loading
+            starting = [asyncio.ensure_future(server.simulate_job(f"room-{i}", fake_job=True))
+                        for i in (2, 3)]
+            assert await asyncio.to_thread(two_top_ups_loading.wait, 20)
         finally:
-            await asyncio.wait_for(server.aclose(), 20)
+            closing = asyncio.ensure_future(server.aclose())
+            await asyncio.sleep(0)  # the close has begun while the set-ups load
+            loaded.set()
+            await asyncio.wait_for(closing, 20)
             await run
+            await asyncio.gather(*starting, return_exceptions=True)
         assert pool.processes == [] and host.jobs_running == 0
         assert set(log.closed.values()) <= {"job_shutdown"}
         assert set(log.closed) >= {e["job_id"] for e in log.started if "listening" in e}
