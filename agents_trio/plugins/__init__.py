@@ -48,6 +48,7 @@ from .tts import TTSAdapter
 from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_detector
 from .turn_detector import TurnDetectorAdapter, is_lk_turn_detector
 from .vad import VADAdapter
+from .resolve import adapt_livekit_stt as _adapt_livekit_stt
 
 if typing.TYPE_CHECKING:
     from ..io.bridge import AsyncioBridge
@@ -101,15 +102,9 @@ def adapt(model: object, *, bridge: AsyncioBridge | None = None, vad: object = N
     if isinstance(model, _lk_llm.LLM):
         return LLMAdapter(model, bridge=bridge)
     if isinstance(model, _lk_stt.STT):
-        if isinstance(vad, VADAdapter):
-            vad = vad.vad
-        if vad is not None and not isinstance(vad, _lk_vad.VAD):
-            if not isinstance(vad, _TrioVAD):
-                raise TypeError(f"adapt(stt, vad=...) takes a VAD, got {vad!r}")
-            if not model.capabilities.streaming:
-                return _StreamAdapter(stt=RecognizingSTTAdapter(model, bridge=bridge), vad=vad)
-            vad = None  # a streaming STT needs no VAD
-        return STTAdapter(model, vad=vad, bridge=bridge)
+        if vad is not None and not isinstance(vad, (_lk_vad.VAD, VADAdapter, _TrioVAD)):
+            raise TypeError(f"adapt(stt, vad=...) takes a VAD, got {vad!r}")
+        return _adapt_livekit_stt(model, vad=vad, bridge=bridge)
     if isinstance(model, _lk_tts.TTS):
         return TTSAdapter(model, bridge=bridge)
     if isinstance(model, _lk_vad.VAD):

@@ -4,6 +4,7 @@ model. Both raise ``TypeError``/``ValueError`` for what does not fit."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 
 from livekit.agents import llm as lk_llm
 from livekit.agents import stt as lk_stt
@@ -21,7 +22,11 @@ from .audio_turn_detector import AudioTurnDetectorAdapter, is_lk_audio_turn_dete
 from .turn_detector import TurnDetectorAdapter
 from .vad import VADAdapter
 
-__all__ = ["adapt_livekit_model", "adapt_livekit_turn_detector", "resolve_model_string"]
+if TYPE_CHECKING:
+    from ..io.bridge import AsyncioBridge
+
+__all__ = ["adapt_livekit_model", "adapt_livekit_stt", "adapt_livekit_turn_detector",
+           "resolve_model_string"]
 
 _BASES: dict[str, tuple[type, ...]] = {
     "llm": (lk_llm.LLM, lk_llm.RealtimeModel, lk_llm.DuplexModel),
@@ -63,17 +68,30 @@ def adapt_livekit_model(kind: str, value: object, *, vad: object = None) -> obje
     if isinstance(value, lk_llm.LLM):
         return LLMAdapter(value)
     if isinstance(value, lk_stt.STT):
-        lk_vad_model = vad.vad if isinstance(vad, VADAdapter) else vad
-        if (not value.capabilities.streaming and not isinstance(lk_vad_model, lk_vad.VAD)
-                and isinstance(vad, TrioVAD)):
-            # a Trio VAD (SileroVAD, say) segments it: LiveKit's StreamAdapter takes LiveKit's
-            return StreamAdapter(stt=RecognizingSTTAdapter(value), vad=vad)
-        return STTAdapter(value, vad=lk_vad_model if isinstance(lk_vad_model, lk_vad.VAD)
-                          else None)
+        return adapt_livekit_stt(value, vad=vad)
     if isinstance(value, lk_tts.TTS):
         return TTSAdapter(value)
     assert isinstance(value, lk_vad.VAD)
     return VADAdapter(value)
+
+
+def adapt_livekit_stt(stt: lk_stt.STT[Any], *, vad: object, bridge: AsyncioBridge | None = None
+                      ) -> STTAdapter | StreamAdapter:
+    """A LiveKit STT as a Trio one. One that does not stream is segmented by ``vad``: a LiveKit
+    VAD (or its adapter) through LiveKit's ``stt.StreamAdapter``, in asyncio; a Trio VAD
+    (``agents_trio.offline.SileroVAD``, say) through ``agents_trio.stt.StreamAdapter`` around
+    the plugin's ``recognize``, since LiveKit's takes LiveKit VADs only. Anything else counts
+    as no VAD.
+
+    Raises:
+        ValueError: A non-streaming STT without a VAD.
+    """
+    lk_vad_model = vad.vad if isinstance(vad, VADAdapter) else vad
+    if isinstance(lk_vad_model, lk_vad.VAD):
+        return STTAdapter(stt, vad=lk_vad_model, bridge=bridge)
+    if not stt.capabilities.streaming and isinstance(vad, TrioVAD):
+        return StreamAdapter(stt=RecognizingSTTAdapter(stt, bridge=bridge), vad=vad)
+    return STTAdapter(stt, bridge=bridge)
 
 
 def adapt_livekit_turn_detector(value: object) -> object:
