@@ -10,14 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, NoReturn, Union
 
 import msgspec
 from livekit import rtc
 
-from ._ids import now
+from ._ids import now, random_hex
 from .chat_format import provider_format
 
 ChatRole = Literal["system", "developer", "user", "assistant"]
@@ -28,7 +27,7 @@ class ImageContent(msgspec.Struct, kw_only=True):
     ``rtc.VideoFrame``; the ``inference_*`` fields tell the LLM plugin how to size it."""
 
     image: str | rtc.VideoFrame
-    id: str = msgspec.field(default_factory=lambda: f"img_{uuid.uuid4().hex[:12]}")
+    id: str = msgspec.field(default_factory=lambda: f"img_{random_hex(12)}")
     inference_width: int | None = None
     inference_height: int | None = None
     inference_detail: Literal["auto", "high", "low"] = "auto"
@@ -54,7 +53,7 @@ _SEQ_ID = re.compile(r"item_[0-9a-f]{8}_[0-9a-f]{4}\Z")
 def new_item_id() -> str:
     # "item_" + an 8-hex-digit sequence + "_" + 4 random hex digits: ids made here sort by
     # creation, which breaks ties between items created at the same Trio time (see ``insert``).
-    return f"item_{next(_ITEM_SEQ):08x}_{uuid.uuid4().hex[:4]}"
+    return f"item_{next(_ITEM_SEQ):08x}_{random_hex(4)}"
 
 
 def sorts_before_or_with(a: ChatItem, b: ChatItem) -> bool:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
+
+from .._ids import random_hex
 
 __all__ = ["BasicSentenceTokenizer", "SentenceStream", "SentenceTokenizer", "TokenData",
            "split_sentences"]
@@ -210,7 +211,7 @@ class SentenceStream:
 
 
 def _segment_id() -> str:
-    return uuid.uuid4().hex[:12]
+    return random_hex(12)
 
 
 class SentenceTokenizer:
