@@ -239,6 +239,33 @@ def context_sweep(args: argparse.Namespace, log: Any) -> list[dict]:
     return runs
 
 
+# where the CPU figure's N are split into its parts (the CPU target's points)
+CPU_SPLIT_NS = (10, 50, 100)
+
+
+def cpu_split(args: argparse.Namespace, log: Any) -> list[dict]:
+    """The CPU per session-second taken apart, ours and LiveKit's: each of ``CPU_SPLIT_NS`` in
+    the sweep once more with sessions that only listen (10 s of silence: the frames through the
+    session, no turns) and once with the fake network's inputs alone (no session: the
+    figure's floor, what the fake network costs that runtime's process)."""
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    for n in (n for n in CPU_SPLIT_NS if n in args.ns):
+        for script in ("listen", "network"):
+            for rt in runtimes:
+                run = run_worker(rt, n, script=script, transforms="off", gc_mode=args.gc,
+                                 rounds=1, out_dir=raw_dir, timeout=240.0 + 0.5 * n, log=log)
+                if "resources" in run:
+                    res = run["resources"]
+                    out.append({"runtime": rt, "n": n, "script": script,
+                                "cpu_per_session_second": res["cpu_per_session_second"],
+                                "cpu_utilisation": res["cpu_utilisation"],
+                                "host_other_cores": res["host_other_cores"]})
+    return out
+
+
 def notes(meta: dict) -> list[str]:
     return [
         ("Notes: every runtime runs the same fakes (`bench/core.py`: VAD, STT, LLM, TTS logic, "
@@ -273,7 +300,11 @@ def notes(meta: dict) -> list[str]:
          "scripted seconds. Earlier runs subtracted an idle rate measured with only the monitor "
          "awake (20 Hz then): a wake-up of an otherwise idle loop costs a few hundred µs of CPU "
          "on this VM and much less among sessions, so it over-corrected, most at low N and most "
-         "for the runtime with the smaller figure (ours)."),
+         "for the runtime with the smaller figure (ours). The table “Where the CPU per "
+         "session-second goes” takes it apart at N = 10, 50 and 100: the fake network alone "
+         "costs more on Trio than on asyncio (its task waits with `trio.sleep_until`, a "
+         "cancel scope per wait, and a Trio loop wake-up costs more than an asyncio one), and "
+         "at low N that floor is a large part of our figure."),
         "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
@@ -563,6 +594,8 @@ def main(argv: list[str] | None = None) -> int:
         log("CPU per text turn as the conversation grows … ")
         results["turn_cost"] = turn_cost.measure_all(with_asyncio=args.with_asyncio, tree=TREE)
         log("done\n")
+        log("CPU per session-second taken apart (listening only, the fake network alone):\n")
+        results["cpu_split"] = cpu_split(args, log)
     if args.context_sweep != "off":
         results["context_sweep"] = context_sweep(args, log)
     if args.context_sweep == "only":

@@ -404,6 +404,13 @@ async def run_phase(probes: list[Probe], network: Network, *, spread: float, tra
     await asyncio.gather(*tasks)
 
 
+async def run_network_only(probes: list[Probe], network: Network, *, spread: float) -> None:
+    """The fake network alone (``common.run_network_only``): inputs with no session."""
+    await common.run_network_only(probes, network, spread=spread, now=now,
+                                  sleep_until=sleep_until, new_event=asyncio.Event,
+                                  audio_frame=rtc.AudioFrame)
+
+
 async def warm_up(network: Network) -> None:
     probe = Probe(index=0, script=core.warmup_script())
     await run_session(probe, network, transforms=True, agent=Warmup())

@@ -79,6 +79,50 @@ class PacedFrames:
         self.closed = True
 
 
+class IdleInput(PacedFrames):
+    """An input that nobody listens to: the fake network makes and hands out its frames, which
+    are dropped. Inputs like these, with no session, measure what the fake network itself
+    costs a runtime's process (its frames and its wake-ups): the floor of the CPU figure."""
+
+    def __init__(self, probe: Probe, network: Any, audio_frame: Any, started: Any) -> None:
+        self.probe = probe
+        self.network = network
+        self.frames = core.InputFrames(probe)
+        self.closed = False
+        self.started = started
+        self._AudioFrame = audio_frame
+        self._put = _drop
+
+    def start(self, t: float) -> None:
+        """Time zero: the network delivers from now on."""
+        self._first_pull(t)
+
+
+def _drop(frame: Any) -> None:
+    del frame
+
+
+async def run_network_only(probes: list[Probe], network: Any, *, spread: float,
+                           now: Callable[[], float], sleep_until: Callable[[float], Any], new_event: Callable[[], Any],
+                           audio_frame: Any) -> None:
+    """The fake network alone: one ``IdleInput`` per probe, started on the sessions' schedule
+    (over ``spread`` seconds) and closed after its script's ``close_at``, with no session."""
+    t_start = now()
+    n = len(probes)
+    inputs = []
+    for i, probe in enumerate(probes):
+        await sleep_until(t_start + (spread * i / n if n else 0.0))
+        inp = IdleInput(probe, network, audio_frame, new_event())
+        probe.started_at = now()
+        inp.start(probe.started_at)
+        inputs.append(inp)
+    for inp in inputs:   # started in order, so they end in order
+        assert inp.probe.t0 is not None
+        await sleep_until(inp.probe.t0 + inp.probe.script.close_at)
+        inp.close()
+        inp.probe.ended_at = now()
+
+
 def sink_first_frame(probe: Probe, value: int, t: float) -> int:
     """The sink's first frame of a reply at ``t``: record it once per reply; the reply index."""
     r = value - REPLY_BASE

@@ -184,6 +184,51 @@ def _targets_md(targets: list[dict]) -> list[str]:
     return lines
 
 
+def cpu_split_md(runs: list[dict], split: list[dict]) -> list[str]:
+    """The CPU per session-second taken apart (``python -m bench``'s ``cpu_split``): the
+    sweep's whole-run figure, sessions that only listen, the fake network's inputs alone."""
+    if not split:
+        return []
+    idx = index_runs([r for r in runs if not r.get("refinement")])
+    parts = {(x["runtime"], x["n"], x["script"]): x["cpu_per_session_second"] for x in split}
+    ns = sorted({x["n"] for x in split})
+    lines = ["", ("Where the CPU per session-second goes (ms of CPU per session-second; each "
+                  "column is its own run at that N: the sweep's run, sessions that only listen "
+                  "to 10 s of silence, and the fake network handing the same inputs their "
+                  "frames with no session, which is the floor of the figure on that runtime):"),
+             "", ("| N | runtime | whole run | listening only | fake network alone | turns "
+                  "(whole − listening) | frames in the session (listening − network) | beyond "
+                  "the fake network (whole − network) |"),
+             "|---|---|---|---|---|---|---|---|"]
+    beyond: dict[tuple[str, int], float | None] = {}
+    for n in ns:
+        for rt in (OURS, THEIRS):
+            run = idx.get((rt, n, "off"))
+            whole = run["resources"]["cpu_per_session_second"] if run else None
+            listen, network = parts.get((rt, n, "listen")), parts.get((rt, n, "network"))
+            if whole is None and listen is None and network is None:
+                continue
+
+            def ms(v: float | None) -> str:
+                return fmt(None if v is None else v * 1e3, 2)
+
+            def diff(a: float | None, b: float | None) -> float | None:
+                return None if a is None or b is None else a - b
+
+            beyond[(rt, n)] = diff(whole, network)
+            lines.append(f"| {n} | {NAMES[rt]} | {ms(whole)} | {ms(listen)} | {ms(network)} "
+                         f"| {ms(diff(whole, listen))} | {ms(diff(listen, network))} "
+                         f"| {ms(beyond[(rt, n)])} |")
+    ratios = [f"N = {n}: {fmt(_ratio(beyond.get((OURS, n)), beyond.get((THEIRS, n))), 2)}"
+              for n in ns if beyond.get((OURS, n)) is not None
+              and beyond.get((THEIRS, n)) is not None]
+    if ratios:
+        lines += ["", ("Beyond the fake network, ours / LiveKit's: " + ", ".join(ratios)
+                       + ". The target counts the whole run, fake network included; the "
+                       "differences carry the noise of two runs each.")]
+    return lines
+
+
 def context_md(runs: list[dict]) -> list[str]:
     """CPU per turn against the context's size, every runtime side by side, and each one's
     growth over its own empty-context figure."""
@@ -408,6 +453,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
         if results.get("targets"):
             lines += ["", "Targets (issue #13: agents_trio against both peers):", ""]
             lines += _targets_md(results["targets"])
+    lines += cpu_split_md(runs, results.get("cpu_split") or [])
     lines += context_md(results.get("context_sweep") or [])
     if not stages:
         notes = results.get("notes") or []

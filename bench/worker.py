@@ -180,7 +180,7 @@ def spread_for(n: int) -> float:
 
 def make_probes(n: int, kind: str, rounds: int) -> list[list[core.Probe]]:
     def script(i: int) -> core.Script:
-        if kind == "listen":
+        if kind in ("listen", "network"):
             return core.listening_script(10.0)
         return core.build_script(i, kind=kind)
 
@@ -237,6 +237,9 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
         meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
         meter.begin(trio.current_time())
         for r in rounds:
+            if args.script == "network":
+                await side.run_network_only(r, network, spread=spread_for(args.n))
+                continue
             await side.run_phase(r, network, spread=spread_for(args.n),
                                  transforms=args.transforms == "on", history=args.history,
                                  extra_tools=args.tools)
@@ -277,6 +280,9 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
     meter.idle(c0, cpu_seconds(), IDLE_SECONDS)
     meter.begin(loop.time())
     for r in rounds:
+        if args.script == "network":
+            await side.run_network_only(r, network, spread=spread_for(args.n))
+            continue
         await side.run_phase(r, network, spread=spread_for(args.n),
                              transforms=args.transforms == "on", history=args.history,
                              extra_tools=args.tools)
@@ -416,7 +422,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runtime", choices=["trio", "asyncio", "pipecat", "trio-worker"],
                     required=True)
     ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--script", choices=["full", "quick", "listen"], default="full")
+    ap.add_argument("--script", choices=["full", "quick", "listen", "network"],
+                    default="full", help="listen: 10 s of silence, no turns; network: the "
+                    "fake network's inputs alone, no session (the CPU figure's floor)")
     ap.add_argument("--rounds", type=int, default=1, help="sequential rounds of N sessions")
     ap.add_argument("--transforms", choices=["on", "off"], default="off")
     ap.add_argument("--gc", choices=["freeze", "default", "off", "young"], default="freeze")
@@ -425,6 +433,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tools", type=int, default=0, help="unused tools besides the transfer")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    if args.script == "network" and args.runtime not in ("trio", "asyncio"):
+        ap.error("--script network runs on the trio and asyncio runtimes")
 
     counter = _LogCounter()
     logging.getLogger().addHandler(counter)
