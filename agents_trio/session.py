@@ -326,7 +326,7 @@ class AgentSession(Generic[Userdata_T]):
         self.conversation = Conversation(
             errors=SessionErrorRules(self, give_up=self._close_for_error),
             on_agent_speaking=self._on_agent_speaking, on_state_changed=self._refresh_away)
-        self._metrics = SessionUsage(self.conversation.emit)
+        self._metrics = SessionUsage(self.conversation.events)
         #: the STT's keyterms (static and detected) and the turns forwarded to it
         self.stt_context = STTContext(
             resolve_stt_context(stt_context_options, keyterms_options),

@@ -7,8 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Callable
-from typing import Literal, Union
+from typing import Literal, Protocol, Union
 
 import msgspec
 
@@ -251,13 +250,21 @@ class SessionUsageUpdatedEvent(msgspec.Struct, kw_only=True):
     type: Literal["session_usage_updated"] = "session_usage_updated"
 
 
+class EventSink(Protocol):
+    """Where a session's events go (its ``EventFanout``)."""
+
+    def emit(self, name: str, event: object) -> None: ...
+
+    def wanted(self, name: str) -> bool: ...
+
+
 class SessionUsage:
     """A session's metrics and usage events: each metrics record is emitted as
     ``metrics_collected``; a model's (not the end-of-turn record) is first added to the
     usage totals, and ``session_usage_updated`` follows with the new totals, as LiveKit does."""
 
-    def __init__(self, emit: Callable[[str, object], None]) -> None:
-        self._emit = emit
+    def __init__(self, events: EventSink) -> None:
+        self._events = events
         self._collector = ModelUsageCollector()
 
     @property
@@ -268,6 +275,8 @@ class SessionUsage:
         counted = not isinstance(metrics, EOUMetrics)
         if counted:
             self._collector.collect(metrics)
-        self._emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
-        if counted:
-            self._emit("session_usage_updated", SessionUsageUpdatedEvent(usage=self.usage))
+        events = self._events
+        events.emit("metrics_collected", MetricsCollectedEvent(metrics=metrics))
+        # the totals are copied for the event: only when someone listens (a few per turn)
+        if counted and events.wanted("session_usage_updated"):
+            events.emit("session_usage_updated", SessionUsageUpdatedEvent(usage=self.usage))

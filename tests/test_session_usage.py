@@ -199,6 +199,35 @@ async def test_a_turn_reports_usage_and_fills_both_messages_metrics(autojump_clo
                                                  "model_provider": "fakeco"}
 
 
+async def test_the_usage_event_is_built_only_for_a_listener(autojump_clock) -> None:
+    """``session_usage_updated`` carries a copy of every model's totals: with no listener
+    it is not built, and a listener that comes later still gets it with the whole totals."""
+    from agents_trio.usage import SessionUsage
+
+    class Sink:
+        def __init__(self) -> None:
+            self.listening = False
+            self.emitted: list[str] = []
+
+        def emit(self, name: str, event: object) -> None:
+            self.emitted.append(name)
+
+        def wanted(self, name: str) -> bool:
+            return self.listening or name != "session_usage_updated"
+
+    sink = Sink()
+    usage = SessionUsage(sink)
+    record = TTSMetrics(label="t", request_id="r", timestamp=1.0, ttfb=0.1, duration=0.2,
+                        audio_duration=1.0, cancelled=False, characters_count=5,
+                        streamed=True, metadata=Metadata(model_name="m", model_provider="p"))
+    usage.report(record)
+    assert sink.emitted == ["metrics_collected"]
+    sink.listening = True
+    usage.report(record)
+    assert sink.emitted == ["metrics_collected", "metrics_collected", "session_usage_updated"]
+    assert [u.characters_count for u in usage.usage.model_usage] == [10]   # both counted
+
+
 async def test_a_say_reports_no_llm_figures(autojump_clock) -> None:
     a = FakeActions()
     a.add_tts(1.0, input="Welcome!")

@@ -186,6 +186,11 @@ class EventFanout:
             for feed in list(self._feeds.values()):
                 feed.push(item)
 
+    def wanted(self, name: str) -> bool:
+        """Whether an event ``name`` emitted now would reach anyone (a callback for it or a
+        subscriber): an event costly to build need not be built for no one."""
+        return not self._closed and (bool(self._callbacks.get(name)) or bool(self._feeds))
+
     def subscribe(self, *, max_buffer: float = math.inf) -> Subscription:
         """Subscribe to all events emitted from now on.
 

@@ -160,3 +160,18 @@ async def test_closing_subscription_unsubscribes():
     assert fanout.statistics().subscribers == 0
     fanout.emit("x", 1)  # must not raise
     assert [ev async for ev in subscription] == []
+
+
+async def test_an_event_is_wanted_by_a_callback_for_its_name_or_any_subscriber():
+    fanout = EventFanout()
+    assert not fanout.wanted("x")
+    cb = fanout.on("y", lambda ev: None)
+    assert not fanout.wanted("x") and fanout.wanted("y")
+    fanout.off("y", cb)
+    assert not fanout.wanted("y")
+    async with fanout.subscribe():
+        assert fanout.wanted("x") and fanout.wanted("anything")
+    assert not fanout.wanted("x")
+    fanout.on("x", lambda ev: None)
+    fanout.close()
+    assert not fanout.wanted("x")   # closed: nothing is delivered any more
