@@ -103,8 +103,8 @@ def _drop(frame: Any) -> None:
 
 
 async def run_network_only(probes: list[Probe], network: Any, *, spread: float,
-                           now: Callable[[], float], sleep_until: Callable[[float], Any], new_event: Callable[[], Any],
-                           audio_frame: Any) -> None:
+                           now: Callable[[], float], sleep_until: Callable[[float], Any],
+                           new_event: Callable[[], Any], audio_frame: Any) -> None:
     """The fake network alone: one ``IdleInput`` per probe, started on the sessions' schedule
     (over ``spread`` seconds) and closed after its script's ``close_at``, with no session."""
     t_start = now()
