@@ -303,8 +303,9 @@ def notes(meta: dict) -> list[str]:
          "for the runtime with the smaller figure (ours). The table “Where the CPU per "
          "session-second goes” takes it apart at N = 10, 50 and 100: the fake network alone "
          "costs more on Trio than on asyncio (its task waits with `trio.sleep_until`, a "
-         "cancel scope per wait, and a Trio loop wake-up costs more than an asyncio one), and "
-         "at low N that floor is a large part of our figure."),
+         "cancel scope per wait, and on this VM a bare Trio loop's wake-up measured more CPU "
+         "than a bare asyncio loop's), and at low N that floor is a large part of our "
+         "figure."),
         "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
