@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -23,7 +24,9 @@ def test_ids_have_their_shape_and_do_not_repeat() -> None:
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="fork")
 def test_a_forked_child_does_not_repeat_its_parents_ids() -> None:
     read, write = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():   # 3.12+ warns about forking a process with threads;
+        warnings.simplefilter("ignore", DeprecationWarning)   # the child only writes and exits
+        pid = os.fork()
     if pid == 0:   # the child: its next ids, to the parent
         os.close(read)
         os.write(write, " ".join(random_hex(12) for _ in range(8)).encode())
