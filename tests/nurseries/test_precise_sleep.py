@@ -84,15 +84,17 @@ def test_cancelling_the_sleep_closes_its_timer(counting_arm):
     assert after == before
 
 
+async def _lateness_of_a_short_sleep() -> float:
+    """How late a 1 ms ``sleep_precisely`` returned (never negative: never early)."""
+    deadline = trio.current_time() + 0.001
+    await sleep_precisely(0.001)
+    return trio.current_time() - deadline
+
+
 def test_without_a_timerfd_it_is_trio_sleep(monkeypatch):
     monkeypatch.setattr(precise_sleep, "_arm_timerfd", None)
 
-    async def main():
-        deadline = trio.current_time() + 0.001
-        await sleep_precisely(0.001)
-        return trio.current_time() - deadline
-
-    assert trio.run(main) >= 0
+    assert trio.run(_lateness_of_a_short_sleep) >= 0
 
 
 def test_forever_is_trio_sleep(counting_arm):
@@ -122,9 +124,4 @@ def test_a_timerfd_refused_falls_back_to_trio_sleep(monkeypatch):
 
     monkeypatch.setattr(precise_sleep, "_arm_timerfd", refused)
 
-    async def main():
-        deadline = trio.current_time() + 0.001
-        await sleep_precisely(0.001)
-        return trio.current_time() - deadline
-
-    assert trio.run(main) >= 0
+    assert trio.run(_lateness_of_a_short_sleep) >= 0
