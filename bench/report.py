@@ -4,6 +4,7 @@ plot. Runtimes: ``trio`` (agents_trio), ``asyncio`` (LiveKit Agents), ``pipecat`
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 OURS, THEIRS, PEER = "trio", "asyncio", "pipecat"
@@ -82,16 +83,32 @@ def capacity(runs: list[dict], runtime: str, limit_ms: float = 100.0) -> dict[st
             "lower_bound": hi is None and lo is not None}
 
 
-def compute_targets(runs: list[dict]) -> list[dict]:
+def cpu_figures(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> list[float]:
+    """Every measured CPU per session-second of ``runtime`` at ``n``, in the order they ran: the
+    sweep's run, then its repeats (``python -m bench``'s ``cpu_repeats``)."""
+    vals = [r["resources"]["cpu_per_session_second"] for r in runs
+            if r["runtime"] == runtime and r["n"] == n and r["transforms"] == "off"
+            and not r.get("refinement") and r.get("resources")]
+    vals += [x["cpu_per_session_second"] for x in repeats
+             if x["runtime"] == runtime and x["n"] == n]
+    return [v for v in vals if v is not None]
+
+
+def cpu_median(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> float | None:
+    """The median of ``cpu_figures``: one run's CPU at low N varies by a third between runs."""
+    vals = cpu_figures(runs, repeats, runtime, n)
+    return statistics.median(vals) if vals else None
+
+
+def compute_targets(runs: list[dict], cpu_repeats: list[dict] | None = None) -> list[dict]:
+    """The targets' rows; the CPU target takes each runtime's median over the sweep's run and
+    ``cpu_repeats`` at each N."""
     idx = index_runs(runs)
+    repeats = cpu_repeats or []
 
     def s(rt: str, n: int, key: str, stat: str) -> float | None:
         r = idx.get((rt, n, "off"))
         return r["summary"][key].get(stat) if r else None
-
-    def res(rt: str, n: int, key: str) -> float | None:
-        r = idx.get((rt, n, "off"))
-        return r["resources"].get(key) if r else None
 
     out = []
     for key, label, limit, vs in TARGETS:
@@ -121,15 +138,18 @@ def compute_targets(runs: list[dict]) -> list[dict]:
                          and not r.get("refinement")}
                         & {r["n"] for r in runs if r["runtime"] == vs and r["n"] >= 10
                            and not r.get("saturated") and not r.get("refinement")})
-            per_n = {n: _ratio(res(OURS, n, "cpu_per_session_second"),
-                               res(vs, n, "cpu_per_session_second")) for n in ns}
+            per_n = {n: _ratio(cpu_median(runs, repeats, OURS, n),
+                               cpu_median(runs, repeats, vs, n)) for n in ns}
             per_n = {n: x for n, x in per_n.items() if x is not None}
             ours = theirs = None
             row["per_n"] = per_n
-            row["ours_per_n"] = {n: res(OURS, n, "cpu_per_session_second") for n in per_n}
-            row["theirs_per_n"] = {n: res(vs, n, "cpu_per_session_second") for n in per_n}
+            row["ours_per_n"] = {n: cpu_median(runs, repeats, OURS, n) for n in per_n}
+            row["theirs_per_n"] = {n: cpu_median(runs, repeats, vs, n) for n in per_n}
             row["ratio"] = max(per_n.values()) if per_n else None
-            row["where"] = "N = " + ", ".join(map(str, per_n)) + " (worst)"
+            counts = {len(cpu_figures(runs, repeats, rt, n)) for n in per_n for rt in (OURS, vs)}
+            row["where"] = ("N = " + ", ".join(map(str, per_n)) + " (worst"
+                            + (f"; medians of {'–'.join(map(str, sorted(counts)))} runs"
+                               if max(counts, default=1) > 1 else "") + ")")
         row["ours"], row["theirs"] = ours, theirs
         if key != "cpu":
             row["ratio"] = _ratio(ours, theirs)
@@ -184,18 +204,43 @@ def _targets_md(targets: list[dict]) -> list[str]:
     return lines
 
 
-def cpu_split_md(runs: list[dict], split: list[dict]) -> list[str]:
+def cpu_repeats_md(runs: list[dict], repeats: list[dict]) -> list[str]:
+    """Each run's CPU per session-second where the sweep repeated the CPU target's points, with
+    each runtime's median (what the target counts) and the ratio of the medians."""
+    ns = sorted({x["n"] for x in repeats})
+    if not ns:
+        return []
+    lines = ["", ("CPU per session-second where the CPU target is counted, run by run (ms of CPU "
+                  "per session-second; the sweep's run first, then the repeats, the two runtimes "
+                  "alternating; the target takes each runtime's median):"), "",
+             "| N | runtime | each run | median | ours / LiveKit's, medians |",
+             "|---|---|---|---|---|"]
+    for n in ns:
+        med = {rt: cpu_median(runs, repeats, rt, n) for rt in (OURS, THEIRS)}
+        for rt in (OURS, THEIRS):
+            vals = cpu_figures(runs, repeats, rt, n)
+            if not vals:
+                continue
+            ratio = fmt(_ratio(med[OURS], med[THEIRS]), 2) if rt == OURS else ""
+            lines.append(f"| {n} | {NAMES[rt]} | {', '.join(fmt(v * 1e3, 2) for v in vals)} "
+                         f"| {fmt(statistics.median(vals) * 1e3, 2)} | {ratio} |")
+    return lines
+
+
+def cpu_split_md(runs: list[dict], split: list[dict],
+                 repeats: list[dict] | None = None) -> list[str]:
     """The CPU per session-second taken apart (``python -m bench``'s ``cpu_split``): the
-    sweep's whole-run figure, sessions that only listen, the fake network's inputs alone."""
+    sweep's whole-run figure (the median with ``repeats``), sessions that only listen, the
+    fake network's inputs alone."""
     if not split:
         return []
-    idx = index_runs([r for r in runs if not r.get("refinement")])
     parts = {(x["runtime"], x["n"], x["script"]): x["cpu_per_session_second"] for x in split}
     ns = sorted({x["n"] for x in split})
     lines = ["", ("Where the CPU per session-second goes (ms of CPU per session-second; each "
                   "column is its own run at that N: the sweep's run, sessions that only listen "
                   "to 10 s of silence, and the fake network handing the same inputs their "
-                  "frames with no session, which is the floor of the figure on that runtime):"),
+                  "frames with no session, which is the floor of the figure on that runtime; "
+                  "where the sweep repeated its run, the whole run is the median):"),
              "", ("| N | runtime | whole run | listening only | fake network alone | turns "
                   "(whole − listening) | frames in the session (listening − network) | beyond "
                   "the fake network (whole − network) |"),
@@ -203,8 +248,7 @@ def cpu_split_md(runs: list[dict], split: list[dict]) -> list[str]:
     beyond: dict[tuple[str, int], float | None] = {}
     for n in ns:
         for rt in (OURS, THEIRS):
-            run = idx.get((rt, n, "off"))
-            whole = run["resources"]["cpu_per_session_second"] if run else None
+            whole = cpu_median(runs, repeats or [], rt, n)
             listen, network = parts.get((rt, n, "listen")), parts.get((rt, n, "network"))
             if whole is None and listen is None and network is None:
                 continue
@@ -453,7 +497,8 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
         if results.get("targets"):
             lines += ["", "Targets (issue #13: agents_trio against both peers):", ""]
             lines += _targets_md(results["targets"])
-    lines += cpu_split_md(runs, results.get("cpu_split") or [])
+    lines += cpu_repeats_md(runs, results.get("cpu_repeats") or [])
+    lines += cpu_split_md(runs, results.get("cpu_split") or [], results.get("cpu_repeats"))
     lines += context_md(results.get("context_sweep") or [])
     if not stages:
         notes = results.get("notes") or []

@@ -4,6 +4,11 @@ the turns', the frames' and the beyond-the-network shares from the three runs.""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+from pathlib import Path
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
@@ -50,3 +55,71 @@ def test_the_report_takes_the_cpu_figure_apart() -> None:
     assert theirs.split(" | ")[2:] == ["7.00", "3.50", "0.90", "3.50", "2.60", "6.10 |"]
     assert "ours / LiveKit's: N = 10: 0.23" in md
     assert report.cpu_split_md(runs, []) == []
+
+
+def _run(rt: str, n: int, cpu: float) -> dict:
+    return {"runtime": rt, "n": n, "transforms": "off",
+            "summary": {"turn_overhead_ms": {"p99": 5.0}, "failed_sessions": 0, "sessions": n},
+            "resources": {"cpu_per_session_second": cpu}}
+
+
+def _repeat(rt: str, n: int, cpu: float, i: int) -> dict:
+    return {"runtime": rt, "n": n, "repeat": i, "cpu_per_session_second": cpu}
+
+
+def test_the_cpu_target_takes_each_runtimes_median_over_the_repeated_runs() -> None:
+    runs = [_run("trio", 10, 0.0030), _run("asyncio", 10, 0.0070),
+            _run("trio", 50, 0.0017), _run("asyncio", 50, 0.0065)]
+    repeats = [_repeat("trio", 10, 0.0022, 1), _repeat("asyncio", 10, 0.0072, 1),
+               _repeat("trio", 10, 0.0021, 2), _repeat("asyncio", 10, 0.0066, 2)]
+    alone = next(t for t in report.compute_targets(runs) if t["key"] == "cpu")
+    assert alone["per_n"][10] == pytest.approx(0.0030 / 0.0070)   # one run: missed
+    assert not alone["met"]
+    assert "median" not in alone["where"]
+    cpu = next(t for t in report.compute_targets(runs, repeats) if t["key"] == "cpu")
+    assert cpu["ours_per_n"] == pytest.approx({10: 0.0022, 50: 0.0017})
+    assert cpu["theirs_per_n"] == pytest.approx({10: 0.0070, 50: 0.0065})
+    assert cpu["ratio"] == pytest.approx(0.0022 / 0.0070)   # the worst N, medians
+    assert cpu["met"]
+    assert cpu["where"] == "N = 10, 50 (worst; medians of 1–3 runs)"
+
+
+def test_the_report_lists_each_repeated_run_and_uses_the_median_as_the_whole_run() -> None:
+    runs = [_run("trio", 10, 0.0030), _run("asyncio", 10, 0.0070)]
+    repeats = [_repeat("trio", 10, 0.0022, 1), _repeat("asyncio", 10, 0.0072, 1),
+               _repeat("trio", 10, 0.0021, 2), _repeat("asyncio", 10, 0.0066, 2)]
+    md = "\n".join(report.cpu_repeats_md(runs, repeats))
+    assert "| 10 | agents_trio | 3.00, 2.20, 2.10 | 2.20 | 0.31 |" in md
+    assert "| 10 | LiveKit Agents (asyncio) | 7.00, 7.20, 6.60 | 7.00 |  |" in md
+    assert report.cpu_repeats_md(runs, []) == []
+    split = [{"runtime": "trio", "n": 10, "script": "network", "cpu_per_session_second": 0.0012}]
+    ours = next(line for line in report.cpu_split_md(runs, split, repeats)
+                if line.startswith("| 10 | agents_trio"))
+    assert ours.split(" | ")[2] == "2.20"   # the median, not the sweep's run
+    assert ours.split(" | ")[-1] == "1.00 |"   # beyond the network: 2.20 − 1.20
+
+
+def test_the_repeats_alternate_the_runtimes_and_skip_a_stopped_series(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bench_main = importlib.import_module("bench.__main__")
+    calls: list[tuple[str, int, str]] = []
+
+    def fake_run_worker(rt: str, n: int, **kw: Any) -> dict:
+        calls.append((rt, n, kw["tag"]))
+        return {"runtime": rt, "n": n, "resources": {
+            "cpu_per_session_second": 0.001 * n, "cpu_utilisation": 0.1,
+            "host_other_cores": 0.0}}
+
+    monkeypatch.setattr(bench_main, "run_worker", fake_run_worker)
+    args = argparse.Namespace(out=tmp_path, with_asyncio=True, cpu_repeats=2, script="full",
+                              gc="freeze", ns=[1, 10, 50, 100, 200])
+    out = bench_main.cpu_repeats(args, lambda msg: None,
+                                 {"trio": None, "asyncio": {"n": 100, "reason": "x"}})
+    assert calls == [("asyncio", 10, "repeat1"), ("trio", 10, "repeat1"),
+                     ("trio", 10, "repeat2"), ("asyncio", 10, "repeat2"),
+                     ("asyncio", 50, "repeat1"), ("trio", 50, "repeat1"),
+                     ("trio", 50, "repeat2"), ("asyncio", 50, "repeat2"),
+                     ("trio", 100, "repeat1"), ("trio", 100, "repeat2")]
+    assert [(x["runtime"], x["n"], x["repeat"]) for x in out] == [
+        (rt, n, int(tag[-1])) for rt, n, tag in calls]
+    assert out[0]["cpu_per_session_second"] == pytest.approx(0.010)
