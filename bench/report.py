@@ -197,7 +197,8 @@ def _targets_md(targets: list[dict]) -> list[str]:
         elif t["key"] == "capacity":
             met = f"missed: {r:.2f}× of {t['limit']:g}×"
         else:
-            met = f"missed by {r / t['limit']:.1f}× (ratio {r:.2f} > {t['limit']:.2f})"
+            # three digits: a miss by a few per cent must not print as "1.0×, 0.20 > 0.20"
+            met = f"missed by {r / t['limit']:.2f}× (ratio {r:.3f} > {t['limit']:.3f})"
         where = t["where"] + (f" ({t['caveat']})" if t.get("caveat") else "")
         lines.append(f"| {t['target']} | {where} | {ours_s} | {theirs_s} | {ratio_s} "
                      f"| {met} |")

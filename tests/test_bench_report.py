@@ -25,3 +25,10 @@ def test_the_collector_section_shows_the_runs_around_the_crossing_and_the_diagno
     assert "| 1 / 2 / 140 |" in md
     assert "N = 300: p99 9.0 ms" in md
     assert report._gc_md([], None) == []
+
+
+def test_a_narrow_miss_is_printed_with_enough_digits_to_see_it() -> None:
+    row = {"key": "turn_p50", "target": "plumbing ≤ ⅕", "where": "N = 1", "limit": 0.2,
+           "ours": 0.73, "theirs": 3.59, "ratio": 0.73 / 3.59, "met": False}
+    line = report._targets_md([row])[-1]
+    assert "missed by 1.02× (ratio 0.203 > 0.200)" in line
