@@ -82,6 +82,9 @@ def test_the_cpu_target_takes_each_runtimes_median_over_the_repeated_runs() -> N
     assert cpu["ratio"] == pytest.approx(0.0022 / 0.0070)   # the worst N, medians
     assert cpu["met"]
     assert cpu["where"] == "N = 10, 50 (worst; medians of 1–3 runs)"
+    # the sweep's own pair (0.0030 against 0.0070) missed: the row says so
+    assert cpu["worst_single"] == pytest.approx(0.0030 / 0.0070)
+    assert "**met** on the medians (single runs up to 0.43)" in report._targets_md([cpu])[-1]
 
 
 def test_the_report_lists_each_repeated_run_and_uses_the_median_as_the_whole_run() -> None:
@@ -89,8 +92,8 @@ def test_the_report_lists_each_repeated_run_and_uses_the_median_as_the_whole_run
     repeats = [_repeat("trio", 10, 0.0022, 1), _repeat("asyncio", 10, 0.0072, 1),
                _repeat("trio", 10, 0.0021, 2), _repeat("asyncio", 10, 0.0066, 2)]
     md = "\n".join(report.cpu_repeats_md(runs, repeats))
-    assert "| 10 | agents_trio | 3.00, 2.20, 2.10 | 2.20 | 0.31 |" in md
-    assert "| 10 | LiveKit Agents (asyncio) | 7.00, 7.20, 6.60 | 7.00 |  |" in md
+    assert "| 10 | agents_trio | 3.00, 2.20, 2.10 | 2.20 | 0.31 | 0.43, 0.31, 0.32 |" in md
+    assert "| 10 | LiveKit Agents (asyncio) | 7.00, 7.20, 6.60 | 7.00 |  |  |" in md
     assert report.cpu_repeats_md(runs, []) == []
     split = [{"runtime": "trio", "n": 10, "script": "network", "cpu_per_session_second": 0.0012}]
     ours = next(line for line in report.cpu_split_md(runs, split, repeats)
