@@ -94,6 +94,22 @@ def cpu_figures(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> 
     return [v for v in vals if v is not None]
 
 
+def cpu_pairs(runs: list[dict], repeats: list[dict], vs: str, n: int
+              ) -> list[tuple[float, float]]:
+    """Ours and ``vs``'s CPU per session-second at ``n``, run by run: the sweep's runs, then
+    each repeat, where both runtimes have that run (they ran next to each other)."""
+    def by_repeat(rt: str) -> dict[int, float]:
+        out = {0: r["resources"]["cpu_per_session_second"] for r in runs
+               if r["runtime"] == rt and r["n"] == n and r["transforms"] == "off"
+               and not r.get("refinement") and r.get("resources")}
+        out.update((x["repeat"], x["cpu_per_session_second"]) for x in repeats
+                   if x["runtime"] == rt and x["n"] == n)
+        return {k: v for k, v in out.items() if v is not None}
+
+    ours, theirs = by_repeat(OURS), by_repeat(vs)
+    return [(ours[k], theirs[k]) for k in sorted(ours) if k in theirs]
+
+
 def cpu_median(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> float | None:
     """The median of ``cpu_figures``: one run's CPU at low N varies by a third between runs."""
     vals = cpu_figures(runs, repeats, runtime, n)
@@ -148,9 +164,8 @@ def compute_targets(runs: list[dict], cpu_repeats: list[dict] | None = None) -> 
             row["ratio"] = max(per_n.values()) if per_n else None
             # each run against the other runtime's run next to it: how far one run strays
             row["worst_single"] = max(
-                (x for n in per_n for x in map(_ratio, cpu_figures(runs, repeats, OURS, n),
-                                               cpu_figures(runs, repeats, vs, n))
-                 if x is not None), default=None)
+                (x for n in per_n for a, b in cpu_pairs(runs, repeats, vs, n)
+                 if (x := _ratio(a, b)) is not None), default=None)
             counts = {len(cpu_figures(runs, repeats, rt, n)) for n in per_n for rt in (OURS, vs)}
             row["where"] = ("N = " + ", ".join(map(str, per_n)) + " (worst"
                             + (f"; medians of {'–'.join(map(str, sorted(counts)))} runs"
@@ -227,8 +242,7 @@ def cpu_repeats_md(runs: list[dict], repeats: list[dict]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for n in ns:
         med = {rt: cpu_median(runs, repeats, rt, n) for rt in (OURS, THEIRS)}
-        pairs = zip(cpu_figures(runs, repeats, OURS, n), cpu_figures(runs, repeats, THEIRS, n))
-        by_run = ", ".join(fmt(_ratio(a, b), 2) for a, b in pairs)
+        by_run = ", ".join(fmt(_ratio(a, b), 2) for a, b in cpu_pairs(runs, repeats, THEIRS, n))
         for rt in (OURS, THEIRS):
             vals = cpu_figures(runs, repeats, rt, n)
             if not vals:
