@@ -83,31 +83,28 @@ def capacity(runs: list[dict], runtime: str, limit_ms: float = 100.0) -> dict[st
             "lower_bound": hi is None and lo is not None}
 
 
+def cpu_by_run(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> dict[int, float]:
+    """Each measured CPU per session-second of ``runtime`` at ``n`` by run, in the order they
+    ran: 0 the sweep's run, then each repeat's number (``python -m bench``'s ``cpu_repeats``)."""
+    out = {0: r["resources"]["cpu_per_session_second"] for r in runs
+           if r["runtime"] == runtime and r["n"] == n and r["transforms"] == "off"
+           and not r.get("refinement") and r.get("resources")}
+    out.update((x["repeat"], x["cpu_per_session_second"]) for x in repeats
+               if x["runtime"] == runtime and x["n"] == n)
+    return {k: out[k] for k in sorted(out) if out[k] is not None}
+
+
 def cpu_figures(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> list[float]:
-    """Every measured CPU per session-second of ``runtime`` at ``n``, in the order they ran: the
-    sweep's run, then its repeats (``python -m bench``'s ``cpu_repeats``)."""
-    vals = [r["resources"]["cpu_per_session_second"] for r in runs
-            if r["runtime"] == runtime and r["n"] == n and r["transforms"] == "off"
-            and not r.get("refinement") and r.get("resources")]
-    vals += [x["cpu_per_session_second"] for x in repeats
-             if x["runtime"] == runtime and x["n"] == n]
-    return [v for v in vals if v is not None]
+    """The values of ``cpu_by_run``, in the order they ran."""
+    return list(cpu_by_run(runs, repeats, runtime, n).values())
 
 
 def cpu_pairs(runs: list[dict], repeats: list[dict], vs: str, n: int
               ) -> list[tuple[float, float]]:
-    """Ours and ``vs``'s CPU per session-second at ``n``, run by run: the sweep's runs, then
-    each repeat, where both runtimes have that run (they ran next to each other)."""
-    def by_repeat(rt: str) -> dict[int, float]:
-        out = {0: r["resources"]["cpu_per_session_second"] for r in runs
-               if r["runtime"] == rt and r["n"] == n and r["transforms"] == "off"
-               and not r.get("refinement") and r.get("resources")}
-        out.update((x["repeat"], x["cpu_per_session_second"]) for x in repeats
-                   if x["runtime"] == rt and x["n"] == n)
-        return {k: v for k, v in out.items() if v is not None}
-
-    ours, theirs = by_repeat(OURS), by_repeat(vs)
-    return [(ours[k], theirs[k]) for k in sorted(ours) if k in theirs]
+    """Ours and ``vs``'s CPU per session-second at ``n``, run by run, where both runtimes have
+    that run (they ran next to each other)."""
+    ours, theirs = cpu_by_run(runs, repeats, OURS, n), cpu_by_run(runs, repeats, vs, n)
+    return [(ours[k], theirs[k]) for k in ours if k in theirs]
 
 
 def cpu_median(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> float | None:
