@@ -9,25 +9,35 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterable, AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 logger = logging.getLogger("agents_trio")
 
 IterableT = TypeVar("IterableT", bound=AsyncIterable[Any])
 
 
-@asynccontextmanager
-async def aclosing(iterator: IterableT) -> AsyncIterator[IterableT]:
-    """Yield ``iterator``; on the way out, close it if it can be closed (``aclose``).
+class aclosing(Generic[IterableT]):  # noqa: N801 (named as contextlib.aclosing is)
+    """``async with aclosing(iterator) as it``: ``it`` is ``iterator``; on the way out it is
+    closed if it can be closed (``aclose``), which ``contextlib.aclosing`` requires it to be.
+
+    A class, not a generator-based context manager: one object per use, where the generator
+    form makes four (the generator, its context manager, trio's weak reference to the
+    generator and the ``asend`` awaitable), on every reply's LLM and TTS streams.
 
     Cancellation: the close runs on the way out even when the block was cancelled, as with
     ``contextlib.aclosing``.
     """
-    try:
-        yield iterator
-    finally:
-        aclose = getattr(iterator, "aclose", None)
+
+    __slots__ = ("_iterator",)
+
+    def __init__(self, iterator: IterableT) -> None:
+        self._iterator = iterator
+
+    async def __aenter__(self) -> IterableT:
+        return self._iterator
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        aclose = getattr(self._iterator, "aclose", None)
         if aclose is not None:
             await aclose()
 
