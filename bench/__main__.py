@@ -274,6 +274,35 @@ def cpu_repeats(args: argparse.Namespace, log: Any,
     return out
 
 
+def capacity_repeats(args: argparse.Namespace, log: Any, runs: list[dict]) -> list[dict]:
+    """The runs on each side of every in-process runtime's 100 ms crossing once more:
+    ``args.capacity_repeats`` more runs at the sweep's last N under the limit and first N over
+    it, the runtimes alternating. Near the crossing one run's p99 turns on whether one
+    full collection of the cyclic collector (tens of ms, the longer the more objects the
+    sessions hold) lands in its ~25 s phase, so a single run can move the crossing by a
+    hundred sessions; the capacity target takes each N's median p99 (``report.capacity``)."""
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    points = {}
+    for rt in runtimes_of(args):
+        cap = report.capacity(runs, rt)
+        points[rt] = [n for n in (cap["last_ok"], cap["first_over"]) if n is not None]
+    out = []
+    for i in range(args.capacity_repeats):
+        order = runtimes_of(args) if i % 2 else list(reversed(runtimes_of(args)))
+        for rt in order:
+            for n in points[rt]:
+                run = run_worker(rt, n, script=args.script, transforms="off", gc_mode=args.gc,
+                                 rounds=1, out_dir=raw_dir, timeout=240.0 + 0.5 * n, log=log,
+                                 tag=f"capacity{i + 1}")
+                s = run.get("summary")
+                out.append({"runtime": rt, "n": n, "repeat": i + 1,
+                            "p99": s["turn_overhead_ms"].get("p99") if s else None,
+                            "failed_sessions": s["failed_sessions"] if s else n,
+                            "sessions": s["sessions"] if s else n})
+    return out
+
+
 def cpu_split(args: argparse.Namespace, log: Any) -> list[dict]:
     """The CPU per session-second taken apart, ours and LiveKit's: each of ``CPU_SPLIT_NS`` in
     the sweep once more with sessions that only listen (10 s of silence: the frames through the
@@ -565,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
                          "the CPU target takes each runtime's median")
     ap.add_argument("--capacity-steps", type=int, default=3,
                     help="extra runs to locate where turn p99 passes 100 ms")
+    ap.add_argument("--capacity-repeats", type=int, default=2,
+                    help="more runs on each side of every runtime's 100 ms crossing (the "
+                         "runtimes alternating); the capacity target takes each N's median p99")
     ap.add_argument("--worker-mode", action="store_true",
                     help="also run worker mode (needs livekit-agents): sessions per worker "
                          "process and RSS per session with LiveKit's AgentServer")
@@ -612,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         results = json.loads((args.out / "bench.json").read_text())
         results["targets"] = (report.compute_targets(results["runs"],
-                                                     results.get("cpu_repeats"))
+                                                     results.get("cpu_repeats"),
+                                                     results.get("capacity_repeats"))
                               if results["meta"].get("theirs") or results["meta"].get("peer")
                               else [])
         results["notes"] = notes(results["meta"])
@@ -629,6 +662,10 @@ def main(argv: list[str] | None = None) -> int:
         results.update(runs=[], saturation={})
     else:
         results.update(sweep(args, log))
+        if args.capacity_repeats:
+            log(f"Turn p99 on each side of the 100 ms crossing, {args.capacity_repeats} more "
+                "runs each:\n")
+            results["capacity_repeats"] = capacity_repeats(args, log, results["runs"])
         if args.cpu_repeats:
             log(f"CPU per session-second at N = {', '.join(map(str, CPU_SPLIT_NS))}, "
                 f"{args.cpu_repeats} more runs each:\n")
@@ -651,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "context.md").write_text("# Turn cost against the context's size\n" + md)
         log(md + f"report: {args.out / 'context.md'}\n")
         return 0
-    results["targets"] = (report.compute_targets(results["runs"], results.get("cpu_repeats"))
+    results["targets"] = (report.compute_targets(results["runs"], results.get("cpu_repeats"),
+                                                 results.get("capacity_repeats"))
                           if args.with_asyncio or args.with_pipecat else [])
     results["notes"] = notes(results["meta"])
     write_results(results, args.out, readme=args.readme, log=log)
