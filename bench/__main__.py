@@ -368,7 +368,15 @@ def notes(meta: dict) -> list[str]:
          "figure. At low N one run's figure also varies from run to run by more than the "
          "target's margin, so the sweep runs N = 10, 50 and 100 twice more for agents_trio "
          "and LiveKit (`--cpu-repeats`), the two alternating, and the CPU target takes each "
-         "runtime's median; the table “run by run” gives every run."),
+         "runtime's median; the table “run by run” gives every run. The capacity figure "
+         "is noisy for another reason: near a runtime's 100 ms crossing, the p99 of a run "
+         "of about 25 s turns on whether a full collection of the cyclic collector lands in "
+         "it while many turns are in flight (at 450 of our sessions a run saw three, and the "
+         "last, 76 ms, decided its p99). So the sweep runs the N on each side of every "
+         "in-process runtime's crossing twice more (`--capacity-repeats`), the runtimes "
+         "alternating, and the capacity target takes each N's median p99; the table “turn "
+         "p99 around each runtime's 100 ms crossing” gives every run and the crossing from "
+         "the sweep's runs alone."),
         "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
