@@ -21,8 +21,8 @@ class aclosing(Generic[IterableT]):  # noqa: N801 (named as contextlib.aclosing 
     closed if it can be closed (``aclose``), which ``contextlib.aclosing`` requires it to be.
 
     A class, not a generator-based context manager: one object per use, where the generator
-    form makes four (the generator, its context manager, trio's weak reference to the
-    generator and the ``asend`` awaitable), on every reply's LLM and TTS streams.
+    form held three for as long as the block ran (the generator, its context manager and
+    Trio's weak reference to the generator), around every reply's LLM and TTS streams.
 
     Cancellation: the close runs on the way out even when the block was cancelled, as with
     ``contextlib.aclosing``.

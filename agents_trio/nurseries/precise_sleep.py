@@ -134,10 +134,6 @@ class _TimerPool:
         else:
             self._close(fd)
 
-    @property
-    def idle(self) -> int:
-        return len(self._idle)
-
     def close(self) -> None:
         idle, self._idle = self._idle, []
         for fd in idle:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import sys
 
 import pytest
@@ -84,6 +85,23 @@ def test_one_timer_serves_the_sleeps_one_after_another_and_the_run_closes_it(cou
     assert counting.created == 1 and len(counting.armed) == 3
     assert during == at_start + 1   # the idle timer, kept for the next sleep
     assert _open_fds() == before    # closed with the run
+
+
+@linux_only
+def test_arming_a_timer_that_fired_makes_it_wait_again(counting):
+    async def main():
+        pool = precise_sleep._TimerPool(counting)
+        fd = pool.take(0.0001)
+        await trio.lowlevel.wait_readable(fd)   # fired
+        pool.give_back(fd)
+        again = pool.take(3600.0)
+        readable = select.select([again], [], [], 0)[0]
+        pool.close()
+        return fd, again, readable
+
+    fd, again, readable = trio.run(main)
+    assert again == fd            # the idle timer, re-armed
+    assert readable == []         # not readable until the new time has passed
 
 
 @linux_only
