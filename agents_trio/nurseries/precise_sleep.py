@@ -15,12 +15,11 @@ sleep is ``trio.sleep``: virtual time stays virtual.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 import os
 import sys
-from typing import Protocol
+from collections.abc import Callable
 
 import trio
 
@@ -39,133 +38,62 @@ class _Itimerspec(ctypes.Structure):
     _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
 
 
-class _TimerfdCalls(Protocol):
-    """The two timerfd calls a sleep needs: make a monotonic timer, arm it once."""
+def _libc_timerfd() -> Callable[[float], int] | None:
+    """Arm a one-shot monotonic timerfd through libc (Python before 3.13 has no os.timerfd_*)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        create = libc.timerfd_create
+        settime = libc.timerfd_settime
+    except (OSError, AttributeError):
+        return None
+    create.argtypes = [ctypes.c_int, ctypes.c_int]
+    create.restype = ctypes.c_int
+    settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
+    settime.restype = ctypes.c_int
 
-    def create(self) -> int: ...
-
-    def arm(self, fd: int, seconds: float) -> None: ...
-
-
-class _LibcTimerfd:
-    """timerfd through libc (Python before 3.13 has no ``os.timerfd_*``)."""
-
-    def __init__(self, libc: ctypes.CDLL) -> None:
-        self._create = libc.timerfd_create
-        self._settime = libc.timerfd_settime
-        self._create.argtypes = [ctypes.c_int, ctypes.c_int]
-        self._create.restype = ctypes.c_int
-        self._settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec),
-                                  ctypes.c_void_p]
-        self._settime.restype = ctypes.c_int
-
-    def create(self) -> int:
-        fd = int(self._create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC))
+    def arm(seconds: float) -> int:
+        fd = int(create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC))
         if fd < 0:
             raise OSError(ctypes.get_errno(), "timerfd_create failed")
-        return fd
-
-    def arm(self, fd: int, seconds: float) -> None:
         whole = int(seconds)
         nanos = int((seconds - whole) * 1e9)
         if whole == 0 and nanos == 0:
             nanos = 1  # a zero it_value would disarm the timer
         spec = _Itimerspec(_Timespec(0, 0), _Timespec(whole, nanos))
-        if self._settime(fd, 0, ctypes.byref(spec), None) != 0:
-            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+        if settime(fd, 0, ctypes.byref(spec), None) != 0:
+            err = ctypes.get_errno()
+            os.close(fd)
+            raise OSError(err, "timerfd_settime failed")
+        return fd
+
+    return arm
 
 
-class _OsTimerfd:
-    """timerfd through ``os`` (Python 3.13 and later)."""
-
-    def create(self) -> int:
-        return int(os.timerfd_create(  # type: ignore[attr-defined,unused-ignore]
-            _CLOCK_MONOTONIC, flags=_TFD_NONBLOCK | _TFD_CLOEXEC))
-
-    def arm(self, fd: int, seconds: float) -> None:
-        os.timerfd_settime(fd, initial=max(seconds, 1e-9))  # type: ignore[attr-defined,unused-ignore]
-
-
-def _find_timerfd() -> _TimerfdCalls | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    if hasattr(os, "timerfd_create") and hasattr(os, "timerfd_settime"):
-        return _OsTimerfd()
-    try:
-        return _LibcTimerfd(ctypes.CDLL(None, use_errno=True))
-    except (OSError, AttributeError):
+def _os_timerfd() -> Callable[[float], int] | None:
+    create = getattr(os, "timerfd_create", None)
+    settime = getattr(os, "timerfd_settime", None)
+    if create is None or settime is None:
         return None
 
-
-_timerfd = _find_timerfd()
-
-#: idle timers a run keeps for later sleeps; more than this many idle ones are closed
-_MAX_IDLE = 64
-
-
-class _TimerPool:
-    """The timerfds of one Trio run that no sleep is using, re-armed by the next sleep.
-
-    Arming a timer that has fired resets it (it is no longer readable), so a timer is
-    reused as it is: a sleep costs one arming, not a creation, a first registration with the
-    I/O manager and a close, and the close no longer comes between the wake-up and the
-    sleeper's next step. The pool belongs to the run: a system task closes its timers when
-    the run ends.
-    """
-
-    def __init__(self, calls: _TimerfdCalls) -> None:
-        self.calls = calls
-        self._idle: list[int] = []
-
-    def take(self, seconds: float) -> int:
-        """A timer armed to fire in ``seconds`` (an idle one, else a new one)."""
-        fd = self._idle.pop() if self._idle else self.calls.create()
+    def arm(seconds: float) -> int:
+        fd = int(create(_CLOCK_MONOTONIC, flags=_TFD_NONBLOCK | _TFD_CLOEXEC))
         try:
-            self.calls.arm(fd, seconds)
+            settime(fd, initial=max(seconds, 1e-9))
         except BaseException:
-            self._close(fd)
+            os.close(fd)
             raise
         return fd
 
-    def give_back(self, fd: int) -> None:
-        """``fd`` is not waited on any more; it may still be armed (a cancelled sleep's)."""
-        if len(self._idle) < _MAX_IDLE:
-            self._idle.append(fd)
-        else:
-            self._close(fd)
-
-    def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for fd in idle:
-            self._close(fd)
-
-    @staticmethod
-    def _close(fd: int) -> None:
-        trio.lowlevel.notify_closing(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    return arm
 
 
-_pools: trio.lowlevel.RunVar[_TimerPool | None] = trio.lowlevel.RunVar(
-    "agents_trio.precise_sleep.pool", default=None)
+def _find_timerfd() -> Callable[[float], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    return _os_timerfd() or _libc_timerfd()
 
 
-def _pool(calls: _TimerfdCalls) -> _TimerPool:
-    """This run's pool (made by the first sleep, with the system task that closes it)."""
-    pool = _pools.get()
-    if pool is None or pool.calls is not calls:
-        pool = _TimerPool(calls)
-        _pools.set(pool)
-        trio.lowlevel.spawn_system_task(_close_at_run_end, pool,
-                                        name="agents_trio.precise_sleep.close_timers")
-    return pool
-
-
-async def _close_at_run_end(pool: _TimerPool) -> None:
-    try:
-        await trio.sleep_forever()
-    finally:
-        pool.close()
+_arm_timerfd = _find_timerfd()
 
 
 def _on_system_clock() -> bool:
@@ -184,17 +112,15 @@ async def sleep_precisely(seconds: float) -> None:
     millisecond after it. Otherwise it is ``trio.sleep(seconds)``. Never returns before the time
     has passed.
 
-    Cancellation: a checkpoint; a cancelled sleep's timer goes back to the run's idle timers
-    (the next sleep re-arms it).
+    Cancellation: a checkpoint; cancelling the sleep closes its timer.
     """
-    calls = _timerfd
-    if seconds <= 0 or not math.isfinite(seconds) or calls is None or not _on_system_clock():
+    arm = _arm_timerfd
+    if seconds <= 0 or not math.isfinite(seconds) or arm is None or not _on_system_clock():
         await trio.sleep(max(seconds, 0.0))
         return
     deadline = trio.current_time() + seconds
-    pool = _pool(calls)
     try:
-        fd = pool.take(seconds)
+        fd = arm(seconds)
     except OSError:
         # no timerfd here after all (a sandbox refusing the call, no file descriptors left)
         await trio.sleep(seconds)
@@ -202,7 +128,7 @@ async def sleep_precisely(seconds: float) -> None:
     try:
         await trio.lowlevel.wait_readable(fd)
     finally:
-        pool.give_back(fd)
+        os.close(fd)
     # the timer and the clock read the same kernel clock; this only guards against a clock
     # that is not what its name says
     remaining = deadline - trio.current_time()
