@@ -548,26 +548,33 @@ class Activity:
 
     # -- the scheduler and speeches -----------------------------------------------------------
     async def _scheduler(self) -> None:
-        while True:
-            try:
-                handle = await self._queue.get()
-            except trio.ClosedResourceError:
-                return
-            if handle.done():
-                continue
-            # pause() replaces the event: wait on the current one until it is set, and
-            # authorize with no checkpoint after the last look
-            while not self.scheduling_open.is_set():
-                await self.scheduling_open.wait()
-            if handle.done():
-                continue
-            self._current_speech = handle
-            handle.authorize()
-            await handle.wait_for_generation()
-            self._current_speech = None
-            self._note_progress()
-            if self.min_consecutive_speech_delay > 0:
-                await trio.sleep(self.min_consecutive_speech_delay)
+        while await self._schedule_next():
+            pass
+
+    async def _schedule_next(self) -> bool:
+        """Take the next speech, authorize it once scheduling is open and wait until its
+        generation ends; False once the queue is closed. One call per speech: the scheduler
+        keeps no reference to a finished speech while it waits for the next one."""
+        try:
+            handle = await self._queue.get()
+        except trio.ClosedResourceError:
+            return False
+        if handle.done():
+            return True
+        # pause() replaces the event: wait on the current one until it is set, and
+        # authorize with no checkpoint after the last look
+        while not self.scheduling_open.is_set():
+            await self.scheduling_open.wait()
+        if handle.done():
+            return True
+        self._current_speech = handle
+        handle.authorize()
+        await handle.wait_for_generation()
+        self._current_speech = None
+        self._note_progress()
+        if self.min_consecutive_speech_delay > 0:
+            await trio.sleep(self.min_consecutive_speech_delay)
+        return True
 
     async def _speech_task(self, handle: SpeechHandle, request: ReplyRequest | None) -> None:
         try:

@@ -11,8 +11,8 @@ session-scoped executor). Their duplicates are judged among themselves (one ``To
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, cast
 
 import trio
@@ -185,22 +185,35 @@ def session_scope(session: ScopedSession) -> SessionScope:
     return scope
 
 
-@contextmanager
-def host_session_scopes(session: ScopedSession, nursery: trio.Nursery) -> Iterator[None]:
+def host_session_scopes(session: ScopedSession, nursery: trio.Nursery
+                        ) -> AbstractContextManager[None]:
     """While the block runs, ``session``'s scoped calls start in ``nursery`` (its work
     nursery: cancelling it cancels every session-scoped call and deferred reply); after it,
     none starts.
 
     Cancellation: not a checkpoint.
     """
-    _hosts[session] = nursery
-    scope = _scopes.get(session)
-    if scope is not None:
-        scope.bind(nursery)
-    try:
-        yield
-    finally:
-        del _hosts[session]
-        scope = _scopes.get(session)
+    return _HostedScopes(session, nursery)
+
+
+class _HostedScopes:
+    """The block of :func:`host_session_scopes`: a class, as it lasts as long as the session
+    (a generator-based block would keep its generator and frame alive that long)."""
+
+    __slots__ = ("_nursery", "_session")
+
+    def __init__(self, session: ScopedSession, nursery: trio.Nursery) -> None:
+        self._session = session
+        self._nursery = nursery
+
+    def __enter__(self) -> None:
+        _hosts[self._session] = self._nursery
+        scope = _scopes.get(self._session)
+        if scope is not None:
+            scope.bind(self._nursery)
+
+    def __exit__(self, *exc_info: object) -> None:
+        del _hosts[self._session]
+        scope = _scopes.get(self._session)
         if scope is not None:
             scope.bind(None)

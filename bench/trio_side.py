@@ -33,6 +33,7 @@ from agents_trio import (
 from agents_trio.io.audio import AudioInput, AudioOutput
 from agents_trio.io.frame_feed import FeedAttachment, FrameFeed
 from agents_trio.text_transforms import DEFAULT as DEFAULT_TRANSFORMS
+from agents_trio.nurseries import EndOfInput
 
 from . import common, core
 from .core import (
@@ -228,7 +229,7 @@ class _VADStream:
 
     def __init__(self, probe: Probe) -> None:
         self.core = core.VadCore(probe, now)
-        self._send, self._recv = trio.open_memory_channel[VADEvent](math.inf)
+        self._end = EndOfInput()   # as agents_trio's own SileroVAD stream iterates
 
     def push_frame(self, frame: rtc.AudioFrame) -> list[VADEvent]:
         c = self.core
@@ -249,10 +250,10 @@ class _VADStream:
         return out
 
     def end_input(self) -> None:
-        self._send.close()
+        self._end.end()
 
     def __aiter__(self):
-        return self._recv.__aiter__()
+        return self._end
 
 
 class BenchVAD:

@@ -5,6 +5,7 @@ These pin structural facts, not counts that drift with every feature."""
 from __future__ import annotations
 
 import gc
+from collections import Counter
 
 import trio
 
@@ -91,3 +92,50 @@ async def test_without_a_transcription_output_a_speech_paces_no_transcript(autoj
             await session.aclose()
         paced = any(name.endswith("._pace_transcripts") for name in names)
         assert paced == transcribed
+
+
+async def test_a_finished_speech_is_not_kept_while_the_session_listens(autojump_clock):
+    # the scheduler waits for the next speech: it must not keep the last one (its flags,
+    # lists and cancel scope) alive until then
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.5, "Hello there.")
+    a.add_llm("Hi!")
+    a.add_tts(0.5)
+    session = create_session(a)
+    async with session:
+        await session.start(Desk())
+        audio = session.input.audio
+        assert isinstance(audio, FakeAudioInput)
+        audio.push(0.1)
+        await trio.sleep(8)  # the turn was answered; the session listens again
+        assert [m.text_content for m in session.history.items
+                if getattr(m, "role", None) == "assistant"] == ["Hi!"]
+        assert _alive("SpeechHandle") == 0
+        await session.aclose()
+
+
+async def test_a_listening_session_holds_no_generator_based_block_of_the_runtime(autojump_clock):
+    # a block held for the whole session (the activity's owner, the session's scoped calls)
+    # is a class: a generator-based one keeps its generator and frame alive as long. The one
+    # left is the agent's own (it sets the agent's private state, so it stays the agent's
+    # method)
+    before = _generator_blocks()
+    a = FakeActions()
+    session = create_session(a)
+    async with session:
+        await session.start(Desk())
+        await trio.sleep(1)
+        held = _generator_blocks() - before
+        assert sorted(held.elements()) == ["Agent.running_in"]
+        await session.aclose()
+
+
+def _generator_blocks() -> Counter[str]:
+    """The generator-based context managers alive, by the generator's function."""
+    gc.collect()
+    out: Counter[str] = Counter()
+    for o in gc.get_objects():
+        if type(o).__name__ in ("_GeneratorContextManager", "_AsyncGeneratorContextManager"):
+            code = getattr(o.gen, "gi_code", None) or o.gen.ag_code
+            out[code.co_qualname] += 1
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .end_of_input import EndOfInput
 from .fanout import EventFanout, FanoutEvent, FanoutStatistics, Subscription
 from .flag import Flag
 from .owner import TaskOwner, open_owner
@@ -15,6 +16,7 @@ from .wakeup import Wakeup
 from .unwrap import open_unwrapping_nursery, single_leaf, unwrap_single_error
 
 __all__ = [
+    "EndOfInput",
     "EventFanout",
     "FanoutEvent",
     "FanoutStatistics",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import trio
@@ -140,8 +141,8 @@ class TaskOwner:
         return False
 
 
-@asynccontextmanager
-async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIterator[TaskOwner]:
+def open_owner(*, grace: float = 5.0, name: str | None = None
+               ) -> AbstractAsyncContextManager[TaskOwner]:
     """Open a nursery and yield a :class:`TaskOwner` for it.
 
     Leaving the block normally waits for all children, like a nursery. An
@@ -156,9 +157,34 @@ async def open_owner(*, grace: float = 5.0, name: str | None = None) -> AsyncIte
     Cancellation:
         Owns tasks. Entering is not a checkpoint; leaving is, like a nursery.
     """
-    closed = Flag()
-    try:
-        async with trio.open_nursery() as nursery:
-            yield TaskOwner(nursery, closed=closed, grace=grace, name=name)
-    finally:
-        closed.set()
+    return _OwnerBlock(grace, name)
+
+
+class _OwnerBlock:
+    """The block :func:`open_owner` returns. A class rather than a generator: an owner is
+    often held for a whole session, and a generator-based block would keep its generator,
+    its frame and its context manager alive (walked by every full garbage collection)."""
+
+    __slots__ = ("_closed", "_grace", "_name", "_nursery_block")
+
+    def __init__(self, grace: float, name: str | None) -> None:
+        self._grace = grace
+        self._name = name
+        self._closed = Flag()
+        self._nursery_block: AbstractAsyncContextManager[trio.Nursery] | None = None
+
+    async def __aenter__(self) -> TaskOwner:
+        if self._nursery_block is not None:
+            raise RuntimeError("an open_owner() block is entered once")
+        self._nursery_block = block = trio.open_nursery()
+        nursery = await block.__aenter__()
+        return TaskOwner(nursery, closed=self._closed, grace=self._grace, name=self._name)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        block = self._nursery_block
+        assert block is not None
+        try:
+            return await block.__aexit__(exc_type, exc, tb)
+        finally:
+            self._closed.set()

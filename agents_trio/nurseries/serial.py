@@ -35,7 +35,7 @@ class SerialWorker(Generic[T]):
     def __init__(self, handle: Callable[[T], Awaitable[object]], *, name: str) -> None:
         self._handle = handle
         self._name = name
-        self._queue: deque[T] = deque()
+        self._queue: deque[T] | None = None   # made by an item, dropped once handled
         self._nursery: trio.Nursery | None = None
         self._context: contextvars.Context | None = None
         self._worker_running = False
@@ -49,7 +49,7 @@ class SerialWorker(Generic[T]):
     @property
     def waiting(self) -> int:
         """Items submitted and not taken by the worker yet."""
-        return len(self._queue)
+        return len(self._queue or ())
 
     def bind(self, nursery: trio.Nursery) -> None:
         """Run the worker in ``nursery`` from now on (items already submitted start it).
@@ -69,6 +69,8 @@ class SerialWorker(Generic[T]):
         """
         if self._closed:
             raise trio.ClosedResourceError("the worker takes no more items")
+        if self._queue is None:
+            self._queue = deque()
         self._queue.append(item)
         self._start_worker()
 
@@ -89,5 +91,6 @@ class SerialWorker(Generic[T]):
         try:
             while self._queue:
                 await self._handle(self._queue.popleft())
+            self._queue = None   # an idle worker holds no queue
         finally:
             self._worker_running = False

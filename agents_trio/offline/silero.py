@@ -31,6 +31,7 @@ import trio
 from livekit import rtc
 
 from ..models import VADEvent, VADEventType
+from ..nurseries import EndOfInput
 from ._errors import VOICE_EXTRA, MissingDependency
 
 __all__ = ["SileroModel", "SileroVAD", "SileroVADOptions", "SileroVADStream"]
@@ -201,7 +202,7 @@ class SileroVADStream:
         self._window = model.window_size_samples
         self._window_duration = self._window / model.sample_rate
         self._f32 = np.empty(self._window, dtype=np.float32)
-        self._closed_send, self._closed_recv = trio.open_memory_channel[VADEvent](0)
+        self._end = EndOfInput()   # the iteration: nothing, until the input ends
         self._input_rate = 0
         self._buffer = np.empty(0, dtype=np.int16)   # the speech so far, with its padding
         self._padding_samples = 0
@@ -369,8 +370,8 @@ class SileroVADStream:
 
     def end_input(self) -> None:
         """No more frames: the iteration ends."""
-        self._closed_send.close()
+        self._end.end()
 
     def __aiter__(self) -> AsyncIterator[VADEvent]:
         # every event is returned by push_frame; iterating only waits for the end of input
-        return self._closed_recv.__aiter__()
+        return self._end
