@@ -9,6 +9,8 @@ from typing import Generic, TypeVar
 
 import trio
 
+from .single_wakeup import SingleWakeup
+
 __all__ = ["PriorityQueue"]
 
 T = TypeVar("T")
@@ -19,12 +21,17 @@ class PriorityQueue(Generic[T]):
 
     After :meth:`close`, items still queued are still returned; once it is
     empty, :meth:`get` and :meth:`get_nowait` raise ``trio.ClosedResourceError``.
+
+    One consumer: a second task calling :meth:`get` while one waits there gets
+    ``trio.BusyResourceError`` (the waiting consumer is parked by itself, with no parking
+    lot: the queue is held for a whole session, and each full garbage collection walks
+    every object it holds).
     """
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, T]] = []
         self._counter = itertools.count()
-        self._lot = trio.lowlevel.ParkingLot()
+        self._wakeup = SingleWakeup()   # where the consumer waits
         self._closed = False
 
     @property
@@ -48,7 +55,7 @@ class PriorityQueue(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("queue is closed")
         heapq.heappush(self._heap, (-priority, next(self._counter), item))
-        self._lot.unpark()
+        self._wakeup.notify()
 
     def get_nowait(self) -> T:
         """Pop the next item without waiting.
@@ -68,6 +75,7 @@ class PriorityQueue(Generic[T]):
 
         Raises:
             trio.ClosedResourceError: If the queue is (or becomes) closed and empty.
+            trio.BusyResourceError: Another task waits in ``get``.
 
         Cancellation:
             A checkpoint. If cancelled, no item is removed.
@@ -82,11 +90,11 @@ class PriorityQueue(Generic[T]):
             return item
         while True:
             # parking is this call's schedule point: a woken getter returns in that step
-            await self._lot.park()
+            await self._wakeup.wait()
             try:
                 return self.get_nowait()
             except trio.WouldBlock:
-                continue   # another getter took it first
+                continue   # get_nowait() took it first
 
     def remove(self, item: T) -> bool:
         """Remove the first queued occurrence (in pop order) of ``item``.
@@ -104,4 +112,4 @@ class PriorityQueue(Generic[T]):
     def close(self) -> None:
         """Refuse new items and wake waiters once empty. Idempotent."""
         self._closed = True
-        self._lot.unpark_all()
+        self._wakeup.notify()

@@ -164,3 +164,19 @@ async def test_a_get_that_finds_an_item_is_still_a_checkpoint(autojump_clock):
         await q.get()
     assert scope.cancelled_caught
     assert q.get_nowait() == "a"
+
+
+async def test_a_second_waiting_consumer_is_refused(autojump_clock):
+    q: PriorityQueue[str] = PriorityQueue()
+    got: list[str] = []
+
+    async def getter() -> None:
+        got.append(await q.get())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(getter)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.BusyResourceError):
+            await q.get()
+        q.put_nowait("a", 0)
+    assert got == ["a"]
