@@ -348,7 +348,9 @@ class AgentSession(Generic[Userdata_T]):
         self.inline_tasks = InlineTaskStack()
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
-        self._work_scope = trio.CancelScope()
+        # the session's work (agents, recognition, handoffs): cancelled by the close, while
+        # the session nursery still delivers the transcription (set while _main runs)
+        self._work_nursery: trio.Nursery | None = None
         self._closed = Flag()
         # handoffs, served one at a time in the session's work nursery (a task only while one
         # is being served)
@@ -691,45 +693,45 @@ class AgentSession(Generic[Userdata_T]):
 
     async def _main(self, agent: Agent, *, task_status: trio.TaskStatus[None]) -> None:
         # the transcription is delivered by tasks of the session nursery, which outlives the
-        # work scope: what the user heard before a close (the played part of a cut reply)
+        # work nursery: what the user heard before a close (the played part of a cut reply)
         # still reaches the output, within the grace
         assert self._nursery is not None
         self.conversation.open_transcription(
             self._nursery, lambda: self.output.active_transcription, self._transcription_node)
         try:
-            with self._work_scope:
-                async with trio.open_nursery() as nursery:
-                    if self.output.audio is not None:
-                        self.output.audio.on("playback_started", self._on_playback_started)
-                        self.output.audio.on("playback_finished", self._on_playback_finished)
-                    self._agent = agent
-                    self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
-                    if self.stt_context.options.detection.enabled:
-                        await nursery.start(self.stt_context.run)
-                    with host_session_scopes(self, nursery):
-                        # the calls of the session's AsyncToolsets run in this nursery too
-                        await self._start_activities(nursery, agent)
-                        if self.input.audio is not None:
-                            self._recognition = AudioRecognition(
-                                RecognitionRouter(self, refresh_away=self._refresh_away,
-                                                  close_for_error=self._close_for_error),
-                                vad=self.vad, stt=self.stt,
-                                stt_node=_overridden_stt_node(agent),
-                                transcription_timeout=self.transcription_timeout,
-                                restart_policy=RestartPolicy(
-                                    max_failures=self.max_unrecoverable_errors))
-                            self._recognition.set_input_enabled(self.input.audio_enabled)
-                            if is_realtime_model(self.llm):
-                                self._recognition.audio_sink = self._push_realtime_audio
-                            await self._recognition.start(nursery, self.input.audio)
-                        self._state = SessionState.RUNNING
-                        self._away_slot = LatestSlot(nursery)
-                        self.conversation.set_agent_state("listening")
-                        assert self._activity is not None
-                        self._activity.enter()
-                        task_status.started()
-                        del task_status  # not kept: it holds start()'s temporary nursery
-                        await trio.sleep_forever()
+            async with trio.open_nursery() as nursery:
+                self._work_nursery = nursery
+                if self.output.audio is not None:
+                    self.output.audio.on("playback_started", self._on_playback_started)
+                    self.output.audio.on("playback_finished", self._on_playback_finished)
+                self._agent = agent
+                self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
+                if self.stt_context.options.detection.enabled:
+                    await nursery.start(self.stt_context.run)
+                with host_session_scopes(self, nursery):
+                    # the calls of the session's AsyncToolsets run in this nursery too
+                    await self._start_activities(nursery, agent)
+                    if self.input.audio is not None:
+                        self._recognition = AudioRecognition(
+                            RecognitionRouter(self, refresh_away=self._refresh_away,
+                                              close_for_error=self._close_for_error),
+                            vad=self.vad, stt=self.stt,
+                            stt_node=_overridden_stt_node(agent),
+                            transcription_timeout=self.transcription_timeout,
+                            restart_policy=RestartPolicy(
+                                max_failures=self.max_unrecoverable_errors))
+                        self._recognition.set_input_enabled(self.input.audio_enabled)
+                        if is_realtime_model(self.llm):
+                            self._recognition.audio_sink = self._push_realtime_audio
+                        await self._recognition.start(nursery, self.input.audio)
+                    self._state = SessionState.RUNNING
+                    self._away_slot = LatestSlot(nursery)
+                    self.conversation.set_agent_state("listening")
+                    assert self._activity is not None
+                    self._activity.enter()
+                    task_status.started()
+                    del task_status  # not kept: it holds start()'s temporary nursery
+                    await trio.sleep_forever()
         finally:
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
@@ -864,7 +866,8 @@ class AgentSession(Generic[Userdata_T]):
                 # even when the caller gives up on aclose(): a close half done would leave
                 # every later aclose() (leaving `async with`) waiting forever
                 self._commit_trailing_user_turn()
-                self._work_scope.cancel()
+                assert self._work_nursery is not None   # set before the session ran
+                self._work_nursery.cancel_scope.cancel()
             with trio.move_on_after(self.close_grace):
                 await self._closed.wait()
             if not self._closed.is_set():
