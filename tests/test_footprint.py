@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import trio
 
-from agents_trio import Agent
+from agents_trio import Agent, AgentSession
 from agents_trio.testing import FakeActions, FakeAudioInput, create_session
 
 
@@ -27,22 +29,29 @@ async def test_a_running_voice_session_keeps_no_task_status_of_its_starts(autoju
     # a started task that keeps its task_status keeps start()'s temporary nursery (and its
     # cancel scope) alive for as long as it runs: the session's main task, the activity and
     # the recognition drop theirs once started
+    before = _alive("_TaskStatus")
+    async with _answered_one_turn() as session:
+        assert _alive("_TaskStatus") == before
+        await session.aclose()
+
+
+@asynccontextmanager
+async def _answered_one_turn() -> AsyncIterator[AgentSession]:
+    """A voice session that answered one turn and listens again."""
     a = FakeActions()
     a.add_user_speech(0.5, 1.5, "Hello there.")
     a.add_llm("Hi!")
     a.add_tts(0.5)
     session = create_session(a)
-    before = _alive("_TaskStatus")
     async with session:
         await session.start(Desk())
         audio = session.input.audio
         assert isinstance(audio, FakeAudioInput)
         audio.push(0.1)  # the fake input plays its script from the first push
-        await trio.sleep(8)  # a turn was answered; the session listens again
+        await trio.sleep(8)
         assert [m.text_content for m in session.history.items
                 if getattr(m, "role", None) == "assistant"] == ["Hi!"]
-        assert _alive("_TaskStatus") == before
-        await session.aclose()
+        yield session
 
 
 async def test_the_speech_scheduler_is_no_task_of_its_own(autojump_clock):
@@ -97,19 +106,7 @@ async def test_without_a_transcription_output_a_speech_paces_no_transcript(autoj
 async def test_a_finished_speech_is_not_kept_while_the_session_listens(autojump_clock):
     # the scheduler waits for the next speech: it must not keep the last one (its flags,
     # lists and cancel scope) alive until then
-    a = FakeActions()
-    a.add_user_speech(0.5, 1.5, "Hello there.")
-    a.add_llm("Hi!")
-    a.add_tts(0.5)
-    session = create_session(a)
-    async with session:
-        await session.start(Desk())
-        audio = session.input.audio
-        assert isinstance(audio, FakeAudioInput)
-        audio.push(0.1)
-        await trio.sleep(8)  # the turn was answered; the session listens again
-        assert [m.text_content for m in session.history.items
-                if getattr(m, "role", None) == "assistant"] == ["Hi!"]
+    async with _answered_one_turn() as session:
         assert _alive("SpeechHandle") == 0
         await session.aclose()
 
