@@ -94,7 +94,7 @@ class PriorityQueue(Generic[T]):
             try:
                 return self.get_nowait()
             except trio.WouldBlock:
-                continue   # get_nowait() took it first
+                continue   # taken by get_nowait() or removed before this step
 
     def remove(self, item: T) -> bool:
         """Remove the first queued occurrence (in pop order) of ``item``.
