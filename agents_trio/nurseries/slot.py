@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .wakeup import Wakeup
 
 if TYPE_CHECKING:  # only in annotations (TypeVarTuple is in typing from Python 3.11)
     from typing_extensions import TypeVarTuple, Unpack
@@ -42,9 +43,7 @@ class LatestSlot:
         self._scope: trio.CancelScope | None = None
         self._tasks = 0
         self._running: trio.CancelScope | None = None  # the scope of the occupant whose fn runs
-        # where tasks wait until an occupant's fn returns or an occupant ends (made by the
-        # first wait)
-        self._changed: trio.lowlevel.ParkingLot | None = None
+        self._changed = Wakeup()  # an occupant's fn returned, or an occupant ended
 
     @property
     def occupied(self) -> bool:
@@ -86,16 +85,7 @@ class LatestSlot:
             await trio.lowlevel.checkpoint()
             return
         while self._tasks:
-            await self._wait_changed()
-
-    async def _wait_changed(self) -> None:
-        if self._changed is None:
-            self._changed = trio.lowlevel.ParkingLot()
-        await self._changed.park()
-
-    def _notify_changed(self) -> None:
-        if self._changed:
-            self._changed.unpark_all()
+            await self._changed.wait()
 
     async def _run(
         self, scope: trio.CancelScope, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
@@ -104,7 +94,7 @@ class LatestSlot:
             with scope:
                 await trio.lowlevel.checkpoint()
                 while self._running is not None:  # the predecessor's fn still runs
-                    await self._wait_changed()
+                    await self._changed.wait()
                 # replaced while it was woken: it does not start
                 await trio.lowlevel.checkpoint_if_cancelled()
                 self._running = scope
@@ -112,10 +102,10 @@ class LatestSlot:
                     await fn(*args)
                 finally:
                     self._running = None
-                    self._notify_changed()
+                    self._changed.notify()
         finally:
             self._tasks -= 1
             if self._tasks == 0:
-                self._notify_changed()
+                self._changed.notify()
             if self._scope is scope:
                 self._scope = None
