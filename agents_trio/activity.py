@@ -87,7 +87,7 @@ class ActivityState(enum.Enum):
     CREATED = "created"
     RUNNING = "running"
     DRAINING = "draining"   # on_exit done; only forced tool replies are scheduled
-    CLOSED = "closed"
+    CLOSED = "closed"       # its nursery is closed; on_exit may still be running
 
 
 class _HookPhase(enum.Enum):
@@ -219,11 +219,13 @@ class Activity:
                             await self._scheduler()
                         owner.cancel()
                 finally:
+                    # its nursery is closed from here on: nothing can start in it, so it
+                    # takes no turn, speech or tool reply (on_exit may still run below)
+                    self._state = ActivityState.CLOSED
                     if owner is not None:
                         with owner.cleanup_scope():
                             await self._run_on_exit()
                             await aclose_toolsets(self.agent.tools)
-                    self._state = ActivityState.CLOSED
                     self._queue.close()
         finally:
             self._stopped.set()

@@ -275,3 +275,23 @@ def test_an_output_error_during_the_close_does_not_escape_the_session(_: object)
             text="okay.", audio=0.2, tts_ttfb=0.05, ttft=0.0, duration=0.0)),),
         faults=(OutputFault(at=0.05, kind="error"),), close_at=0.55,
         greeting=Reply(text="okay.", **_INSTANT), audio_output=True))
+
+
+@settings(PROPERTY, max_examples=60)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_user_turn_ending_as_the_close_hands_off_does_not_escape_the_session(
+        _: object) -> None:
+    """An AgentTask's final transcript lands in the instant the close cancels the task and
+    hands back to its parent: the turn reaches the user-turn queue of an activity whose
+    nursery has already finished. Starting the queue's worker there raised "Nursery is
+    closed to new arrivals" out of ``async with session`` (found with a random seed)."""
+    _check(Schedule(
+        actions=(
+            UserSpeech(at=0.5, duration=0.1, transcript="hello there (0)", stt_delay=0.0,
+                       reply=Reply(text="okay.", calls=(_AGREE,), **_INSTANT)),
+            UserSpeech(at=0.6, duration=0.8, transcript="hello there (1)", stt_delay=0.0,
+                       reply=Reply(text="okay.", calls=(_AGREE,), **_INSTANT)),
+        ),
+        greeting=Reply(text="okay.", calls=(ToolCall(name="ask_details", latency=0.0),),
+                       **_INSTANT),
+        close_at=1.4, audio_output=False))
