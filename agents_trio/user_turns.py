@@ -83,6 +83,7 @@ class UserTurns:
         if not activity.accepts_turns:
             logger.warning("user turn dropped: the agent %r is not accepting turns",
                            activity.agent.id)
+            self._keep_if_closing(self._message(info))
             return True
         if activity.server_turn_detection:
             return True  # the realtime server detects turns and answers them itself
@@ -97,7 +98,14 @@ class UserTurns:
         except trio.ClosedResourceError:
             logger.warning("user turn dropped: a handoff is in progress")
             activity.preemptive.discard()
+            self._keep_if_closing(self._message(info))
         return True
+
+    def _keep_if_closing(self, message: ChatMessage) -> None:
+        """A turn dropped while the session closes is not answered, but what the user said is
+        still recorded (as LiveKit does): the close commits no other copy of it."""
+        if self._activity.session.closing and message.text_content:
+            self._activity.commit_item(message)
 
     async def _handle(self, info: EndOfTurnInfo) -> None:
         try:
@@ -169,6 +177,7 @@ class UserTurns:
         if not activity.accepts_turns:
             # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
             logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
+            self._keep_if_closing(message)
             return
         handle = preemptive.take(info.new_transcript, turn_ctx, message)
         if handle is None:

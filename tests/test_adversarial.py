@@ -294,4 +294,15 @@ def test_a_user_turn_ending_as_the_close_hands_off_does_not_escape_the_session(
         ),
         greeting=Reply(text="okay.", calls=(ToolCall(name="ask_details", latency=0.0),),
                        **_INSTANT),
-        close_at=1.4, audio_output=False))
+        close_at=1.4, audio_output=False), *DEFAULT_INVARIANTS, _said_once("hello there (1)"))
+
+
+def _said_once(words: str):
+    def said_once(record: ConversationRecord) -> list[str]:
+        """A turn the close leaves unanswered is still recorded, once (as LiveKit does)."""
+        said = [item for item in record.history
+                if getattr(item, "role", None) == "user" and item.text_content == words]
+        return [] if len(said) == 1 else [f"the user's {words!r} is in the history "
+                                          f"{len(said)} times, not once"]
+
+    return said_once
