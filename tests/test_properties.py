@@ -20,7 +20,7 @@ from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, 
                                  TextInput, ToolCall, UserSpeech, check_conversation)
 from agents_trio.testing.strategies import conversations, replies, seconds
 
-PROPERTY = settings(derandomize=True, database=None, deadline=None, print_blob=False,
+PROPERTY = settings(database=None, deadline=None, print_blob=False,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 INVARIANTS = DEFAULT_INVARIANTS

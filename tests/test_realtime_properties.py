@@ -159,7 +159,7 @@ async def _drive(session: AgentSession, ops, tool_delay: float, close_after: flo
         await trio.sleep(close_after)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(scripts())
 def test_realtime_interleavings_keep_sessions_and_calls_consistent(script):

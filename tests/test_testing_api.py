@@ -35,6 +35,8 @@ from booking_race import (BookingAgent, RacyBookingAgent, Restaurant,  # noqa: E
                           at_most_one_table)
 
 INVARIANTS = DEFAULT_INVARIANTS
+# replayed even with AGENTS_TRIO_FUZZ (tests/conftest.py): some of these tests check what
+# Hypothesis finds and how far it shrinks it, which holds for one known seed, not for every one
 QUICK = settings(derandomize=True, database=None, deadline=None, print_blob=False,
                  phases=[Phase.explicit, Phase.generate, Phase.shrink],
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

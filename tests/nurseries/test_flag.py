@@ -122,7 +122,7 @@ async def test_a_waiter_cancelled_in_the_step_that_sets_the_flag_is_woken_not_ca
     assert outcome == ["woken"]
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(st.lists(st.tuples(st.sampled_from(["wait", "cancel", "set"]), st.integers(0, 5)),
                 max_size=20))
 @example([("wait", 0), ("cancel", 0)])
