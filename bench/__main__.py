@@ -274,6 +274,29 @@ def cpu_repeats(args: argparse.Namespace, log: Any,
     return out
 
 
+def plumbing_repeats(args: argparse.Namespace, log: Any) -> list[dict]:
+    """The plumbing target's point once more: ``args.plumbing_repeats`` more runs at N = 1
+    (``args.rounds_n1`` rounds each, transforms off) for agents_trio and LiveKit, the two
+    alternating. One run's p50 at N = 1 moved by about a tenth between runs of the same code
+    on this VM (0.83–0.99 ms for ours), more than the target's margin; the target takes each
+    runtime's median."""
+    raw_dir = args.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
+    out = []
+    for i in range(args.plumbing_repeats):
+        for rt in (runtimes if i % 2 else list(reversed(runtimes))):
+            run = run_worker(rt, 1, script=args.script, transforms="off", gc_mode=args.gc,
+                             rounds=args.rounds_n1, out_dir=raw_dir, timeout=240.5,
+                             log=log, tag=f"plumbing{i + 1}")
+            s = run.get("summary")
+            if s:
+                out.append({"runtime": rt, "n": 1, "repeat": i + 1,
+                            "plumbing_p50": s["turn_plumbing_ms"].get("p50"),
+                            "overhead_p50": s["turn_overhead_ms"].get("p50")})
+    return out
+
+
 def capacity_repeats(args: argparse.Namespace, log: Any, runs: list[dict]) -> list[dict]:
     """The runs on each side of every in-process runtime's 100 ms crossing once more:
     ``args.capacity_repeats`` more runs at the sweep's last N under the limit and first N over
@@ -378,7 +401,11 @@ def notes(meta: dict) -> list[str]:
          "in-process runtime's crossing twice more (`--capacity-repeats`), the runtimes "
          "alternating, and the capacity target takes each N's median p99; the table “turn "
          "p99 around each runtime's 100 ms crossing” gives every run and the crossing from "
-         "the sweep's runs alone."),
+         "the sweep's runs alone. The plumbing target, at N = 1, moves by about a tenth "
+         "between runs of the same code; with `--plumbing-repeats` (two by default) the "
+         "sweep runs N = 1 twice more for agents_trio and LiveKit, alternating, and the "
+         "target takes each runtime's median (the targets table then says “medians of 3 "
+         "runs”, and a table gives every run)."),
         "",
         ("The fake TTS synthesizes at 2× real time in 100 ms chunks (`BENCH_TTS_SPEED`); the "
          "sink accepts frames without blocking and plays them on a real-time clock; AEC "
@@ -602,6 +629,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-repeats", type=int, default=2,
                     help="more runs at N = 10, 50, 100 (agents_trio and LiveKit, alternating); "
                          "the CPU target takes each runtime's median")
+    ap.add_argument("--plumbing-repeats", type=int, default=2,
+                    help="more runs at N = 1 (agents_trio and LiveKit, alternating); the "
+                         "plumbing target takes each runtime's median p50")
     ap.add_argument("--capacity-steps", type=int, default=3,
                     help="extra runs to locate where turn p99 passes 100 ms")
     ap.add_argument("--capacity-repeats", type=int, default=2,
@@ -655,7 +685,8 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads((args.out / "bench.json").read_text())
         results["targets"] = (report.compute_targets(results["runs"],
                                                      results.get("cpu_repeats"),
-                                                     results.get("capacity_repeats"))
+                                                     results.get("capacity_repeats"),
+                                                     results.get("plumbing_repeats"))
                               if results["meta"].get("theirs") or results["meta"].get("peer")
                               else [])
         results["notes"] = notes(results["meta"])
@@ -676,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
             log(f"Turn p99 on each side of the 100 ms crossing, {args.capacity_repeats} more "
                 "runs each:\n")
             results["capacity_repeats"] = capacity_repeats(args, log, results["runs"])
+        if args.plumbing_repeats and 1 in args.ns:
+            log(f"Plumbing at N = 1, {args.plumbing_repeats} more runs each:\n")
+            results["plumbing_repeats"] = plumbing_repeats(args, log)
         if args.cpu_repeats:
             log(f"CPU per session-second at N = {', '.join(map(str, CPU_SPLIT_NS))}, "
                 f"{args.cpu_repeats} more runs each:\n")
@@ -699,7 +733,8 @@ def main(argv: list[str] | None = None) -> int:
         log(md + f"report: {args.out / 'context.md'}\n")
         return 0
     results["targets"] = (report.compute_targets(results["runs"], results.get("cpu_repeats"),
-                                                 results.get("capacity_repeats"))
+                                                 results.get("capacity_repeats"),
+                                                 results.get("plumbing_repeats"))
                           if args.with_asyncio or args.with_pipecat else [])
     results["notes"] = notes(results["meta"])
     write_results(results, args.out, readme=args.readme, log=log)

@@ -134,11 +134,34 @@ def cpu_median(runs: list[dict], repeats: list[dict], runtime: str, n: int) -> f
     return statistics.median(vals) if vals else None
 
 
+def plumbing_by_run(runs: list[dict], repeats: list[dict], runtime: str,
+                    key: str = "turn_plumbing_ms") -> dict[int, float]:
+    """``runtime``'s turn overhead p50 at N = 1 (``key``: without the fakes' timer lateness, or
+    ``turn_overhead_ms``) by run, in the order they ran: 0 the sweep's run, then each repeat's
+    number (``python -m bench``'s ``plumbing_repeats``)."""
+    field = {"turn_plumbing_ms": "plumbing_p50", "turn_overhead_ms": "overhead_p50"}[key]
+    out = {0: r["summary"][key].get("p50") for r in runs
+           if r["runtime"] == runtime and r["n"] == 1 and r["transforms"] == "off"
+           and not r.get("refinement") and r.get("summary")}
+    out.update((x["repeat"], x.get(field)) for x in repeats if x["runtime"] == runtime)
+    return {k: out[k] for k in sorted(out) if out[k] is not None}
+
+
+def plumbing_median(runs: list[dict], repeats: list[dict], runtime: str,
+                    key: str = "turn_plumbing_ms") -> float | None:
+    """The median of ``plumbing_by_run``: one run's p50 at N = 1 moves by about a tenth
+    between runs of the same code on this VM, more than the plumbing target's margin."""
+    vals = list(plumbing_by_run(runs, repeats, runtime, key).values())
+    return statistics.median(vals) if vals else None
+
+
 def compute_targets(runs: list[dict], cpu_repeats: list[dict] | None = None,
-                    capacity_repeats: list[dict] | None = None) -> list[dict]:
+                    capacity_repeats: list[dict] | None = None,
+                    plumbing_repeats: list[dict] | None = None) -> list[dict]:
     """The targets' rows; the CPU target takes each runtime's median over the sweep's run and
     ``cpu_repeats`` at each N, the capacity target each N's median p99 over the sweep's runs
-    and ``capacity_repeats``."""
+    and ``capacity_repeats``, the plumbing target each runtime's median p50 at N = 1 over the
+    sweep's run and ``plumbing_repeats``."""
     idx = index_runs(runs)
     repeats = cpu_repeats or []
 
@@ -160,6 +183,15 @@ def compute_targets(runs: list[dict], cpu_repeats: list[dict] | None = None,
                                 s(vs, 1, "turn_overhead_ms", "p50"))
             row["alt_label"] = "whole turn overhead"
             row["where"] = "N = 1"
+            reps = [x for x in plumbing_repeats or [] if x["runtime"] in (OURS, vs)]
+            if reps:
+                row["single_runs"] = _ratio(ours, theirs)
+                ours = plumbing_median(runs, reps, OURS)
+                theirs = plumbing_median(runs, reps, vs)
+                row["alt"] = _ratio(plumbing_median(runs, reps, OURS, "turn_overhead_ms"),
+                                    plumbing_median(runs, reps, vs, "turn_overhead_ms"))
+                counts = sorted({len(plumbing_by_run(runs, reps, rt)) for rt in (OURS, vs)})
+                row["where"] += f"; medians of {'–'.join(map(str, counts))} runs"
         elif key == "interrupt_p99_n100":
             ours = s(OURS, 100, "interruption_ms", "p99")
             theirs = s(vs, 100, "interruption_ms", "p99")
@@ -247,6 +279,8 @@ def _targets_md(targets: list[dict]) -> list[str]:
             single = t.get("single_runs")
             if t["key"] == "capacity" and single is not None and single < t["limit"]:
                 met += f" on the medians (the sweep's runs alone: {single:.2f}×)"
+            if t["key"] == "turn_p50" and single is not None and single > t["limit"]:
+                met += f" on the medians (the sweep's run alone: {single:.3f})"
         elif t["key"] == "capacity":
             met = f"missed: {r:.2f}× of {t['limit']:g}×"
             single = t.get("single_runs")
@@ -255,6 +289,9 @@ def _targets_md(targets: list[dict]) -> list[str]:
         else:
             # three digits: a miss by a few per cent must not print as "1.0×, 0.20 > 0.20"
             met = f"missed by {r / t['limit']:.2f}× (ratio {r:.3f} > {t['limit']:.3f})"
+            single = t.get("single_runs")
+            if t["key"] == "turn_p50" and single is not None and single <= t["limit"]:
+                met += f" on the medians (the sweep's run alone: {single:.3f}, met)"
         where = t["where"] + (f" ({t['caveat']})" if t.get("caveat") else "")
         lines.append(f"| {t['target']} | {where} | {ours_s} | {theirs_s} | {ratio_s} "
                      f"| {met} |")
@@ -299,6 +336,24 @@ def _crossing(cap: dict[str, Any]) -> str:
         return f"> {cap['last_ok']}"
     est = cap.get("estimate")
     return f"≈ {est:.0f}" if est is not None else "–"
+
+
+def plumbing_repeats_md(runs: list[dict], repeats: list[dict]) -> list[str]:
+    """Each run's plumbing p50 at N = 1 where the sweep repeated it, with each runtime's median
+    (what the plumbing target counts)."""
+    runtimes = [rt for rt in RUNTIMES if any(x["runtime"] == rt for x in repeats)]
+    if not runtimes:
+        return []
+    lines = ["", ("Turn overhead p50 without the fakes' timers (plumbing) at N = 1, run by run "
+                  "(ms; the sweep's run first, then the repeats, the runtimes alternating; the "
+                  "target takes each runtime's median):"), "",
+             "| runtime | each run | median |", "|---|---|---|"]
+    for rt in runtimes:
+        vals = list(plumbing_by_run(runs, repeats, rt).values())
+        if vals:
+            lines.append(f"| {NAMES[rt]} | {', '.join(fmt(v, 3) for v in vals)} "
+                         f"| {fmt(statistics.median(vals), 3)} |")
+    return lines
 
 
 def cpu_repeats_md(runs: list[dict], repeats: list[dict]) -> list[str]:
@@ -600,6 +655,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
             lines += ["", "Targets (issue #13: agents_trio against both peers):", ""]
             lines += _targets_md(results["targets"])
     lines += capacity_repeats_md(runs, results.get("capacity_repeats") or [])
+    lines += plumbing_repeats_md(runs, results.get("plumbing_repeats") or [])
     lines += cpu_repeats_md(runs, results.get("cpu_repeats") or [])
     lines += cpu_split_md(runs, results.get("cpu_split") or [], results.get("cpu_repeats"))
     lines += context_md(results.get("context_sweep") or [])
