@@ -30,6 +30,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS
 from livekit.agents.voice.io import AudioInput, AudioOutput, AudioOutputCapabilities
 
 from . import common, core
+from .asyncio_arrivals import Arrivals
 from .core import (
     FRAME,
     IN_SAMPLES,
@@ -50,10 +51,18 @@ async def sleep_until(deadline: float) -> None:
 
 # -- audio in / out --------------------------------------------------------------------------
 class Network(common.Network):
-    """The fake network (``common.Network``) on asyncio."""
+    """The fake network (``common.Network``) on asyncio: its frames and the fake services'
+    data arrive through one ``Arrivals``."""
 
     def __init__(self) -> None:
-        super().__init__(asyncio.Event, sleep_until, now)
+        self.arrivals = Arrivals()
+        super().__init__(asyncio.Event, self.arrivals.until, now)
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            self.arrivals.close()
 
 
 class PacedInput(common.PacedFrames, AudioInput):
@@ -82,15 +91,16 @@ class RealtimeSink(AudioOutput):
     """A non-blocking sink with a real-time playout clock; ``clear_buffer`` ends playback at
     once. Records the first frame of each reply and every clear."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals) -> None:
         super().__init__(label="bench", capabilities=AudioOutputCapabilities(pause=False),
                          sample_rate=OUT_RATE)
         self.probe = probe
+        self._arrivals = arrivals   # the end of playout arrives as the room's event would
         self._capturing = False
         self._pushed = 0.0
         self._started_at = 0.0
         self._reply = -1
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: list[Any] | None = None
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
@@ -109,9 +119,9 @@ class RealtimeSink(AudioOutput):
         if not self._capturing:
             return
         self._capturing = False
-        delay = max(0.0, self._started_at + self._pushed - now())
         pushed = self._pushed
-        self._timer = asyncio.get_running_loop().call_later(delay, self._finished, pushed)
+        self._timer = self._arrivals.at(self._started_at + pushed,
+                                        lambda: self._finished(pushed))
 
     def _finished(self, pushed: float) -> None:
         self._timer = None
@@ -123,7 +133,7 @@ class RealtimeSink(AudioOutput):
         if not self._capturing and self._timer is None:
             return
         if self._timer is not None:
-            self._timer.cancel()
+            self._arrivals.cancel(self._timer)
             self._timer = None
         self._capturing = False
         played = min(self._pushed, max(0.0, t - self._started_at))
@@ -210,6 +220,7 @@ class _LLMStream(llm.LLMStream):
                  tools: list, conn_options: APIConnectOptions) -> None:
         super().__init__(model, chat_ctx=chat_ctx, tools=tools, conn_options=conn_options)
         self.probe = probe
+        self.until = model.arrivals.until
 
     async def _run(self) -> None:
         probe = self.probe
@@ -221,13 +232,13 @@ class _LLMStream(llm.LLMStream):
         try:
             toks = core.tokens(reply.text)
             for i, tok in enumerate(toks):
-                await sleep_until(started + LLM_TTFT + i * TOKEN_INTERVAL)
+                await self.until(started + LLM_TTFT + i * TOKEN_INTERVAL)
                 if i == 0:
                     probe.llm_first_token[r] = now()
                 self._event_ch.send_nowait(llm.ChatChunk(
                     id=f"r{r}", delta=llm.ChoiceDelta(role="assistant", content=tok)))
             if reply.tool:
-                await sleep_until(started + LLM_TTFT + len(toks) * TOKEN_INTERVAL)
+                await self.until(started + LLM_TTFT + len(toks) * TOKEN_INTERVAL)
                 self._event_ch.send_nowait(llm.ChatChunk(
                     id=f"r{r}", delta=llm.ChoiceDelta(role="assistant", tool_calls=[
                         llm.FunctionToolCall(name=reply.tool, arguments="{}",
@@ -241,9 +252,10 @@ class _LLMStream(llm.LLMStream):
 class BenchLLM(llm.LLM):
     """ttft 0.2 s, then a 4-char token every 20 ms; a tool call after the text if scripted."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals) -> None:
         super().__init__()
         self.probe = probe
+        self.arrivals = arrivals
 
     def chat(self, *, chat_ctx: llm.ChatContext, tools: list | None = None,
              conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
@@ -257,6 +269,7 @@ class _TTSStream(tts.SynthesizeStream):
     def __init__(self, model: BenchTTS, probe: Probe, conn_options: APIConnectOptions) -> None:
         super().__init__(tts=model, conn_options=conn_options)
         self.probe = probe
+        self.until = model.arrivals.until
 
     async def _run(self, output_emitter: tts.AudioEmitter) -> None:
         probe = self.probe
@@ -280,7 +293,7 @@ class _TTSStream(tts.SynthesizeStream):
                     if not n:
                         break
                     if ready > now():
-                        await sleep_until(ready)
+                        await self.until(ready)
                     if r not in probe.tts_first_audio:
                         probe.tts_first_audio[r] = now()
                     c.emitted += n
@@ -296,10 +309,11 @@ class BenchTTS(tts.TTS):
     """Streaming: the first audio 0.1 s after the first text, then audio for each text chunk
     as it arrives (20 ms frames, 24 kHz)."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals) -> None:
         super().__init__(capabilities=tts.TTSCapabilities(streaming=True),
                          sample_rate=OUT_RATE, num_channels=1)
         self.probe = probe
+        self.arrivals = arrivals
 
     def synthesize(self, text: str, *, conn_options: APIConnectOptions =
                    DEFAULT_API_CONNECT_OPTIONS) -> tts.ChunkedStream:
@@ -335,7 +349,8 @@ class Warmup(Agent):
 def make_session(probe: Probe, network: Network, *, transforms: bool
                  ) -> tuple[AgentSession, PacedInput]:
     session = AgentSession(
-        vad=BenchVAD(probe), stt=BenchSTT(probe), llm=BenchLLM(probe), tts=BenchTTS(probe),
+        vad=BenchVAD(probe), stt=BenchSTT(probe), llm=BenchLLM(probe, network.arrivals),
+        tts=BenchTTS(probe, network.arrivals),
         turn_handling={
             "turn_detection": "vad",
             "endpointing": {"mode": "fixed", "min_delay": core.MIN_DELAY,
@@ -350,7 +365,7 @@ def make_session(probe: Probe, network: Network, *, transforms: bool
     )
     inp = PacedInput(probe, network)
     session.input.audio = inp
-    session.output.audio = RealtimeSink(probe)
+    session.output.audio = RealtimeSink(probe, network.arrivals)
     return session, inp
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,21 @@ class Network:
         self._sleep_until = sleep_until
         self._now = now
         self._wake = new_event()
+        self._origin: float | None = None
+
+    def time_zero(self, t: float, phase: float) -> float:
+        """An input's time 0 when it is first read at ``t``: the first instant from ``t`` on
+        at ``phase`` of the network's 20 ms grid, whose origin is the first input's time 0.
+
+        Every runtime's inputs then get their frames on the same phases, set by the sessions'
+        schedule (``core.frame_phase``), not by how long each runtime took to start reading:
+        sessions started a multiple of 20 ms apart get their frames in the same wake-ups on
+        every runtime, where the first read's jitter used to split them into two or more
+        groups on some runs and not on others (twice the wake-ups, and CPU, at N = 10)."""
+        if self._origin is None:
+            self._origin = t - phase
+        base = self._origin + phase
+        return base + max(0, math.ceil((t - base) / FRAME - 1e-9)) * FRAME
 
     def register(self, inp: Any) -> None:
         heapq.heappush(self._heap, (inp.frames.due(), next(self._seq), inp))
@@ -59,8 +75,9 @@ class PacedFrames:
     _AudioFrame: Any
 
     def _first_pull(self, t: float) -> None:
-        """On the first frame pulled: time zero, and the network starts delivering."""
-        self.probe.t0 = t
+        """On the first frame pulled: time zero (on the probe's phase of the network's
+        grid), and the network starts delivering."""
+        self.probe.t0 = self.network.time_zero(t, self.probe.frame_phase)
         self.network.register(self)
         self.started.set()
 

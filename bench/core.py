@@ -251,6 +251,12 @@ class InputFrames:
 
 
 
+def frame_phase(offset: float) -> float:
+    """The phase in the frame period of a session scheduled to start ``offset`` seconds after
+    the first (whole microseconds, so 40 ms is phase 0 exactly)."""
+    return (round(offset * 1e6) % round(FRAME * 1e6)) / 1e6
+
+
 # -- the probe: what the fakes record ----------------------------------------------------------
 @dataclass
 class Probe:
@@ -259,6 +265,9 @@ class Probe:
     index: int
     script: Script
     t0: float | None = None                       # the input's stream time 0
+    # where in the 20 ms frame period its frames come, from its scheduled start (seconds in
+    # [0, FRAME)): the network puts time 0 on that phase of its grid (``Network.time_zero``)
+    frame_phase: float = 0.0
     frame_late: dict[str, float] = field(default_factory=dict)  # key frames' delivery lateness
     vad_threshold: dict[int, float] = field(default_factory=dict)    # utterance → time
     vad_end: dict[int, float] = field(default_factory=dict)

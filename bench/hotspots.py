@@ -255,7 +255,9 @@ def hops_asyncio(n: int, seconds: float) -> dict[str, Any]:
 
 
 # -- worker: decision chains in virtual time (our side) ----------------------------------------
-PER_FRAME_TASKS = ("Network.run", "AudioRecognition.input", "AudioRecognition.vad")
+# ``Arrivals.run`` wakes the fake network for every frame (and the fake services for their data)
+PER_FRAME_TASKS = ("Arrivals.run", "Network.run", "AudioRecognition.input",
+                   "AudioRecognition.vad")
 FRAME_PRODUCER = "bench.trio_side.Network.run"   # the task our sessions' frames are handled in
 
 

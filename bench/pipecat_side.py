@@ -77,6 +77,7 @@ from pipecat.utils.time import time_now_iso8601
 from pipecat.workers.runner import WorkerRunner
 
 from . import common, core
+from .asyncio_arrivals import Arrivals
 from .core import (
     FRAME,
     IN_RATE,
@@ -161,10 +162,18 @@ def quiet_logs(counter: LogCounter | None = None) -> None:
 
 # -- audio in / out --------------------------------------------------------------------------
 class Network(common.Network):
-    """The fake network (``common.Network``) on asyncio."""
+    """The fake network (``common.Network``) on asyncio: its frames and the fake services'
+    data arrive through one ``Arrivals``."""
 
     def __init__(self) -> None:
-        super().__init__(asyncio.Event, sleep_until, now)
+        self.arrivals = Arrivals()
+        super().__init__(asyncio.Event, self.arrivals.until, now)
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            self.arrivals.close()
 
 
 def _input_frame(data: bytes, rate: int, channels: int, _samples: int) -> InputAudioRawFrame:
@@ -314,10 +323,11 @@ class BenchLLM(LLMService):
     The completion runs in ``process_frame``, as Pipecat's LLM services run it, so an
     interruption cancels it with the processor's task."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals) -> None:
         super().__init__(settings=settings(LLMSettings, filter_incomplete_user_turns=False,
                                            use_provider_thinking_default=False))
         self.probe = probe
+        self._until = arrivals.until
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -341,12 +351,12 @@ class BenchLLM(LLMService):
         try:
             toks = core.tokens(reply.text)
             for i, tok in enumerate(toks):
-                await sleep_until(started + LLM_TTFT + i * TOKEN_INTERVAL)
+                await self._until(started + LLM_TTFT + i * TOKEN_INTERVAL)
                 if i == 0:
                     probe.llm_first_token[r] = now()
                 await self._push_llm_text(tok)
             if reply.tool:
-                await sleep_until(started + LLM_TTFT + len(toks) * TOKEN_INTERVAL)
+                await self._until(started + LLM_TTFT + len(toks) * TOKEN_INTERVAL)
                 await self.run_function_calls([FunctionCallFromLLM(
                     function_name=reply.tool, tool_call_id=f"call_{r}", arguments={},
                     context=context)])
@@ -375,12 +385,13 @@ class BenchTTS(TTSService):
     frames to the audio context, the first 0.1 s after the first text, then at 2× real time
     in 100 ms chunks; ``flush_audio`` says the text is complete."""
 
-    def __init__(self, probe: Probe, *, sentences: bool) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals, *, sentences: bool) -> None:
         super().__init__(
             text_aggregation_mode=(TextAggregationMode.SENTENCE if sentences
                                    else TextAggregationMode.TOKEN),
             push_start_frame=True, sample_rate=OUT_RATE, settings=settings(TTSSettings))
         self.probe = probe
+        self._until = arrivals.until
         self._synth: dict[str, _Synthesis] = {}
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
@@ -411,7 +422,7 @@ class BenchTTS(TTSService):
             n, ready = c.next_chunk()
             if n:
                 if ready > now():
-                    await sleep_until(ready)
+                    await self._until(ready)
                 if r not in probe.tts_first_audio:
                     probe.tts_first_audio[r] = now()
                 c.emitted += n
@@ -479,7 +490,7 @@ def make_bot(probe: Probe, network: Network, *, transforms: bool,
         user_speech_timeout=round(MIN_DELAY - VAD_END_FRAMES * FRAME, 6))])
     user, assistant = LLMContextAggregatorPair(context, user_params=LLMUserAggregatorParams(
         vad_analyzer=BenchVAD(probe), user_turn_strategies=strategies))
-    llm = BenchLLM(probe)
+    llm = BenchLLM(probe, network.arrivals)
 
     async def transfer_to_billing(params: FunctionCallParams) -> None:
         params.context.add_message({"role": "developer", "content": BILLING})
@@ -496,7 +507,7 @@ def make_bot(probe: Probe, network: Network, *, transforms: bool,
         llm.register_function(f"tool_{i}", unused)
     inp = PacedInput(probe, network)
     pipeline = Pipeline([inp, BenchSTT(probe), user, llm,
-                         BenchTTS(probe, sentences=transforms), RealtimeSink(probe), assistant])
+                         BenchTTS(probe, network.arrivals, sentences=transforms), RealtimeSink(probe), assistant])
     return Bot(PipelineWorker(pipeline), inp, context)
 
 

@@ -11,6 +11,7 @@ import inspect
 import itertools
 import math
 from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -35,7 +36,7 @@ from agents_trio.io.frame_feed import FeedAttachment, FrameFeed
 from agents_trio.text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from agents_trio.nurseries import EndOfInput
 
-from . import common, core
+from . import common, core, kernel_timer
 from .core import (
     FRAME,
     LLM_TTFT,
@@ -49,34 +50,36 @@ now = trio.current_time
 
 # -- audio in / out --------------------------------------------------------------------------
 class Arrivals:
-    """When the fake LLM's next token and the fake TTS's next audio arrive.
+    """When the fakes' data arrives: the network's frames, the LLM's tokens, the TTS's audio
+    and the end of the sink's playout.
 
-    A real service's output reaches a Trio client through its socket: the task waits parked,
-    and the I/O manager reschedules it when the bytes come. This models that: a fake stream
-    waits for its next arrival parked on this object, and one task reschedules every stream
-    whose data is due. ``trio.sleep_until`` in each stream would instead give every wait a
-    cancel scope of its own (kept, with its status, through the wait, where young collections
-    find and promote them) and end it by raising ``Cancelled``: about 2.5× the CPU of a
-    rescheduling, and more work for the cyclic collector, which no real client pays. The
-    asyncio sides' ``asyncio.sleep`` is already what their clients pay: a loop timer
-    resolving a future.
+    A real service's data reaches a Trio client through its socket: the task waits parked,
+    and the I/O manager reschedules it when the bytes come. This models that: a fake waits for
+    its next arrival parked on this object (``until``), or leaves a callback (``at``), and one
+    task (``run``) wakes when the earliest is due and reschedules every waiter whose data has
+    come. On Trio's system clock on Linux that task waits for a kernel timer to become
+    readable (``bench/kernel_timer.py``), which Trio's I/O manager watches like a socket, due; under any other clock (the
+    ``MockClock`` of ``--virtual`` and the tests) on a cancel scope's deadline.
+
+    ``trio.sleep_until`` in each fake would instead give every wait a cancel scope of its
+    own and end it by raising ``Cancelled``: about 2.5× the Python calls of a wake-up by I/O
+    (134 against 54 per wake-up, counted with ``sys.setprofile``), kept objects that young
+    collections promote, and a cost no real client pays for its data. The asyncio sides
+    wait the same way (``bench/asyncio_arrivals.py``).
     """
 
     def __init__(self) -> None:
-        self._heap: list[list[Any]] = []      # [due, seq, task or None once abandoned]
+        self._heap: list[list[Any]] = []   # [due, seq, task or callback, None once dropped]
         self._seq = itertools.count()
-        self._scope: trio.CancelScope | None = None
+        self._timer: _FdTimer | _ScopeTimer | None = None   # chosen by ``run``
+        self._armed = math.inf
 
     async def until(self, due: float) -> None:
         """Return when ``due`` comes: the data the caller waits for has arrived."""
         if due <= now():
             await trio.lowlevel.checkpoint()
             return
-        entry = [due, next(self._seq), trio.lowlevel.current_task()]
-        heapq.heappush(self._heap, entry)
-        scope = self._scope
-        if scope is not None and due < scope.deadline:
-            scope.deadline = due
+        entry = self._add(due, trio.lowlevel.current_task())
 
         def abandon(_: Any) -> trio.lowlevel.Abort:
             entry[2] = None
@@ -84,24 +87,103 @@ class Arrivals:
 
         await trio.lowlevel.wait_task_rescheduled(abandon)
 
+    def at(self, due: float, callback: Callable[[], object]) -> list[Any]:
+        """Call ``callback`` (in the run task) when ``due`` comes; ``cancel`` the returned
+        entry to drop it."""
+        return self._add(due, callback)
+
+    @staticmethod
+    def cancel(entry: list[Any]) -> None:
+        entry[2] = None
+
+    def _add(self, due: float, waiter: Any) -> list[Any]:
+        entry = [due, next(self._seq), waiter]
+        heapq.heappush(self._heap, entry)
+        if due < self._armed and self._timer is not None:
+            self._armed = due
+            self._timer.arm(due)
+        return entry
+
     async def run(self) -> None:
+        timer = self._timer = _FdTimer() if _kernel_timers() else _ScopeTimer()
         heap = self._heap
-        while True:
-            with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as self._scope:
-                await trio.sleep_forever()
-            t = now()
-            while heap and heap[0][0] <= t:
-                task = heapq.heappop(heap)[2]
-                if task is not None:
-                    trio.lowlevel.reschedule(task)
+        try:
+            if heap:
+                self._armed = heap[0][0]
+                timer.arm(self._armed)
+            while True:
+                await timer.wait()
+                self._armed = math.inf
+                t = now()
+                while heap and heap[0][0] <= t:
+                    waiter = heapq.heappop(heap)[2]
+                    if isinstance(waiter, trio.lowlevel.Task):
+                        trio.lowlevel.reschedule(waiter)
+                    elif waiter is not None:
+                        waiter()
+                if heap:
+                    self._armed = heap[0][0]
+                    timer.arm(self._armed)
+        finally:
+            self._timer = None
+            self._armed = math.inf
+            timer.close()
+
+
+def _kernel_timers() -> bool:
+    """Kernel timers end the waits: on Linux, on Trio's own clock (monotonic time plus an
+    offset, so a timer armed for the remaining time is due at the deadline)."""
+    clock = type(trio.lowlevel.current_clock())
+    return (kernel_timer.available() and clock.__name__ == "SystemClock"
+            and clock.__module__.startswith("trio."))
+
+
+class _FdTimer:
+    """The arrivals' wake-up on a kernel timer, read by Trio's I/O manager."""
+
+    def __init__(self) -> None:
+        self._timer = kernel_timer.KernelTimer()
+
+    def arm(self, due: float) -> None:
+        self._timer.arm(kernel_timer.rounded_up(due - now()))
+
+    async def wait(self) -> None:
+        await trio.lowlevel.wait_readable(self._timer.fd)
+        self._timer.consume()
+
+    def close(self) -> None:
+        self._timer.close()
+
+
+class _ScopeTimer:
+    """The arrivals' wake-up on a cancel scope's deadline (virtual time)."""
+
+    def __init__(self) -> None:
+        self._deadline = math.inf
+        self._scope: trio.CancelScope | None = None
+
+    def arm(self, due: float) -> None:
+        self._deadline = due
+        if self._scope is not None:
+            self._scope.deadline = due
+
+    async def wait(self) -> None:
+        with trio.CancelScope(deadline=self._deadline) as self._scope:
+            await trio.sleep_forever()
+        self._scope = None
+        self._deadline = math.inf
+
+    def close(self) -> None:
+        pass
 
 
 class Network(common.Network):
-    """The fake network (``common.Network``) on Trio, with the fake services' ``Arrivals``."""
+    """The fake network (``common.Network``) on Trio: its frames and the fake services' data
+    arrive through one ``Arrivals``."""
 
     def __init__(self) -> None:
-        super().__init__(trio.Event, trio.sleep_until, now)
         self.arrivals = Arrivals()
+        super().__init__(trio.Event, self.arrivals.until, now)
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -155,9 +237,10 @@ class RealtimeSink(AudioOutput):
     """A non-blocking sink with a real-time playout clock; ``clear_buffer`` ends playback at
     once. Records the first frame of each reply and every clear."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, arrivals: Arrivals) -> None:
         super().__init__(sample_rate=OUT_RATE)
         self.probe = probe
+        self._arrivals = arrivals   # the end of playout arrives as the room's event would
         self._changed = trio.Event()
         self._finished = None
         self._reset()
@@ -212,12 +295,15 @@ class RealtimeSink(AudioOutput):
                 return ev
             changed = self._changed
             if self._flushed and self._started_at is not None:
-                remaining = self._started_at + self._pushed - now()
-                if remaining <= 0:
+                end = self._started_at + self._pushed
+                if end <= now():
                     self._finish(self._pushed, interrupted=False)
                     continue
-                with trio.move_on_after(remaining):
+                entry = self._arrivals.at(end, self._wake)
+                try:
                     await changed.wait()
+                finally:
+                    self._arrivals.cancel(entry)
             else:
                 await changed.wait()
 
@@ -429,7 +515,7 @@ def make_session(probe: Probe, network: Network, *, transforms: bool
     )
     inp = PacedInput(probe, network)
     session.input.audio = inp
-    session.output.audio = RealtimeSink(probe)
+    session.output.audio = RealtimeSink(probe, network.arrivals)
     return session, inp
 
 

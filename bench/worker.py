@@ -184,7 +184,9 @@ def make_probes(n: int, kind: str, rounds: int) -> list[list[core.Probe]]:
             return core.listening_script(10.0)
         return core.build_script(i, kind=kind)
 
-    return [[core.Probe(index=r * n + i, script=script(r * n + i)) for i in range(n)]
+    spread = spread_for(n)
+    return [[core.Probe(index=r * n + i, script=script(r * n + i),
+                        frame_phase=core.frame_phase(spread * i / n)) for i in range(n)]
             for r in range(rounds)]
 
 
