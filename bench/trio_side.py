@@ -58,8 +58,9 @@ class Arrivals:
     its next arrival parked on this object (``until``), or leaves a callback (``at``), and one
     task (``run``) wakes when the earliest is due and reschedules every waiter whose data has
     come. On Trio's system clock on Linux that task waits for a kernel timer to become
-    readable (``bench/kernel_timer.py``), which Trio's I/O manager watches like a socket, due; under any other clock (the
-    ``MockClock`` of ``--virtual`` and the tests) on a cancel scope's deadline.
+    readable (``bench/kernel_timer.py``), which Trio's I/O manager watches like a socket;
+    under any other clock (the ``MockClock`` of ``--virtual`` and the tests) it waits on a
+    cancel scope's deadline.
 
     ``trio.sleep_until`` in each fake would instead give every wait a cancel scope of its
     own and end it by raising ``Cancelled``: about 2.5× the Python calls of a wake-up by I/O
