@@ -367,7 +367,7 @@ def notes(meta: dict) -> list[str]:
         "charge each runtime its timer machinery for what is I/O in production: on Trio a "
         "cancel scope per wait, ended by raising `Cancelled` (134 Python calls per wake-up "
         "of a bare loop, counted with `sys.setprofile`, against 54 for a wake-up by I/O; "
-        "asyncio's timer wake-up is 62). `gc.freeze()` after warm-up "
+        "asyncio's are about even: 62 by its timer, 50 by I/O). `gc.freeze()` after warm-up "
         "everywhere (`--gc default` turns it off). "
         "LiveKit's `aclose()` includes its fixed 2.0 s wait for a last STT transcript "
         "(`session_close_transcript_timeout`); ours has no such wait. Our model protocol "
