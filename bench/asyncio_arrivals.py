@@ -1,4 +1,5 @@
-"""When the fakes' data arrives, on asyncio (LiveKit Agents' and Pipecat's sides).
+"""When the fakes' data arrives, on asyncio (LiveKit Agents' and Pipecat's sides), and the
+fake network that hands out the input frames through it.
 
 The counterpart of ``trio_side.Arrivals``: the network's frames, the LLM's tokens, the TTS's
 audio and the end of the sink's playout arrive the way a real client's data does, through
@@ -18,7 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import kernel_timer
+from . import common, kernel_timer
 
 
 class Arrivals:
@@ -107,3 +108,22 @@ class Arrivals:
                 waiter()
         if heap:
             self._arm(heap[0][0])
+
+
+class Network(common.Network):
+    """The fake network (``common.Network``) on asyncio (LiveKit Agents' and Pipecat's
+    sides): its frames and the fake services' data arrive through one ``Arrivals``."""
+
+    def __init__(self) -> None:
+        self.arrivals = Arrivals()
+        super().__init__(asyncio.Event, self.arrivals.until, _now)
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            self.arrivals.close()
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()

@@ -30,7 +30,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS
 from livekit.agents.voice.io import AudioInput, AudioOutput, AudioOutputCapabilities
 
 from . import common, core
-from .asyncio_arrivals import Arrivals
+from .asyncio_arrivals import Arrivals, Network
 from .core import (
     FRAME,
     IN_SAMPLES,
@@ -50,21 +50,6 @@ async def sleep_until(deadline: float) -> None:
 
 
 # -- audio in / out --------------------------------------------------------------------------
-class Network(common.Network):
-    """The fake network (``common.Network``) on asyncio: its frames and the fake services'
-    data arrive through one ``Arrivals``."""
-
-    def __init__(self) -> None:
-        self.arrivals = Arrivals()
-        super().__init__(asyncio.Event, self.arrivals.until, now)
-
-    async def run(self) -> None:
-        try:
-            await super().run()
-        finally:
-            self.arrivals.close()
-
-
 class PacedInput(common.PacedFrames, AudioInput):
     """20 ms / 16 kHz frames at real-time pace: frame k is due at t0 + (k+1)·20 ms and comes
     from the fake network through an asyncio queue."""

@@ -77,7 +77,7 @@ from pipecat.utils.time import time_now_iso8601
 from pipecat.workers.runner import WorkerRunner
 
 from . import common, core
-from .asyncio_arrivals import Arrivals
+from .asyncio_arrivals import Arrivals, Network
 from .core import (
     FRAME,
     IN_RATE,
@@ -161,21 +161,6 @@ def quiet_logs(counter: LogCounter | None = None) -> None:
 
 
 # -- audio in / out --------------------------------------------------------------------------
-class Network(common.Network):
-    """The fake network (``common.Network``) on asyncio: its frames and the fake services'
-    data arrive through one ``Arrivals``."""
-
-    def __init__(self) -> None:
-        self.arrivals = Arrivals()
-        super().__init__(asyncio.Event, self.arrivals.until, now)
-
-    async def run(self) -> None:
-        try:
-            await super().run()
-        finally:
-            self.arrivals.close()
-
-
 def _input_frame(data: bytes, rate: int, channels: int, _samples: int) -> InputAudioRawFrame:
     return InputAudioRawFrame(audio=data, sample_rate=rate, num_channels=channels)
 
