@@ -85,7 +85,7 @@ class RealtimeSink(AudioOutput):
         self._pushed = 0.0
         self._started_at = 0.0
         self._reply = -1
-        self._timer: list[Any] | None = None
+        self._playout_end: list[Any] | None = None   # its arrival, while one is due
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
@@ -105,21 +105,21 @@ class RealtimeSink(AudioOutput):
             return
         self._capturing = False
         pushed = self._pushed
-        self._timer = self._arrivals.at(self._started_at + pushed,
-                                        lambda: self._finished(pushed))
+        self._playout_end = self._arrivals.at(self._started_at + pushed,
+                                              lambda: self._finished(pushed))
 
     def _finished(self, pushed: float) -> None:
-        self._timer = None
+        self._playout_end = None
         self.on_playback_finished(playback_position=pushed, interrupted=False)
 
     def clear_buffer(self) -> None:
         t = now()
         self.probe.clears.append((t, self._reply))
-        if not self._capturing and self._timer is None:
+        if not self._capturing and self._playout_end is None:
             return
-        if self._timer is not None:
-            self._arrivals.cancel(self._timer)
-            self._timer = None
+        if self._playout_end is not None:
+            self._arrivals.cancel(self._playout_end)
+            self._playout_end = None
         self._capturing = False
         played = min(self._pushed, max(0.0, t - self._started_at))
         self.on_playback_finished(playback_position=played, interrupted=True)

@@ -492,7 +492,8 @@ def make_bot(probe: Probe, network: Network, *, transforms: bool,
         llm.register_function(f"tool_{i}", unused)
     inp = PacedInput(probe, network)
     pipeline = Pipeline([inp, BenchSTT(probe), user, llm,
-                         BenchTTS(probe, network.arrivals, sentences=transforms), RealtimeSink(probe), assistant])
+                         BenchTTS(probe, network.arrivals, sentences=transforms),
+                         RealtimeSink(probe), assistant])
     return Bot(PipelineWorker(pipeline), inp, context)
 
 
