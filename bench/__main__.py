@@ -328,24 +328,32 @@ def capacity_repeats(args: argparse.Namespace, log: Any, runs: list[dict]) -> li
 
 def cpu_split(args: argparse.Namespace, log: Any) -> list[dict]:
     """The CPU per session-second taken apart, ours and LiveKit's: each of ``CPU_SPLIT_NS`` in
-    the sweep once more with sessions that only listen (10 s of silence: the frames through the
-    session, no turns) and once with the fake network's inputs alone (no session: the
-    figure's floor, what the fake network costs that runtime's process)."""
+    the sweep once more with the sweep's script, once with sessions that only listen (10 s of
+    silence: the frames through the session, no turns) and once with the fake network's
+    inputs alone (no session: what the fake network costs that runtime's process). Every run
+    counts the process's wake-ups; one more run of the fake network with a single input
+    (N = 1) gives what a wake-up with almost nothing to do costs on that runtime, the price
+    of the wake-ups in the figure's floor (``report.wake_floor``)."""
     raw_dir = args.out / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
     out = []
     runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
-    for n in (n for n in CPU_SPLIT_NS if n in args.ns):
-        for script in ("listen", "network"):
-            for rt in runtimes:
-                run = run_worker(rt, n, script=script, transforms="off", gc_mode=args.gc,
-                                 rounds=1, out_dir=raw_dir, timeout=240.0 + 0.5 * n, log=log)
-                if "resources" in run:
-                    res = run["resources"]
-                    out.append({"runtime": rt, "n": n, "script": script,
-                                "cpu_per_session_second": res["cpu_per_session_second"],
-                                "cpu_utilisation": res["cpu_utilisation"],
-                                "host_other_cores": res["host_other_cores"]})
+    points = [(n, script) for n in CPU_SPLIT_NS if n in args.ns
+              for script in (args.script, "listen", "network")]
+    for n, script in [(1, "network")] + points:
+        for rt in runtimes:
+            run = run_worker(rt, n, script=script, transforms="off", gc_mode=args.gc,
+                             rounds=1, out_dir=raw_dir, timeout=240.0 + 0.5 * n, log=log,
+                             tag="split")
+            if "resources" in run:
+                res = run["resources"]
+                out.append({"runtime": rt, "n": n,
+                            "script": "whole" if script == args.script else script,
+                            "cpu_per_session_second": res["cpu_per_session_second"],
+                            "wakeups_per_session_second": res.get("wakeups_per_session_second"),
+                            "cpu_per_wakeup_us": res.get("cpu_per_wakeup_us"),
+                            "cpu_utilisation": res["cpu_utilisation"],
+                            "host_other_cores": res["host_other_cores"]})
     return out
 
 
@@ -620,6 +628,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--adapter", action="store_true",
                       help="Silero VAD through adapt(): CPU and wall time per window, per hop, "
                            "lockstep and inside the voice session (bench/results/adapter.md)")
+    mode.add_argument("--cpu-split-only", action="store_true",
+                      help="run only the CPU figure's split (whole, listening, fake network, "
+                           "wake-ups) at N = 10, 50, 100 into the saved bench.json, and "
+                           "rewrite the report")
     mode.add_argument("--report-only", action="store_true",
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
@@ -690,8 +702,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.adapter:
         from . import adapter_hops
         return adapter_hops.main(["--out", str(args.out)])
-    if args.report_only:
+    if args.report_only or args.cpu_split_only:
         results = json.loads((args.out / "bench.json").read_text())
+        if args.cpu_split_only:
+            log(f"{machine()}, Python {platform.python_version()}\n")
+            args.ns = list(CPU_SPLIT_NS)
+            args.script = results["meta"]["script"]
+            args.gc = results["meta"].get("gc_mode", args.gc)
+            results["cpu_split"] = cpu_split(args, log)
+            results["meta"]["cpu_split_at"] = {
+                "date": time.strftime("%Y-%m-%d %H:%M"), "code": tree_info}
         results["targets"] = (report.compute_targets(results["runs"],
                                                      results.get("cpu_repeats"),
                                                      results.get("capacity_repeats"),

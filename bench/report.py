@@ -390,7 +390,7 @@ def cpu_split_md(runs: list[dict], split: list[dict],
     if not split:
         return []
     parts = {(x["runtime"], x["n"], x["script"]): x["cpu_per_session_second"] for x in split}
-    ns = sorted({x["n"] for x in split})
+    ns = sorted({x["n"] for x in split if x["n"] > 1})   # N = 1: the bare wake-up's run
     lines = ["", ("Where the CPU per session-second goes (ms of CPU per session-second; each "
                   "column is its own run at that N: the sweep's run, sessions that only listen "
                   "to 10 s of silence, and the fake network handing the same inputs their "
@@ -425,6 +425,84 @@ def cpu_split_md(runs: list[dict], split: list[dict],
         lines += ["", ("Beyond the fake network, ours / LiveKit's: " + ", ".join(ratios)
                        + ". The target counts the whole run, fake network included; the "
                        "differences carry the noise of two runs each.")]
+    return lines + wake_floor_md(runs, split, repeats)
+
+
+def wake_floor(split: list[dict], runtime: str, n: int) -> float | None:
+    """The least CPU per session-second a process woken as often as ``runtime``'s was at ``n``
+    can use: the fake network alone (its wake-ups, its frames) plus every further wake-up of
+    the whole run at the price of a wake-up with almost nothing to do on that runtime (the
+    fake network with one input). What is left above it is the runtime's own work."""
+    def part(script: str, key: str, at: int = n) -> float | None:
+        return next((x.get(key) for x in split if x["runtime"] == runtime and x["n"] == at
+                     and x["script"] == script), None)
+
+    network = part("network", "cpu_per_session_second")
+    whole_w = part("whole", "wakeups_per_session_second")
+    network_w = part("network", "wakeups_per_session_second")
+    bare_us = part("network", "cpu_per_wakeup_us", at=1)
+    if None in (network, whole_w, network_w, bare_us):
+        return None
+    assert network is not None and whole_w is not None and network_w is not None
+    assert bare_us is not None
+    return network + max(0.0, whole_w - network_w) * bare_us * 1e-6
+
+
+def wake_floor_md(runs: list[dict], split: list[dict],
+                  repeats: list[dict] | None = None) -> list[str]:
+    """How often each process woke in the split's runs, what a wake-up cost, and the floor
+    those wake-ups set under the CPU figure (``wake_floor``) against LiveKit's figure."""
+    if not any(x.get("wakeups_per_session_second") is not None for x in split):
+        return []
+
+    def part(rt: str, n: int, script: str, key: str) -> float | None:
+        return next((x.get(key) for x in split if x["runtime"] == rt and x["n"] == n
+                     and x["script"] == script), None)
+
+    ns = sorted({x["n"] for x in split if x["script"] == "whole"})
+    lines = ["", ("Wake-ups (the process's voluntary context switches: on a one-thread loop, "
+                  "each time `epoll_wait` slept and was woken) per session-second in the "
+                  "split's own runs, what a wake-up cost on average (the phase's CPU over its "
+                  "wake-ups; “bare”: the fake network with one input, a wake-up with almost "
+                  "nothing to do), and the floor they set: the fake network alone plus each "
+                  "further wake-up of the whole run at the bare price, the least CPU a "
+                  "process woken as often could use. The last column sets the floor against "
+                  "LiveKit's whole figure (the CPU target's median), which the target wants "
+                  "at most ⅓:"), "",
+             ("| N | runtime | wake-ups per session-s: whole / listening / network | CPU per "
+              "wake-up (µs): whole / network / bare | whole run here (ms per session-s) | "
+              "floor (ms per session-s) | floor / LiveKit's figure |"),
+             "|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for n in ns:
+        theirs = cpu_median(runs, repeats or [], THEIRS, n)
+        for rt in (OURS, THEIRS):
+            if part(rt, n, "whole", "cpu_per_session_second") is None:
+                continue
+            wakes = " / ".join(fmt(part(rt, n, sc, "wakeups_per_session_second"), 1)
+                               for sc in ("whole", "listen", "network"))
+            costs = " / ".join(fmt(v, 0) for v in (
+                part(rt, n, "whole", "cpu_per_wakeup_us"),
+                part(rt, n, "network", "cpu_per_wakeup_us"),
+                part(rt, 1, "network", "cpu_per_wakeup_us")))
+            floor = wake_floor(split, rt, n)
+            whole = part(rt, n, "whole", "cpu_per_session_second")
+            share = _ratio(floor, theirs)
+            lines.append(f"| {n} | {NAMES[rt]} | {wakes} | {costs} "
+                         f"| {fmt(None if whole is None else whole * 1e3, 2)} "
+                         f"| {fmt(None if floor is None else floor * 1e3, 2)} "
+                         f"| {fmt(share, 2)} |")
+            if rt == OURS and share is not None:
+                verdicts.append((n, share, floor, theirs))
+    for n, share, floor, theirs in verdicts:
+        if share > 1 / 3:
+            lines += ["", (f"At N = {n} the wake-ups alone put our floor at {fmt(share, 2)} of "
+                           f"LiveKit's figure ({fmt(floor * 1e3, 2)} against "
+                           f"{fmt(theirs * 1e3, 2)} ms per session-second), above the "
+                           "target's ⅓: on this machine no runtime woken as often as ours "
+                           "(once per frame period for the network, once per token, audio "
+                           "chunk and end of playout, once per end of turn) could meet it "
+                           "there, whatever its own work per wake-up.")]
     return lines
 
 

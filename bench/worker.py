@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import platform
+import resource
 import sys
 import time
 from typing import Any
@@ -57,6 +58,14 @@ def host_busy_seconds() -> float:
         return -1.0
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def wakeups() -> int:
+    """The process's voluntary context switches so far (every thread): each is a wait in which
+    a thread blocked and was woken again. On a one-thread event loop that is one per loop
+    wake-up (its ``epoll_wait`` found nothing ready and slept); a thread pool's blocking
+    waits count too (Pipecat's VAD worker threads)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
 
 
 def rss_bytes() -> int:
@@ -110,6 +119,7 @@ class Meter:
         self.lags: list[float] = []
         self.idle_rate = 0.0
         self.cpu0 = self.cpu1 = 0.0
+        self.wakeups0 = self.wakeups1 = 0
         self.wall0 = self.wall1 = 0.0
         self.gc_timer = _GcTimer()
         gc.callbacks.append(self.gc_timer)
@@ -125,8 +135,10 @@ class Meter:
         self.gc0 = gc.get_stats()
         self.host0 = host_busy_seconds()
         self.cpu0, self.wall0 = cpu_seconds(), wall
+        self.wakeups0 = wakeups()
 
     def end(self, wall: float) -> None:
+        self.wakeups1 = wakeups()
         self.cpu1, self.wall1 = cpu_seconds(), wall
         self.host1 = host_busy_seconds()
         self.gc_timer.active = False
@@ -161,6 +173,12 @@ class Meter:
             # (the lowest figure gained most: 20 Hz, N = 10 gave 0.34 of LiveKit's net, 0.43
             # gross)
             "cpu_per_session_second": cpu / session_seconds if session_seconds else None,
+            # how often the process woke over the phase, and what a wake-up cost on average
+            "wakeups": self.wakeups1 - self.wakeups0,
+            "wakeups_per_session_second": ((self.wakeups1 - self.wakeups0) / session_seconds
+                                           if session_seconds else None),
+            "cpu_per_wakeup_us": (cpu / (self.wakeups1 - self.wakeups0) * 1e6
+                                  if self.wakeups1 > self.wakeups0 else None),
             "rss_base_mb": self.rss_base / 2**20,
             "rss_peak_mb": self.rss_peak / 2**20,
             "live_sessions_peak": self.live_peak,

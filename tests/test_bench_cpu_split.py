@@ -130,3 +130,55 @@ def test_the_repeats_alternate_the_runtimes_and_skip_a_stopped_series(
     assert [(x["runtime"], x["n"], x["repeat"]) for x in out] == [
         (rt, n, int(tag[-1])) for rt, n, tag in calls]
     assert out[0]["cpu_per_session_second"] == pytest.approx(0.010)
+
+
+def _split(rt: str, n: int, script: str, cpu: float, wakes: float, us: float) -> dict:
+    return {"runtime": rt, "n": n, "script": script, "cpu_per_session_second": cpu,
+            "wakeups_per_session_second": wakes, "cpu_per_wakeup_us": us}
+
+
+def test_the_wake_floor_is_the_network_plus_further_wake_ups_at_the_bare_price() -> None:
+    split = [_split("trio", 1, "network", 0.018, 54.0, 300.0),
+             _split("trio", 10, "whole", 0.0042, 10.0, 400.0),
+             _split("trio", 10, "listen", 0.0027, 6.0, 450.0),
+             _split("trio", 10, "network", 0.0018, 6.0, 300.0),
+             _split("asyncio", 1, "network", 0.017, 54.0, 280.0),
+             _split("asyncio", 10, "whole", 0.0100, 12.0, 830.0),
+             _split("asyncio", 10, "listen", 0.0060, 6.0, 1000.0),
+             _split("asyncio", 10, "network", 0.0017, 6.0, 280.0)]
+    # 1.8 ms of network + 4 more wake-ups per session-second at 300 µs
+    assert report.wake_floor(split, "trio", 10) == pytest.approx(0.0018 + 4 * 300e-6)
+    assert report.wake_floor(split, "asyncio", 10) == pytest.approx(0.0017 + 6 * 280e-6)
+    assert report.wake_floor(split[1:], "trio", 10) is None   # no bare wake-up measured
+    runs = [_whole("trio", 10, 0.0042), _whole("asyncio", 10, 0.0095)]
+    md = "\n".join(report.cpu_split_md(runs, split))
+    ours = next(line for line in md.splitlines()
+                if line.startswith("| 10 | agents_trio | 10.0 /"))
+    # wake-ups, CPU per wake-up, the split's whole run, the floor, floor / LiveKit's 9.5 ms
+    assert ours.split(" | ")[2:] == ["10.0 / 6.0 / 6.0", "400 / 300 / 300", "4.20", "3.00",
+                                     "0.32 |"]
+    assert "At N = 10" not in md     # 3.0 of 9.5: under ⅓
+    runs = [_whole("trio", 10, 0.0042), _whole("asyncio", 10, 0.0080)]
+    md = "\n".join(report.cpu_split_md(runs, split))
+    assert "At N = 10 the wake-ups alone put our floor at 0.38 of LiveKit's figure" in md
+    # splits measured before wake-ups were counted: no wake-up table
+    old = [{k: v for k, v in x.items() if not k.startswith(("wakeups", "cpu_per_wakeup"))}
+           for x in split]
+    assert "Wake-ups" not in "\n".join(report.cpu_split_md(runs, old))
+
+
+def test_the_meter_counts_the_wake_ups_of_the_measured_phase() -> None:
+    import select
+
+    from bench import worker
+    probe = core.Probe(index=0, script=core.listening_script(1.0))
+    meter = worker.Meter([probe])
+    meter.begin(0.0)
+    for _ in range(5):
+        select.select([], [], [], 0.001)   # five waits that block: five voluntary switches
+    meter.end(1.0)
+    res = meter.result()
+    assert 5 <= res["wakeups"] <= 50
+    assert res["wakeups_per_session_second"] == pytest.approx(res["wakeups"] / 1.0)
+    assert res["cpu_per_wakeup_us"] == pytest.approx(
+        res["phase_cpu_s"] / res["wakeups"] * 1e6)
