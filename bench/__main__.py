@@ -241,8 +241,9 @@ def context_sweep(args: argparse.Namespace, log: Any) -> list[dict]:
     return runs
 
 
-# where the CPU figure's N are split into its parts (the CPU target's points)
-CPU_SPLIT_NS = (10, 50, 100)
+# where the CPU figure's N are split into its parts and repeated (the CPU target counts every
+# N both runtimes ran unsaturated)
+CPU_SPLIT_NS = (1, 10, 50, 100)
 
 
 def cpu_repeats(args: argparse.Namespace, log: Any,
@@ -340,7 +341,9 @@ def cpu_split(args: argparse.Namespace, log: Any) -> list[dict]:
     runtimes = ["trio"] + (["asyncio"] if args.with_asyncio else [])
     points = [(n, script) for n in CPU_SPLIT_NS if n in args.ns
               for script in (args.script, "listen", "network")]
-    for n, script in [(1, "network")] + points:
+    if (1, "network") not in points:   # the bare wake-up's run
+        points.insert(0, (1, "network"))
+    for n, script in points:
         for rt in runtimes:
             run = run_worker(rt, n, script=script, transforms="off", gc_mode=args.gc,
                              rounds=1, out_dir=raw_dir, timeout=240.0 + 0.5 * n, log=log,
@@ -630,8 +633,8 @@ def main(argv: list[str] | None = None) -> int:
                            "lockstep and inside the voice session (bench/results/adapter.md)")
     mode.add_argument("--cpu-split-only", action="store_true",
                       help="run only the CPU figure's split (whole, listening, fake network, "
-                           "wake-ups) at N = 10, 50, 100 into the saved bench.json, and "
-                           "rewrite the report")
+                           "wake-ups) at N = 1, 10, 50, 100 (or --ns) into the saved "
+                           "bench.json, and rewrite the report")
     mode.add_argument("--report-only", action="store_true",
                       help="rewrite the report, plot and README from the saved bench.json")
     ap.add_argument("--ns", help="comma-separated N (default 1,10,50,100,200,300)")
@@ -706,10 +709,14 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads((args.out / "bench.json").read_text())
         if args.cpu_split_only:
             log(f"{machine()}, Python {platform.python_version()}\n")
-            args.ns = list(CPU_SPLIT_NS)
+            args.ns = args.ns if args.ns_given else list(CPU_SPLIT_NS)
             args.script = results["meta"]["script"]
             args.gc = results["meta"].get("gc_mode", args.gc)
-            results["cpu_split"] = cpu_split(args, log)
+            fresh = cpu_split(args, log)
+            # the runs not made again are kept
+            again = {(x["runtime"], x["n"], x["script"]) for x in fresh}
+            results["cpu_split"] = [x for x in results.get("cpu_split") or []
+                                    if (x["runtime"], x["n"], x["script"]) not in again] + fresh
             results["meta"]["cpu_split_at"] = {
                 "date": time.strftime("%Y-%m-%d %H:%M"), "code": tree_info}
         results["targets"] = (report.compute_targets(results["runs"],

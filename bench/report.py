@@ -208,10 +208,10 @@ def compute_targets(runs: list[dict], cpu_repeats: list[dict] | None = None,
                 so, st = capacity(runs, OURS), capacity(runs, vs)
                 row["single_runs"] = _ratio(so["estimate"] or so["last_ok"],
                                             st["estimate"] or st["last_ok"])
-        else:  # cpu: every N ≥ 10 where both runtimes ran unsaturated; the worst ratio counts
-            ns = sorted({r["n"] for r in runs if r["runtime"] == OURS and r["n"] >= 10
+        else:  # cpu: every N where both runtimes ran unsaturated; the worst ratio counts
+            ns = sorted({r["n"] for r in runs if r["runtime"] == OURS
                          and not r.get("refinement")}
-                        & {r["n"] for r in runs if r["runtime"] == vs and r["n"] >= 10
+                        & {r["n"] for r in runs if r["runtime"] == vs
                            and not r.get("saturated") and not r.get("refinement")})
             per_n = {n: _ratio(cpu_median(runs, repeats, OURS, n),
                                cpu_median(runs, repeats, vs, n)) for n in ns}
@@ -390,7 +390,9 @@ def cpu_split_md(runs: list[dict], split: list[dict],
     if not split:
         return []
     parts = {(x["runtime"], x["n"], x["script"]): x["cpu_per_session_second"] for x in split}
-    ns = sorted({x["n"] for x in split if x["n"] > 1})   # N = 1: the bare wake-up's run
+    # the N split into parts (a lone N = 1 network run is the bare wake-up's)
+    ns = sorted({x["n"] for x in split if x["script"] == "listen"}
+                or {x["n"] for x in split if x["n"] > 1})
     lines = ["", ("Where the CPU per session-second goes (ms of CPU per session-second; each "
                   "column is its own run at that N: the sweep's run, sessions that only listen "
                   "to 10 s of silence, and the fake network handing the same inputs their "

@@ -122,14 +122,16 @@ def test_the_repeats_alternate_the_runtimes_and_skip_a_stopped_series(
                               gc="freeze", ns=[1, 10, 50, 100, 200])
     out = bench_main.cpu_repeats(args, lambda msg: None,
                                  {"trio": None, "asyncio": {"n": 100, "reason": "x"}})
-    assert calls == [("asyncio", 10, "repeat1"), ("trio", 10, "repeat1"),
+    assert calls == [("asyncio", 1, "repeat1"), ("trio", 1, "repeat1"),
+                     ("trio", 1, "repeat2"), ("asyncio", 1, "repeat2"),
+                     ("asyncio", 10, "repeat1"), ("trio", 10, "repeat1"),
                      ("trio", 10, "repeat2"), ("asyncio", 10, "repeat2"),
                      ("asyncio", 50, "repeat1"), ("trio", 50, "repeat1"),
                      ("trio", 50, "repeat2"), ("asyncio", 50, "repeat2"),
                      ("trio", 100, "repeat1"), ("trio", 100, "repeat2")]
     assert [(x["runtime"], x["n"], x["repeat"]) for x in out] == [
         (rt, n, int(tag[-1])) for rt, n, tag in calls]
-    assert out[0]["cpu_per_session_second"] == pytest.approx(0.010)
+    assert out[0]["cpu_per_session_second"] == pytest.approx(0.001)
 
 
 def _split(rt: str, n: int, script: str, cpu: float, wakes: float, us: float) -> dict:
@@ -182,3 +184,43 @@ def test_the_meter_counts_the_wake_ups_of_the_measured_phase() -> None:
     assert res["wakeups_per_session_second"] == pytest.approx(res["wakeups"] / 1.0)
     assert res["cpu_per_wakeup_us"] == pytest.approx(
         res["phase_cpu_s"] / res["wakeups"] * 1e6)
+
+
+def test_the_split_runs_each_part_and_the_bare_wake_up(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bench_main = importlib.import_module("bench.__main__")
+    calls: list[tuple[str, int, str]] = []
+
+    def fake_run_worker(rt: str, n: int, **kw: Any) -> dict:
+        calls.append((rt, n, kw["script"]))
+        return {"runtime": rt, "n": n, "resources": {
+            "cpu_per_session_second": 0.001 * n, "cpu_utilisation": 0.1,
+            "host_other_cores": 0.0, "wakeups_per_session_second": 5.0,
+            "cpu_per_wakeup_us": 300.0}}
+
+    monkeypatch.setattr(bench_main, "run_worker", fake_run_worker)
+    args = argparse.Namespace(out=tmp_path, with_asyncio=True, script="full", gc="freeze",
+                              ns=[10, 200])
+    out = bench_main.cpu_split(args, lambda msg: None)
+    # without N = 1 in the sweep, the bare wake-up's run comes first
+    assert calls == [(rt, n, sc) for n, sc in ((1, "network"), (10, "full"), (10, "listen"),
+                                               (10, "network"))
+                     for rt in ("trio", "asyncio")]
+    assert [x["script"] for x in out[2:4]] == ["whole", "whole"]
+    assert out[0]["wakeups_per_session_second"] == 5.0
+    calls.clear()
+    args.ns = [1, 10]
+    bench_main.cpu_split(args, lambda msg: None)
+    assert [(n, sc) for _, n, sc in calls[::2]] == [
+        (1, "full"), (1, "listen"), (1, "network"), (10, "full"), (10, "listen"),
+        (10, "network")]
+
+
+def test_the_cpu_target_counts_every_n_single_sessions_too() -> None:
+    runs = [_run("trio", 1, 0.024), _run("asyncio", 1, 0.040),
+            _run("trio", 10, 0.0030), _run("asyncio", 10, 0.0100)]
+    cpu = next(t for t in report.compute_targets(runs) if t["key"] == "cpu")
+    assert cpu["per_n"] == pytest.approx({1: 0.6, 10: 0.3})
+    assert cpu["ratio"] == pytest.approx(0.6)
+    assert not cpu["met"]
+    assert cpu["where"].startswith("N = 1, 10")
