@@ -219,6 +219,9 @@ def test_the_split_runs_each_part_and_the_bare_wake_up(
 def test_the_cpu_target_counts_every_n_single_sessions_too() -> None:
     runs = [_run("trio", 1, 0.024), _run("asyncio", 1, 0.040),
             _run("trio", 10, 0.0030), _run("asyncio", 10, 0.0100)]
+    for r in runs:
+        r["summary"].update(turn_plumbing_ms={"p50": 1.0}, interruption_ms={"p99": 1.0})
+        r["summary"]["turn_overhead_ms"]["p50"] = 3.0
     cpu = next(t for t in report.compute_targets(runs) if t["key"] == "cpu")
     assert cpu["per_n"] == pytest.approx({1: 0.6, 10: 0.3})
     assert cpu["ratio"] == pytest.approx(0.6)
