@@ -163,6 +163,11 @@ def test_the_wake_floor_is_the_network_plus_further_wake_ups_at_the_bare_price()
     runs = [_whole("trio", 10, 0.0042), _whole("asyncio", 10, 0.0080)]
     md = "\n".join(report.cpu_split_md(runs, split))
     assert "At N = 10 the wake-ups alone put our floor at 0.38 of LiveKit's figure" in md
+    # at asyncio's prices: its network 1.7 ms + 4 more wake-ups at 280 µs = 2.82 of 8.0
+    assert report.wake_floor(split, "trio", 10, priced_as="asyncio") == pytest.approx(
+        0.0017 + 4 * 280e-6)
+    assert "300 µs on Trio here and 280 µs on asyncio" in md
+    assert "would still be 0.35 of LiveKit's figure" in md
     # splits measured before wake-ups were counted: no wake-up table
     old = [{k: v for k, v in x.items() if not k.startswith(("wakeups", "cpu_per_wakeup"))}
            for x in split]
