@@ -507,7 +507,8 @@ def wake_floor_md(runs: list[dict], split: list[dict],
         lines += ["", (
             f"At N = {n} the wake-ups alone put our floor at {fmt(share, 2)} of LiveKit's "
             f"figure ({fmt(floor * 1e3, 2)} against {fmt(theirs * 1e3, 2)} ms per "
-            "session-second), above the target's ⅓: on this machine a Trio process woken as "
+            "session-second), above the target's ⅓: by this estimate, on this machine a Trio "
+            "process woken as "
             "often as ours (for every frame period of the network, every token, audio chunk "
             "and end of playout the fakes deliver, and once per end of turn) cannot meet it "
             f"there, whatever its own work per wake-up. A bare wake-up costs {fmt(bare[OURS], 0)} "
