@@ -430,6 +430,13 @@ def cpu_split_md(runs: list[dict], split: list[dict],
     return lines + wake_floor_md(runs, split, repeats)
 
 
+def split_value(split: list[dict], runtime: str, n: int, script: str,
+                key: str) -> float | None:
+    """``key`` of ``runtime``'s split run of ``script`` at ``n``, or None."""
+    return next((x.get(key) for x in split if x["runtime"] == runtime and x["n"] == n
+                 and x["script"] == script), None)
+
+
 def wake_floor(split: list[dict], runtime: str, n: int,
                priced_as: str | None = None) -> float | None:
     """The least CPU per session-second a process woken as often as ``runtime``'s was at ``n``
@@ -437,19 +444,13 @@ def wake_floor(split: list[dict], runtime: str, n: int,
     the whole run at the price of a wake-up with almost nothing to do (the fake network with
     one input). Priced on ``runtime``'s own loop, or on ``priced_as``'s (its fake network
     alone, its bare wake-up). What is left above it is the runtime's own work."""
-    def part(rt: str, script: str, key: str, at: int = n) -> float | None:
-        return next((x.get(key) for x in split if x["runtime"] == rt and x["n"] == at
-                     and x["script"] == script), None)
-
     loop = priced_as or runtime
-    network = part(loop, "network", "cpu_per_session_second")
-    whole_w = part(runtime, "whole", "wakeups_per_session_second")
-    network_w = part(loop, "network", "wakeups_per_session_second")
-    bare_us = part(loop, "network", "cpu_per_wakeup_us", at=1)
-    if None in (network, whole_w, network_w, bare_us):
+    network = split_value(split, loop, n, "network", "cpu_per_session_second")
+    whole_w = split_value(split, runtime, n, "whole", "wakeups_per_session_second")
+    network_w = split_value(split, loop, n, "network", "wakeups_per_session_second")
+    bare_us = split_value(split, loop, 1, "network", "cpu_per_wakeup_us")
+    if network is None or whole_w is None or network_w is None or bare_us is None:
         return None
-    assert network is not None and whole_w is not None and network_w is not None
-    assert bare_us is not None
     return network + max(0.0, whole_w - network_w) * bare_us * 1e-6
 
 
@@ -461,8 +462,7 @@ def wake_floor_md(runs: list[dict], split: list[dict],
         return []
 
     def part(rt: str, n: int, script: str, key: str) -> float | None:
-        return next((x.get(key) for x in split if x["runtime"] == rt and x["n"] == n
-                     and x["script"] == script), None)
+        return split_value(split, rt, n, script, key)
 
     ns = sorted({x["n"] for x in split if x["script"] == "whole"})
     lines = ["", ("Wake-ups (the process's voluntary context switches: on a one-thread loop, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -106,18 +107,23 @@ def test_the_report_lists_each_repeated_run_and_uses_the_median_as_the_whole_run
     assert ours.split(" | ")[-1] == "1.00 |"   # beyond the network: 2.20 − 1.20
 
 
+def _recording_worker(calls: list[tuple[str, int, str]], key: str,
+                      **resources: float) -> Callable[..., dict]:
+    """A stand-in for ``run_worker`` that records (runtime, N, the run's ``key``) and
+    returns a run whose CPU per session-second is 0.001·N, with ``resources`` besides."""
+    def run_worker(rt: str, n: int, **kw: Any) -> dict:
+        calls.append((rt, n, kw[key]))
+        return {"runtime": rt, "n": n, "resources": {
+            "cpu_per_session_second": 0.001 * n, "cpu_utilisation": 0.1,
+            "host_other_cores": 0.0, **resources}}
+    return run_worker
+
+
 def test_the_repeats_alternate_the_runtimes_and_skip_a_stopped_series(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bench_main = importlib.import_module("bench.__main__")
     calls: list[tuple[str, int, str]] = []
-
-    def fake_run_worker(rt: str, n: int, **kw: Any) -> dict:
-        calls.append((rt, n, kw["tag"]))
-        return {"runtime": rt, "n": n, "resources": {
-            "cpu_per_session_second": 0.001 * n, "cpu_utilisation": 0.1,
-            "host_other_cores": 0.0}}
-
-    monkeypatch.setattr(bench_main, "run_worker", fake_run_worker)
+    monkeypatch.setattr(bench_main, "run_worker", _recording_worker(calls, "tag"))
     args = argparse.Namespace(out=tmp_path, with_asyncio=True, cpu_repeats=2, script="full",
                               gc="freeze", ns=[1, 10, 50, 100, 200])
     out = bench_main.cpu_repeats(args, lambda msg: None,
@@ -195,15 +201,8 @@ def test_the_split_runs_each_part_and_the_bare_wake_up(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bench_main = importlib.import_module("bench.__main__")
     calls: list[tuple[str, int, str]] = []
-
-    def fake_run_worker(rt: str, n: int, **kw: Any) -> dict:
-        calls.append((rt, n, kw["script"]))
-        return {"runtime": rt, "n": n, "resources": {
-            "cpu_per_session_second": 0.001 * n, "cpu_utilisation": 0.1,
-            "host_other_cores": 0.0, "wakeups_per_session_second": 5.0,
-            "cpu_per_wakeup_us": 300.0}}
-
-    monkeypatch.setattr(bench_main, "run_worker", fake_run_worker)
+    monkeypatch.setattr(bench_main, "run_worker", _recording_worker(
+        calls, "script", wakeups_per_session_second=5.0, cpu_per_wakeup_us=300.0))
     args = argparse.Namespace(out=tmp_path, with_asyncio=True, script="full", gc="freeze",
                               ns=[10, 200])
     out = bench_main.cpu_split(args, lambda msg: None)
