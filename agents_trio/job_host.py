@@ -14,7 +14,9 @@ Trio scheduler and one bridge, not a hundred::
 Cancelling the caller cancels that job alone (a :func:`~agents_trio.job.run_job` job turns it
 into a ``job_shutdown`` with its grace), and the caller waits for it at most ``cancel_grace``
 seconds before re-raising the cancellation. A job that fails fails only its caller: the error
-is handed back, the other jobs go on. Closing the host cancels every job it still runs.
+is handed back, the other jobs go on. Closing the host, at any moment (while it starts
+too), cancels every job it still runs and refuses the ones submitted from then on: a refused
+job never begins, and its caller gets :class:`JobHostError`.
 
 Load: :meth:`JobHost.load` is the fraction of the last seconds the Trio thread was busy, i.e.
 not waiting for I/O in the scheduler (:class:`LoopUtilisation`, a Trio instrument). It is what
@@ -200,7 +202,7 @@ class JobHost:
             raise JobHostError(f"the job host did not start within {self.start_timeout} s")
         if self._failure is not None:
             raise JobHostError(f"the job host failed: {self._failure!r}") from self._failure
-        if self._stopped.is_set():
+        if self._stopped.is_set() or self._closing:
             raise JobHostError("the job host is closed")
 
     @property
@@ -224,9 +226,10 @@ class JobHost:
         return self._run_token
 
     def close(self, timeout: float | None = None) -> None:
-        """Cancel every job still running (each gets the shutdown its code gives it), close
-        the bridge and end the thread; wait for it at most ``timeout`` seconds (None: until
-        it ends). Sync; idempotent; a host never started is just marked closed."""
+        """Cancel every job still running (each gets the shutdown its code gives it), refuse
+        later ones, close the bridge and end the thread; wait for it at most ``timeout``
+        seconds (None: until it ends). Sync; idempotent; a host never started is just marked
+        closed, and one still starting ends as soon as its run is up."""
         with self._lock:
             self._closing = True
             thread = self._thread
@@ -234,7 +237,9 @@ class JobHost:
                 self._stopped.set()
                 self._ready.set()
                 return
-        token, nursery = self._token, self._nursery
+            # read under the lock the run publishes them under: either they are here and the
+            # run is cancelled below, or the run has yet to publish them and sees the close
+            token, nursery = self._token, self._nursery
         if token is not None and nursery is not None:
             try:
                 token.run_sync_soon(nursery.cancel_scope.cancel)
@@ -306,18 +311,27 @@ class JobHost:
 
     async def _main(self) -> None:
         async with open_bridge() as bridge, trio.open_nursery() as nursery:
-            self._bridge = bridge
-            self._nursery = nursery
-            self._run_token = self._token = trio.lowlevel.current_trio_token()
+            with self._lock:
+                self._bridge = bridge
+                self._nursery = nursery
+                self._run_token = self._token = trio.lowlevel.current_trio_token()
+                if self._closing:  # close() came while the run started: it found no nursery
+                    nursery.cancel_scope.cancel()
             self._ready.set()
             await trio.sleep_forever()
 
     def _spawn(self, job: _Job[Any]) -> None:
-        assert self._nursery is not None
-        try:
-            self._nursery.start_soon(self._run_job, job, name=job.name)
-        except RuntimeError:  # the nursery is closing: the host is shutting down
-            job.resolve(outcome.Error(JobHostError("the job host is closed")))
+        nursery = self._nursery
+        assert nursery is not None
+        # a closing host (its nursery cancelled, or closed) takes no job: none starts to be
+        # cancelled at its first checkpoint, with what it did before that half done
+        if not nursery.cancel_scope.cancel_called:
+            try:
+                nursery.start_soon(self._run_job, job, name=job.name)
+                return
+            except RuntimeError:  # the nursery is closed
+                pass
+        job.resolve(outcome.Error(JobHostError("the job host is closed")))
 
     async def _run_job(self, job: _Job[Any]) -> None:
         self.jobs_started += 1
@@ -327,6 +341,9 @@ class JobHost:
             JobHostError("the job host closed while the job ran"))
         try:
             with job.scope:
+                # a job whose host began closing (or whose caller gave up) before it began
+                # never begins: it is ended here, before its first line
+                await trio.lowlevel.checkpoint_if_cancelled()
                 try:
                     result = outcome.Value(await job.fn())
                 except Exception as e:  # noqa: BLE001 - the job's error goes to its caller

@@ -233,3 +233,100 @@ def test_plain_asyncio_in_this_thread_keeps_new_loops_plain() -> None:
         t.join(10)
     assert not issubclass(made["prepared"], trio_asyncio.BaseTrioEventLoop)
     assert issubclass(made["unprepared"], trio_asyncio.BaseTrioEventLoop)
+
+
+def _hold_the_start(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Hold every host's run after it began and before it takes jobs: ``(entered, release)``."""
+    from contextlib import asynccontextmanager
+
+    import agents_trio.job_host as job_host_module
+
+    entered, release = threading.Event(), threading.Event()
+    real_open_bridge = job_host_module.open_bridge
+
+    @asynccontextmanager
+    async def held_open_bridge() -> Any:
+        entered.set()
+        await trio.to_thread.run_sync(release.wait)
+        async with real_open_bridge() as bridge:
+            yield bridge
+
+    monkeypatch.setattr(job_host_module, "open_bridge", held_open_bridge)
+    return entered, release
+
+
+def _wait_closed(host: JobHost, seconds: float = 10.0) -> bool:
+    """Whether ``host`` ends within ``seconds`` without being told again (a thread test: its
+    run is in a thread of its own, on the wall clock)."""
+    ended = threading.Event()
+
+    def watch() -> None:
+        while not host.closed and not ended.is_set():
+            ended.wait(0.01)
+        ended.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    watcher.join(seconds)
+    ended.set()
+    return host.closed
+
+
+def test_closing_while_the_host_starts_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    entered, release = _hold_the_start(monkeypatch)
+    host = JobHost()
+    start_errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            host.start()
+        except JobHostError as e:
+            start_errors.append(e)
+
+    starter = threading.Thread(target=start, daemon=True)
+    starter.start()
+    assert entered.wait(10)
+    host.close(timeout=0)  # the run has begun and has nothing to cancel yet
+    release.set()
+    starter.join(10)
+    assert _wait_closed(host), "the host closed while starting kept running"
+    assert len(start_errors) == 1 and "closed" in str(start_errors[0])
+
+
+def test_a_job_submitted_while_the_host_closes_is_refused_unrun() -> None:
+    host = JobHost()
+    host.start()
+    ran: list[str] = []
+
+    async def record(name: str) -> None:
+        ran.append(name)
+        await trio.sleep_forever()
+
+    async def main() -> None:
+        token = host.run_token
+        assert isinstance(token, trio.lowlevel.TrioToken)
+        closing = trio.Event()
+
+        async def hold_the_close() -> None:
+            # keeps the host's nursery open, cancelled, while the late job arrives
+            try:
+                await trio.sleep_forever()
+            finally:
+                closing.set()
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(0.5)
+
+        holder = asyncio.ensure_future(host.run(hold_the_close, name="holder"))
+        while host.jobs_running < 1:
+            await asyncio.sleep(0.01)
+        closer = asyncio.get_running_loop().run_in_executor(None, host.close, 10.0)
+        while not closing.is_set():
+            await asyncio.sleep(0.01)
+        with pytest.raises(JobHostError, match="closed"):
+            await host.run(record, "late")
+        await closer
+        with pytest.raises(JobHostError):
+            await holder
+
+    run_asyncio(main)
+    assert ran == [] and host.closed
