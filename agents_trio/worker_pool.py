@@ -10,9 +10,10 @@ The supervisor:
 
 - starts the N processes, each with its own HTTP health port (``port + i`` when a port is
   given; LiveKit's default otherwise: 8081 + i in ``start``, a free one in ``dev``);
-- forwards SIGTERM and SIGINT to all of them: each drains as LiveKit's worker does (no new
-  jobs, running ones finish; then closes) and the supervisor exits when all have; a second
-  signal is forwarded too (LiveKit's worker then exits at once);
+- forwards SIGTERM and SIGINT to all of them (a process being started at that moment gets
+  them once it is up): each drains as LiveKit's worker does (no new jobs, running ones
+  finish; then closes) and the supervisor exits when all have; a second signal is forwarded
+  too (LiveKit's worker then exits at once);
 - restarts a process that exits while nothing asked it to (a crash costs the conversations
   of that process, not the machine's capacity), after a delay that doubles from
   ``restart_delay`` up to ``max_restart_delay`` and starts over once a process has run for
@@ -43,6 +44,7 @@ class _Slot:
     index: int
     command: list[str]
     process: trio.Process | None = None
+    signals_received: int = 0   # by the current process, of the pool's stop signals
     starts: int = 0
     quick_failures: int = 0
 
@@ -101,9 +103,17 @@ class WorkerPool:
         self._stopped.set()
         self._signals_sent += 1
         for slot in self.slots:
-            if slot.process is not None and slot.process.returncode is None:
-                slot.process.send_signal(signal.SIGTERM if self._signals_sent == 1
-                                         else signal.SIGINT)
+            self._signal_owed(slot)
+
+    def _signal_owed(self, slot: _Slot) -> None:
+        """Send the slot's process the stop signals the pool sent and it has not had yet
+        (SIGTERM, then SIGINT): also a process that was being started when they went out."""
+        process = slot.process
+        while (process is not None and process.returncode is None
+               and slot.signals_received < self._signals_sent):
+            slot.signals_received += 1
+            process.send_signal(signal.SIGTERM if slot.signals_received == 1
+                                else signal.SIGINT)
 
     async def _forward_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
@@ -119,15 +129,17 @@ class WorkerPool:
             slot.starts += 1
             # a session of its own: a terminal's Ctrl+C (sent to the whole foreground group)
             # reaches the supervisor alone, which forwards it once; twice would force-exit
-            slot.process = await trio.lowlevel.open_process(
+            process = await trio.lowlevel.open_process(
                 slot.command, env=self.env, stdin=subprocess.DEVNULL, start_new_session=True)
+            slot.process, slot.signals_received = process, 0
+            self._signal_owed(slot)  # a stop that came while it was being started
             try:
-                status = await slot.process.wait()
+                status = await process.wait()
             finally:
-                if slot.process.returncode is None:  # cancelled: do not leave it behind
-                    slot.process.kill()
+                if process.returncode is None:  # cancelled: do not leave it behind
+                    process.kill()
                     with trio.CancelScope(shield=True):
-                        await slot.process.wait()
+                        await process.wait()
             if self.stopping:
                 return
             ran = trio.current_time() - started

@@ -111,3 +111,41 @@ def test_the_pool_rejects_bad_settings() -> None:
         WorkerPool([["x"]], restart_delay=5, max_restart_delay=1)
     with pytest.raises(ValueError, match="max_quick_failures"):
         WorkerPool([["x"]], max_quick_failures=0)
+
+
+def test_a_process_started_while_the_pool_stops_is_stopped_too(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    # the stop comes while the process is being spawned (trio's open_process waits for a
+    # thread): the process it brings must be told to drain as well, not waited for forever
+    real_open_process = trio.lowlevel.open_process
+    spawning, release = trio.Event(), trio.Event()
+
+    async def held_open_process(*args: object, **kwargs: object) -> trio.Process:
+        spawning.set()
+        await release.wait()
+        return await real_open_process(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trio.lowlevel, "open_process", held_open_process)
+    pool = WorkerPool([command(DRAINING, tmp_path, 0)])
+
+    async def main() -> int:
+        result: list[int] = []
+        async with trio.open_nursery() as nursery:
+            async def run() -> None:
+                result.append(await pool.run())
+
+            nursery.start_soon(run)
+            await spawning.wait()
+            pool.stop()
+            release.set()
+            with trio.fail_after(20):  # the pool ends: its one process was told to stop
+                while not result:
+                    await trio.sleep(0.02)
+        return result[0]
+
+    assert trio.run(main) == 0
+    # told at once, it may not have set up its drain yet: it ended either way
+    process = pool.slots[0].process
+    assert process is not None and process.returncode is not None
+    assert pool.slots[0].starts == 1
