@@ -39,6 +39,7 @@ import collections
 import functools
 import gc
 import logging
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -47,10 +48,14 @@ from typing import Any, Generic, TypeVar
 import outcome
 import trio
 
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
 from ._errors import AgentsTrioError
 from .collector import (SESSION_HOST_YOUNG_THRESHOLD, check_young_threshold,
                         tune_collector_for_sessions)
 from .io.bridge import AsyncioBridge, TrioResult, open_bridge
+from .nurseries import single_leaf
 
 __all__ = ["JobHost", "JobHostError", "LoopUtilisation", "job_host_load", "process_job_host"]
 
@@ -344,12 +349,21 @@ class JobHost:
                 # a job whose host began closing (or whose caller gave up) before it began
                 # never begins: it is ended here, before its first line
                 await trio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    result = outcome.Value(await job.fn())
-                except Exception as e:  # noqa: BLE001 - the job's error goes to its caller
-                    result = outcome.Error(e)
+                result = outcome.Value(await job.fn())
             if job.scope.cancelled_caught:  # cancelled by its caller
                 result = outcome.Value(None)
+        except Exception as e:  # noqa: BLE001 - the job's error goes to its caller
+            # taken after the job's scope, which took its own cancellation out of a group
+            # of that and the job's errors (a job failing as it is cancelled)
+            result = outcome.Error(single_leaf(e))
+        except BaseExceptionGroup as group:
+            # the job's errors with the host's cancellation: the errors go to the caller,
+            # the cancellation on to the host's nursery; neither ends the other jobs
+            errors, cancellation = group.split(Exception)
+            if errors is not None:
+                result = outcome.Error(single_leaf(errors))
+            if cancellation is not None:
+                raise cancellation from None
         finally:
             # counted out before its caller hears of the end
             self.jobs_running -= 1

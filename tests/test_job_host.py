@@ -6,12 +6,16 @@ tests/test_worker.py."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 import trio
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 from agents_trio.io.bridge import plain_asyncio_in_this_thread
 from agents_trio.job_host import JobHost, JobHostError, LoopUtilisation
@@ -330,3 +334,45 @@ def test_a_job_submitted_while_the_host_closes_is_refused_unrun() -> None:
 
     run_asyncio(main)
     assert ran == [] and host.closed
+
+
+async def fails_as_it_is_cancelled() -> None:
+    """A job whose cancellation meets an error of its own: it ends with both (as a job with
+    a nursery does when a child fails during the shutdown)."""
+    try:
+        await trio.sleep_forever()
+    except trio.Cancelled as cancelled:
+        raise BaseExceptionGroup("cancelled, and failed", [cancelled, RuntimeError("boom")])
+
+
+def test_a_job_failing_as_its_caller_cancels_it_fails_alone(host: JobHost) -> None:
+    async def main() -> None:
+        doomed = asyncio.ensure_future(host.run(fails_as_it_is_cancelled))
+        while host.jobs_running < 1:
+            await asyncio.sleep(0.01)
+        doomed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        # the host runs on: its other jobs, and new ones
+        assert (await host.run(where))[0] is host.run_token
+
+    run_asyncio(main)
+    assert host.started and host.jobs_running == 0
+
+
+def test_a_job_failing_as_the_host_closes_hands_its_error_to_its_caller(
+        caplog: pytest.LogCaptureFixture) -> None:
+    host = JobHost(gc_young_threshold=None)
+    host.start()
+
+    async def main() -> None:
+        job = asyncio.ensure_future(host.run(fails_as_it_is_cancelled))
+        while host.jobs_running < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.get_running_loop().run_in_executor(None, host.close, 10.0)
+        with pytest.raises(RuntimeError, match="boom"):
+            await job
+
+    run_asyncio(main)
+    assert host.closed
+    assert "run failed" not in caplog.text  # the job's error ended the job, not the host
