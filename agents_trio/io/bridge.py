@@ -713,12 +713,19 @@ class AsyncioBridge:
         ``source`` may also be a plain function returning the iterable; it is then called
         inside the loop. An asyncio task (the *pump*) reads ``source`` and stops reading while
         ``max_buffer_size`` items wait for the Trio side (backpressure). The iterator's end
-        is the channel's end; its error is raised by the channel's ``receive``, through
+        is the channel's end; its error is raised by the channel's ``receive``, once, through
         ``map_error`` if given.
 
+        Raises:
+            ValueError: ``max_buffer_size`` is below 1.
+
         Cancellation:
-            Owns the pump. Leaving the block cancels it and waits for it; an async generator
-            ``source`` is closed.
+            Owns the pump. Leaving the block closes the channel (receives still waiting in
+            other tasks raise ``trio.ClosedResourceError``), cancels the pump and waits for it;
+            an async generator ``source`` is closed. A pump that stops before its source
+            ended (cancelled with the block's scope while the body, shielded, still receives;
+            cancelled from the asyncio side as the bridge closes) ends the channel with a
+            ``BridgeError``.
         """
         self._check_open()
         channel: BridgeReceiveChannel[Any] = BridgeReceiveChannel(
@@ -750,9 +757,14 @@ class AsyncioBridge:
         ``max_buffer_size`` items are buffered (backpressure). A consumer error ends the pump;
         the next ``send`` raises it (through ``map_error``).
 
+        Raises:
+            ValueError: ``max_buffer_size`` is below 1.
+
         Cancellation:
             Owns the pump. Leaving the block cancels it; ``await channel.aclose()`` first to
-            let it drain.
+            let it drain. A pump that stops before taking every item sent (cancelled, even
+            before it started; cancelled from the asyncio side) makes ``aclose`` and later
+            sends raise a ``BridgeError``: an ``aclose`` returns only when everything arrived.
         """
         self._check_open()
         channel: BridgeSendChannel[Any] = BridgeSendChannel(
@@ -767,12 +779,43 @@ class AsyncioBridge:
         the pump (and waits for it)."""
         # the pumps capture their errors into their channels: only the body's can escape
         async with open_unwrapping_nursery() as nursery:
-            nursery.start_soon(self.run, pump)
+            nursery.start_soon(self._own_pump, channel, pump)
             try:
                 yield
             finally:
                 channel.close()
                 nursery.cancel_scope.cancel()
+
+    async def _own_pump(self, channel: BridgeReceiveChannel[Any] | BridgeSendChannel[Any],
+                        pump: Callable[[], Awaitable[None]]) -> None:
+        """Run ``pump()`` as an asyncio task; however it ends, ``channel`` ends with it.
+
+        The pump reports the ends it sees itself (its source's end or error, its consumer's
+        error). The others reach only this owner: the pump cancelled with the block's scope
+        (possibly before its task even started, or abandoned after ignoring that), its task
+        cancelled from the asyncio side (the bridge closing), its source failing while being
+        closed. Without this, a receiver or an ``aclose`` still waiting (a shielded one, one in
+        a task outside the block) would wait forever for a pump that is gone.
+
+        Raises:
+            An error of the pump the channel can no longer report (its consumer left first),
+            so that it is not lost; never a ``BridgeError``, which only says the pump stopped
+            and means nothing once the consumer left.
+
+        Cancellation:
+            The pump's ``run``: cancelling cancels the pump; the channel then reports a
+            ``BridgeError`` to whoever still uses it.
+        """
+        try:
+            await self.run(pump)
+        except Exception as error:
+            if not channel.pump_ended(error) and not isinstance(error, BridgeError):
+                raise
+        except BaseException:
+            channel.pump_ended(BridgeError("the channel's asyncio pump was cancelled"))
+            raise
+        else:
+            channel.pump_ended(None)
 
 
 def _forget_task(task: asyncio.Task[Any]) -> None:
@@ -883,17 +926,22 @@ class BridgeReceiveChannel(Generic[T]):
 
     ``receive()`` returns one item; ``receive_batch()`` every buffered item at once (one wakeup
     for a burst); ``async for`` iterates items. The end of the source raises
-    ``trio.EndOfChannel`` from ``receive`` and stops iteration; a source error is raised.
+    ``trio.EndOfChannel`` from ``receive`` and stops iteration; a source error is raised, once.
+    Several tasks may receive from one channel: each item goes to one of them.
     """
 
     def __init__(self, link: _Link, *, max_buffer_size: float,
                  map_error: Callable[[BaseException], BaseException] | None) -> None:
+        _check_buffer_size(max_buffer_size)
         self._link = link
         self._max = max_buffer_size
         self._map_error = map_error
         self._buffer: collections.deque[T] = collections.deque()
-        self._eof = False
-        self._error: BaseException | None = None
+        self._eof = False           # no item will be put any more (the source ended, or close)
+        self._error: BaseException | None = None   # the end to raise, once (already mapped)
+        self._closed = False        # the Trio side closed it: receives raise ClosedResourceError
+        # Set while something is to be taken (an item, the end); whoever takes the last item
+        # replaces it, so that a receiver that lost the race for it waits again.
         self._readable = trio.Event()
         self._receiver_waiting = False
         self._space: asyncio.Future[None] | None = None
@@ -912,11 +960,21 @@ class BridgeReceiveChannel(Generic[T]):
         if not self._eof:
             self._put_nowait(item)
 
-    def _finish(self, error: BaseException | None = None) -> None:
-        if not self._eof:
-            self._eof = True
-            self._error = error
-            self._wake_receiver()
+    def _finish(self, error: BaseException | None = None) -> bool:
+        """End the stream after the buffered items, with ``error`` (already mapped) if given.
+
+        Returns whether this was the end: ``False`` if the stream had already ended or the
+        Trio side closed it, and ``error`` will never be raised by this channel.
+        """
+        if self._eof:
+            return False
+        self._eof = True
+        self._error = error
+        self._wake_receiver()
+        return True
+
+    def _mapped(self, error: BaseException) -> BaseException:
+        return self._map_error(error) if self._map_error else error
 
     def _wake_receiver(self) -> None:
         if not self._readable.is_set():
@@ -936,48 +994,60 @@ class BridgeReceiveChannel(Generic[T]):
 
     # consumer side: Trio ----------------------------------------------------------------------
     def close(self) -> None:
-        """Stop receiving: the producer is released and later items are dropped."""
-        self._eof = True
+        """Stop receiving: the producer is released and later items are dropped; receives,
+        those waiting included, raise ``trio.ClosedResourceError``."""
+        self._closed = self._eof = True
         self._buffer.clear()
+        self._readable.set()
         space, self._space = self._space, None
         if space is not None and not space.done() and not self._link.loop.is_closed():
             space.set_result(None)
 
-    close_source = _finish  # for callback channels: end the stream after the buffered items
+    def close_source(self) -> None:
+        """For callback channels: end the stream after the buffered items."""
+        self._finish()
 
     def _raise_end(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the bridge receive channel is closed")
         if self._error is not None:
             error, self._error = self._error, None
-            self._eof = True
-            raise (self._map_error(error) if self._map_error else error)
+            raise error
         raise trio.EndOfChannel
+
+    def _took(self) -> None:
+        """Items were taken: a receiver that finds nothing left must wait again."""
+        if not self._buffer and not self._eof:
+            self._readable = trio.Event()
+        self._wake_producer()
 
     def receive_nowait(self) -> T:
         """Take one buffered item.
 
         Raises:
             trio.WouldBlock: Nothing is buffered yet.
-            trio.EndOfChannel: The source ended. Or the source's (mapped) error.
+            trio.EndOfChannel: The source ended. Or the source's (mapped) error, once.
+            trio.ClosedResourceError: The channel was closed (its block was left).
         """
         if self._buffer:
             item = self._buffer.popleft()
-            if not self._buffer and not self._eof:
-                self._readable = trio.Event()
-            self._wake_producer()
+            self._took()
             return item
         if self._eof:
             self._raise_end()
         raise trio.WouldBlock
 
     async def _wait_readable(self) -> None:
-        if not self._buffer and not self._eof:
-            self._receiver_waiting = True
-            try:
-                await self._readable.wait()
-            finally:
-                self._receiver_waiting = False
-        else:
+        if self._buffer or self._eof:
             await trio.lowlevel.checkpoint()
+            return
+        self._receiver_waiting = True
+        try:
+            # another receiver may take what woke this one: then the event was replaced
+            while not self._buffer and not self._eof:
+                await self._readable.wait()
+        finally:
+            self._receiver_waiting = False
 
     async def receive(self) -> T:
         """Wait for the next item (see :meth:`receive_nowait` for the errors).
@@ -991,7 +1061,8 @@ class BridgeReceiveChannel(Generic[T]):
         """Wait for at least one item, then take every buffered item (up to ``max_items``).
 
         Raises:
-            trio.EndOfChannel: The source ended and nothing is left.
+            trio.EndOfChannel: The source ended and nothing is left (see
+                :meth:`receive_nowait` for the others).
 
         Cancellation: a checkpoint; a cancelled call takes no item.
         """
@@ -1000,9 +1071,7 @@ class BridgeReceiveChannel(Generic[T]):
             self._raise_end()
         count = len(self._buffer) if max_items is None else min(max_items, len(self._buffer))
         batch = [self._buffer.popleft() for _ in range(count)]
-        if not self._buffer and not self._eof:
-            self._readable = trio.Event()
-        self._wake_producer()
+        self._took()
         return batch
 
     def __aiter__(self) -> BridgeReceiveChannel[T]:
@@ -1028,6 +1097,12 @@ class BridgeReceiveChannel(Generic[T]):
 
         return callback
 
+    def pump_ended(self, error: BaseException | None) -> bool:
+        """Internal (the pump's owner): the pump is gone, because of ``error`` if given
+        (the stream ends with it, unless it ended already). Returns whether the channel will
+        report ``error``."""
+        return self._finish(error)
+
     async def run_pump(self, source: AsyncIterable[T] | Callable[[], AsyncIterable[T]]
                        ) -> None:
         """Internal (``open_receive_channel``), asyncio-flavoured: read ``source`` into this
@@ -1040,7 +1115,7 @@ class BridgeReceiveChannel(Generic[T]):
             try:
                 source = source()
             except Exception as e:
-                self._finish(e)
+                self._finish(self._mapped(e))
                 return
         iterable: AsyncIterable[T] = source
         try:
@@ -1049,12 +1124,19 @@ class BridgeReceiveChannel(Generic[T]):
                 if self._eof:
                     break
         except Exception as e:
-            self._finish(e)
+            self._finish(self._mapped(e))
         else:
             self._finish()
         finally:
             if inspect.isasyncgen(iterable):
                 await iterable.aclose()
+
+
+def _check_buffer_size(max_buffer_size: float) -> None:
+    # Note: a bridge channel has no rendezvous (a producer handing an item directly to a
+    # waiting receiver): with no room, its pump would wait for room forever.
+    if not max_buffer_size >= 1:
+        raise ValueError(f"max_buffer_size must be at least 1, not {max_buffer_size!r}")
 
 
 # -- Trio -> asyncio --------------------------------------------------------------------------
@@ -1063,14 +1145,18 @@ class BridgeSendChannel(Generic[T]):
 
     def __init__(self, link: _Link, *, max_buffer_size: int,
                  map_error: Callable[[BaseException], BaseException] | None) -> None:
+        _check_buffer_size(max_buffer_size)
         self._link = link
         self._max = max_buffer_size
         self._map_error = map_error
         self._buffer: collections.deque[T] = collections.deque()
         self._input_closed = False
-        self._done = False          # the pump returned
+        self._done = False          # the pump is gone (set by its owner, see pump_ended)
+        # Raised by sends and aclose: the consumer's (mapped) error, or why the pump stopped
+        # before taking every item (a BridgeError).
         self._error: BaseException | None = None
-        self._busy = False          # the consumer is running a batch
+        # The batch the consumer runs; left in place when the pump is cancelled (cut short)
+        self._in_hand: list[T] = []
         self._ready: asyncio.Future[None] | None = None
         self._changed = trio.Event()
 
@@ -1080,7 +1166,7 @@ class BridgeSendChannel(Generic[T]):
 
     def _check(self) -> None:
         if self._error is not None:
-            raise (self._map_error(self._error) if self._map_error else self._error)
+            raise self._error
         if self._input_closed or self._done:
             raise trio.ClosedResourceError("the bridge send channel is closed")
 
@@ -1096,7 +1182,8 @@ class BridgeSendChannel(Generic[T]):
 
         Raises:
             trio.WouldBlock: The buffer is full.
-            trio.ClosedResourceError: The channel was closed. Or the consumer's (mapped) error.
+            trio.ClosedResourceError: The channel was closed. Or the consumer's (mapped) error,
+                or a ``BridgeError`` if its pump stopped before taking every item.
         """
         self._check()
         if len(self._buffer) >= self._max and not force:
@@ -1144,13 +1231,14 @@ class BridgeSendChannel(Generic[T]):
 
     @property
     def finished(self) -> bool:
-        """The consumer pump returned (closed, cancelled or failed): nothing more is taken."""
+        """The consumer pump is gone (drained, cancelled or failed): nothing more is taken."""
         return self._done
 
     @property
     def idle(self) -> bool:
-        """Nothing buffered and the consumer is not running a batch."""
-        return not self._buffer and not self._busy
+        """Nothing buffered and the consumer is not running a batch (nor was cut short in
+        one)."""
+        return not self._buffer and not self._in_hand
 
     async def wait_idle(self) -> None:
         """Wait until every sent item was consumed (or the consumer failed).
@@ -1172,6 +1260,8 @@ class BridgeSendChannel(Generic[T]):
 
         Raises:
             The consumer's (mapped) error, if it failed.
+            BridgeError: The pump was cancelled (its block left, the bridge closed) before
+                the consumer took everything.
 
         Cancellation: a checkpoint; the channel stays closed to input and the pump goes on
         draining until the ``open_send_channel`` block is left; calling it again waits again.
@@ -1180,15 +1270,28 @@ class BridgeSendChannel(Generic[T]):
         while not self._done:
             await self._changed.wait()
         if self._error is not None:
-            raise (self._map_error(self._error) if self._map_error else self._error)
+            raise self._error
+
+    def pump_ended(self, error: BaseException | None) -> bool:
+        """Internal (the pump's owner): the pump is gone, because of ``error`` if given.
+        Returns whether the channel will report ``error``: not if it already has an error to
+        report, nor if the pump had taken everything of a closed input (nothing was lost)."""
+        took = error is not None and self._error is None and not (
+            self._input_closed and self.idle)
+        if took:
+            self._error = error
+        self._done = True
+        self._notify()
+        return took
 
     async def run_pump(self, consumer: Callable[[list[T]], Awaitable[object]]) -> None:
         """Internal (``open_send_channel``), asyncio-flavoured: hand batches to ``consumer``
         until the channel closes.
 
         Cancellation (asyncio's, when the block is left): the batch being consumed is cut
-        short and not requeued; the channel is marked finished, so later sends raise
-        ``trio.ClosedResourceError``.
+        short and not requeued. The owner then marks the channel finished: later sends raise
+        ``trio.ClosedResourceError``, or a ``BridgeError`` (as ``aclose`` does) if items were
+        left untaken.
         """
         loop = self._link.loop
         try:
@@ -1199,22 +1302,20 @@ class BridgeSendChannel(Generic[T]):
                     self._ready = loop.create_future()
                     await self._ready
                     continue
-                batch = list(self._buffer)
+                batch = self._in_hand = list(self._buffer)
                 self._buffer.clear()
-                self._busy = True
                 self._notify()
-                try:
-                    await consumer(batch)
-                finally:
-                    self._busy = False
+                await consumer(batch)
+                self._in_hand = []
                 self._link.counters.batches_to_asyncio += 1
                 self._link.counters.items_to_asyncio += len(batch)
                 self._notify()
         except Exception as e:
-            self._error = e
-        finally:
-            self._done = True
-            self._notify()
+            # the failed batch is accounted for by the error
+            self._in_hand = []
+            self._error = self._map_error(e) if self._map_error else e
+        # Note: no `finally` marking the channel finished: a pump that never starts has none;
+        # its owner does it, whichever way the pump ended (see AsyncioBridge._own_pump).
 
 
 def is_asyncio_cancellation(exc: BaseException) -> bool:
