@@ -10,7 +10,7 @@ in :class:`~agents_trio.worker.PackedAgentServer`:
 - a :class:`HostedJob` is LiveKit's ``JobExecutor`` for one job: its entrypoint is a task of the
   worker's own asyncio loop that hands the job to the job host and waits for it;
 - the pool keeps LiveKit's pool's contract with the server: ``num_idle_processes`` jobs are
-  set up ahead (the server's ``setup_fnc`` runs for each, in a worker thread, with a
+  set up ahead (the server's ``setup_fnc`` runs for each, in a thread of its own, with a
   ``JobProcess`` of its own, as with the ``THREAD`` executor), launching takes one of them,
   and the server hears of each job's start, launch and end (``process_started``,
   ``process_job_launched``, ``process_closed``) to report its status;
@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -61,7 +63,7 @@ class HostedJob:
 
     Args:
         entrypoint: What runs the job.
-        setup: The server's ``setup_fnc``, run in a worker thread by :meth:`initialize`.
+        setup: The server's ``setup_fnc``, run in a thread of its own by :meth:`initialize`.
         inference_executor: The worker's inference process, if it has one.
         http_proxy: For the job's ``JobProcess``.
         initialize_timeout: Seconds ``setup`` may take.
@@ -86,8 +88,11 @@ class HostedJob:
         self._http_proxy = http_proxy
         self._started = False
         self._running_job: RunningJobInfo | None = None
-        self._status: JobStatus | None = None
+        # the set-up's outcome while initialize() waits for it: settled once, by the first of
+        # its thread, the timeout, the wait's cancellation and the executor's close
+        self._setting_up: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._failed = False
         self._ended = asyncio.Event()
 
     @property
@@ -112,9 +117,14 @@ class HostedJob:
 
     @property
     def status(self) -> JobStatus:
-        if self._status is None:
+        if self._running_job is None:
             raise RuntimeError("no job was launched on this executor")
-        return self._status
+        # derived from the executor's end: the server reads the status of a launch in a task
+        # of its own, which may run after a job that failed at once has failed; it must read
+        # RUNNING there, and the end only with ``process_closed``
+        if not self._ended.is_set():
+            return JobStatus.RUNNING
+        return JobStatus.FAILED if self._failed else JobStatus.SUCCESS
 
     async def start(self) -> None:
         """Mark the executor started (nothing runs until a job is launched).
@@ -128,31 +138,82 @@ class HostedJob:
         self._started = True
 
     async def initialize(self) -> None:
-        """Run the server's ``setup_fnc`` with this job's ``JobProcess``, in a worker thread
-        (it may load models). Raises what it raised, or TimeoutError after
-        ``initialize_timeout`` (the thread then finishes on its own, unused).
+        """Run the server's ``setup_fnc`` with this job's ``JobProcess``, in a thread of its
+        own (it may load models; a daemon thread, not one of the loop's executor: one that
+        never returns must not hold a worker the loop needs, nor the process at exit). Raises
+        what it raised, TimeoutError after ``initialize_timeout``, or RuntimeError if the
+        executor is closed meanwhile; the thread of an abandoned set-up finishes on its own,
+        unused, and what it raises then is logged.
 
-        Cancellation: the set-up is abandoned like on a timeout (its thread cannot be
-        stopped; it finishes on its own, unused).
+        Cancellation: the set-up is abandoned like on a timeout.
         """
+        if self._ended.is_set():
+            raise RuntimeError("the hosted job is closed")
         proc = JobProcess(executor_type=JobExecutorType.THREAD,
                           user_arguments=self._user_arguments, http_proxy=self._http_proxy)
         if self._setup is not None:
-            await asyncio.wait_for(asyncio.to_thread(self._setup, proc),
-                                   self._initialize_timeout)
+            outcome = self._setting_up = self._set_up_in_thread(self._setup, proc)
+            timeout = asyncio.get_running_loop().call_later(
+                self._initialize_timeout, _settle, outcome,
+                TimeoutError(f"the set-up took more than {self._initialize_timeout} s"))
+            try:
+                await outcome  # cancelled: cancels the outcome, so a late failure is logged
+            finally:
+                timeout.cancel()
+                self._setting_up = None
         self._proc = proc  # set up: a job may be launched
+
+    def _set_up_in_thread(self, setup: Callable[[JobProcess], Any],
+                          proc: JobProcess) -> asyncio.Future[None]:
+        """Start ``setup(proc)`` in a new thread; the future it settles when it returns (unless
+        something settled it first: then a failure is logged, not lost)."""
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[None] = loop.create_future()
+        extra = self.logging_extra()
+
+        def deliver(error: BaseException | None) -> None:  # on the loop
+            if outcome.done():  # abandoned: nobody else hears of it
+                if error is not None:
+                    logger.error("an abandoned set-up of a hosted job failed",
+                                 exc_info=error, extra=extra)
+            elif error is None:
+                outcome.set_result(None)
+            else:
+                outcome.set_exception(error)
+
+        def run() -> None:  # in the set-up's thread
+            error: BaseException | None = None
+            try:
+                setup(proc)
+            except BaseException as e:  # noqa: BLE001 - handed to the loop, raised there
+                error = e
+            try:
+                loop.call_soon_threadsafe(deliver, error)
+            except RuntimeError:  # the loop is closed: nobody waits for it any more
+                if error is not None:
+                    logger.error("an abandoned set-up of a hosted job failed",
+                                 exc_info=error, extra=extra)
+
+        # the caller's context, as asyncio.to_thread gives it
+        threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True,
+                         name=f"agents_trio set-up {self._id}").start()
+        return outcome
 
     async def launch_job(self, info: RunningJobInfo) -> None:
         """Start the job ``info`` describes as a task of the calling loop; returns at once.
 
         Cancellation: nothing to cancel; the job's task is started before it returns.
         """
+        self.launch_now(info)
+
+    def launch_now(self, info: RunningJobInfo) -> None:
+        """:meth:`launch_job`, in the caller's step (the pool launches in the step its set-up
+        ends, so no other step sees it set up and free)."""
         if self._running_job is not None:
             raise RuntimeError("the hosted job already runs a job")
         if self._proc is None or self._ended.is_set():
             raise RuntimeError("the hosted job is not initialized, or closed")
         self._running_job = info
-        self._status = JobStatus.RUNNING
         self._task = asyncio.create_task(self._run(info), name=f"hosted job {info.job.id}")
         # the task's end, however it ends (even cancelled before its first step)
         self._task.add_done_callback(self._on_end)
@@ -162,13 +223,11 @@ class HostedJob:
             await self._entrypoint.run_hosted(info, proc=self._proc,
                                               inference_executor=self._inference_executor)
         except Exception:
-            self._status = JobStatus.FAILED
+            self._failed = True
             logger.exception("the job failed", extra=self.logging_extra())
 
     def _on_end(self, task: asyncio.Task[None]) -> None:
-        # returned, or cancelled (ended by LiveKit: a shutdown, not a failure)
-        if self._status is JobStatus.RUNNING:
-            self._status = JobStatus.SUCCESS
+        # returned, failed, or cancelled (ended by LiveKit: a shutdown, not a failure)
         self._end()
 
     def _end(self) -> None:
@@ -186,12 +245,16 @@ class HostedJob:
 
     async def aclose(self) -> None:
         """End the job: cancel its task (the Trio session shuts down within the entrypoint's
-        grace) and wait for it. An executor without a job just closes.
+        grace) and wait for it. An executor without a job just closes (a set-up in flight is
+        abandoned: :meth:`initialize` raises).
 
         Cancellation: only the wait is cancelled; the job still shuts down.
         """
         task = self._task
         if task is None:
+            if self._setting_up is not None:
+                _settle(self._setting_up,
+                        RuntimeError("the hosted job was closed during its set-up"))
             self._end()
             return
         task.cancel()
@@ -209,14 +272,25 @@ class HostedJob:
         return f"<HostedJob {self._id} job={job}>"
 
 
+def _settle(outcome: asyncio.Future[None], error: BaseException) -> None:
+    """Settle ``outcome`` with ``error`` unless it is settled already (the first one wins)."""
+    if not outcome.done():
+        outcome.set_exception(error)
+
+
 class HostedJobPool(EventEmitter[str]):
     """What LiveKit's ``AgentServer`` needs of its process pool, with :class:`HostedJob`
     executors: ``processes``, ``get_by_job_id``, ``start``, ``launch_job``, ``aclose``,
     the idle target, and its events.
 
+    Every set-up is a task of the pool (``aclose`` cancels them all); one set up for a launch
+    launches its job in the step it ends, unless the launch gave up waiting (then it is an
+    idle one). The jobs to set up ahead are derived from the executors listed, so no step
+    counts one twice (set up and still setting up) or not at all.
+
     Args:
         num_idle: Jobs set up ahead of their launch (the server's ``num_idle_processes``).
-        close_timeout: Seconds :meth:`aclose` waits for the jobs; the rest is logged.
+        close_timeout: Seconds :meth:`aclose` waits for the set-ups; the rest is logged.
         others: See :class:`HostedJob`.
     """
 
@@ -235,7 +309,8 @@ class HostedJobPool(EventEmitter[str]):
         self._target_idle = num_idle
         self._executors: list[HostedJob] = []
         self._idle: collections.deque[HostedJob] = collections.deque()
-        self._preparations: set[asyncio.Task[Any]] = set()
+        # each set-up in flight: its executor, and the launch waiting for it, if one does
+        self._setups: dict[asyncio.Task[None], tuple[HostedJob, _Launch | None]] = {}
         self._closed = False
 
     @property
@@ -259,36 +334,38 @@ class HostedJobPool(EventEmitter[str]):
 
         Cancellation: only the wait is cancelled; the set-ups go on.
         """
-        preparing = [self._prepare_idle_soon() for _ in range(self._wanted())]
-        if preparing:
-            done, _ = await asyncio.wait(preparing, timeout=self._initialize_timeout + 2)
-            if len(done) < len(preparing):
+        setting_up = self._top_up()
+        if setting_up:
+            done, _ = await asyncio.wait(setting_up, timeout=self._initialize_timeout + 2)
+            if len(done) < len(setting_up):
                 logger.warning("timed out setting up the idle hosted jobs")
 
     async def launch_job(self, info: RunningJobInfo) -> None:
         """Launch ``info`` on an idle job (set one up if none is). Raises what its set-up
-        raised, or RuntimeError once the pool is closed.
+        raised, or RuntimeError once the pool is closed (or closes before it is set up).
 
-        Cancellation: while a job is being set up for it, the set-up is abandoned and its
-        executor closed; once launched, the job runs on.
+        Cancellation: while a job is being set up for it, the set-up goes on for an idle
+        job; once launched, the job runs on.
         """
         if self._closed:
             raise RuntimeError("the hosted job pool is closed")
-        executor = self._idle.popleft() if self._idle else await self._prepared()
+        if self._idle:
+            self._launch(self._idle.popleft(), info)
+        else:
+            launch = _Launch(info)
+            self._set_up_soon(launch)
+            await launch.done  # settled by the set-up (cancelled: it is no launch's any more)
         self._top_up()
-        # LiveKit's dispatch timeline field: an epoch timestamp, as its own pool sets it
-        info.launched_at = time.time()
-        await executor.launch_job(info)
-        self.emit("process_job_launched", executor)
 
     async def aclose(self) -> None:
         """Close every job (cancelled: each session shuts down within its grace) and wait
-        for them, at most ``close_timeout`` beyond the entrypoints' own grace.
+        for them; end the set-ups in flight (their threads finish on their own) and wait for
+        them at most ``close_timeout``. A launch waiting for a set-up fails.
 
         Cancellation: only the wait is cancelled; the jobs still shut down.
         """
         self._closed = True
-        for task in list(self._preparations):
+        for task in list(self._setups):
             task.cancel()
         # tasks, not gather(): cancelling this wait must leave every job's close running
         closing = [asyncio.ensure_future(e.aclose()) for e in list(self._executors)]
@@ -297,52 +374,72 @@ class HostedJobPool(EventEmitter[str]):
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     logger.error("closing a hosted job failed", exc_info=task.exception())
-        if self._preparations:
-            _, late = await asyncio.wait(self._preparations, timeout=self._close_timeout)
-            for task in late:
-                task.cancel()
+        if self._setups:
+            _, late = await asyncio.wait(list(self._setups), timeout=self._close_timeout)
+            if late:
+                logger.error("%d hosted job set-ups did not end", len(late))
 
     # -- internals ------------------------------------------------------------------------------
     def _wanted(self) -> int:
-        target = min(self._target_idle, self._default_idle)
-        return max(0, target - len(self._idle) - len(self._preparations))
+        # spares: listed executors no job runs on and no launch waits for (idle, or being set
+        # up for the idle ones); an ended one is unlisted in the step it ends, and a launch's
+        # job is launched in the step its set-up ends, so this never counts one twice
+        waited_for = {executor for executor, launch in self._setups.values()
+                      if launch is not None and not launch.done.done()}
+        spares = sum(1 for e in self._executors
+                     if e.running_job is None and e not in waited_for)
+        return max(0, min(self._target_idle, self._default_idle) - spares)
 
-    def _top_up(self) -> None:
-        if not self._closed:
-            for _ in range(self._wanted()):
-                self._prepare_idle_soon()
-
-    def _prepare_idle_soon(self) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(self._prepare_idle())
-        self._preparations.add(task)
-        task.add_done_callback(self._preparations.discard)
-        return task
-
-    async def _prepare_idle(self) -> None:
-        try:
-            executor = await self._prepared()
-        except Exception:
-            logger.exception("setting up a hosted job failed")
-            return
+    def _top_up(self) -> list[asyncio.Task[None]]:
         if self._closed:
-            await executor.aclose()
-        else:
-            self._idle.append(executor)
+            return []
+        return [self._set_up_soon(None) for _ in range(self._wanted())]
 
-    async def _prepared(self) -> HostedJob:
-        """A started, set-up executor (dropped from the pool when it ends)."""
+    def _set_up_soon(self, launch: _Launch | None) -> asyncio.Task[None]:
+        # listed from now on (counted by _wanted, closed by aclose), even if the task is
+        # cancelled before its first step
         executor = HostedJob(**self._job_options)
         self._executors.append(executor)
+        self.emit("process_created", executor)
+        task = asyncio.ensure_future(self._set_up(executor, launch))
+        self._setups[task] = (executor, launch)
+        task.add_done_callback(self._set_up_ended)
+        return task
+
+    async def _set_up(self, executor: HostedJob, launch: _Launch | None) -> None:
+        """Start and set up ``executor``, then launch the job of ``launch`` on it if it still
+        waits, or make it an idle one. A failure goes to the launch, or is logged."""
         try:
-            self.emit("process_created", executor)
             await executor.start()
             self.emit("process_started", executor)
             await executor.initialize()
-            self.emit("process_ready", executor)
-        except BaseException:
+        except BaseException as e:
             await executor.aclose()  # ends it: dropped and reported by _drop
-            raise
-        return executor
+            if not isinstance(e, Exception):
+                raise  # cancelled: the pool closed (_set_up_ended tells the launch)
+            if launch is not None and not launch.done.done():
+                launch.done.set_exception(e)
+            else:
+                logger.error("setting up a hosted job failed", exc_info=e,
+                             extra=executor.logging_extra())
+            return
+        self.emit("process_ready", executor)
+        if launch is not None and not launch.done.done():
+            self._launch(executor, launch.info)
+            launch.done.set_result(None)
+        else:
+            self._idle.append(executor)
+
+    def _set_up_ended(self, task: asyncio.Task[None]) -> None:
+        _, launch = self._setups.pop(task)
+        if launch is not None:  # a set-up cancelled by aclose (even before its first step)
+            _settle(launch.done, RuntimeError("the hosted job pool closed during the set-up"))
+
+    def _launch(self, executor: HostedJob, info: RunningJobInfo) -> None:
+        # LiveKit's dispatch timeline field: an epoch timestamp, as its own pool sets it
+        info.launched_at = time.time()
+        executor.launch_now(info)
+        self.emit("process_job_launched", executor)
 
     def _drop(self, executor: HostedJob) -> None:
         """An executor ended: drop it at once (the server's drain joins every listed job
@@ -353,3 +450,12 @@ class HostedJobPool(EventEmitter[str]):
         if executor in self._idle:
             self._idle.remove(executor)
         self.emit("process_closed", executor)
+
+
+class _Launch:
+    """A launch waiting for the job set up for it: ``done`` is settled by the set-up (the
+    job launched, or why not), or cancelled by the launch giving up."""
+
+    def __init__(self, info: RunningJobInfo) -> None:
+        self.info = info
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -176,7 +176,7 @@ class PrepareJobThread:
 
     LiveKit calls it in each job's thread (``THREAD`` executor) or process (``PROCESS``)
     before it makes the job's asyncio loop; a :class:`PackedAgentServer` calls it for each
-    hosted job, in a worker thread. It keeps a job's loop a plain asyncio loop once the
+    hosted job, in a thread of its own. It keeps a job's loop a plain asyncio loop once the
     job host imported trio-asyncio (:func:`~agents_trio.io.bridge.plain_asyncio_in_this_thread`),
     turns off LiveKit's blocked-loop monitor for the job loops made from now on (unless
     ``LIVEKIT_AGENTS_LOOP_BLOCK_WARN_MS`` is set: those loops only wait for the job host, and
