@@ -1061,11 +1061,14 @@ class BridgeReceiveChannel(Generic[T]):
         """Wait for at least one item, then take every buffered item (up to ``max_items``).
 
         Raises:
+            ValueError: ``max_items`` is below 1 (at the call, before any wait).
             trio.EndOfChannel: The source ended and nothing is left (see
                 :meth:`receive_nowait` for the others).
 
         Cancellation: a checkpoint; a cancelled call takes no item.
         """
+        if max_items is not None and max_items < 1:
+            raise ValueError(f"max_items must be at least 1 or None, not {max_items!r}")
         await self._wait_readable()
         if not self._buffer:
             self._raise_end()

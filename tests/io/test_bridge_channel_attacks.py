@@ -174,6 +174,16 @@ async def test_a_buffer_of_zero_is_refused(opener: str) -> None:
                     pass
 
 
+async def test_a_batch_of_no_items_is_refused_at_the_call(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async with open_bridge() as bridge:
+        async with bridge.open_receive_channel(_ticking(2)) as chan:
+            with pytest.raises(ValueError, match="max_items"):
+                await chan.receive_batch(max_items=0)
+            # nothing was taken by the refused call
+            assert await chan.receive_batch(max_items=1) == [0]
+
+
 # -- property attacks: the Trio side leaving at every moment of the pump ----------------------
 class _SourceFailed(Exception):
     pass
