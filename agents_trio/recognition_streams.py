@@ -1,10 +1,11 @@
 """A recognition stream (VAD or STT) kept open by one task, reopened after failures.
 
-A model's stream can fail in four places: opening it, ``push_frame`` (called by the audio
-pump, in another task), ``end_input``, and iterating its events. Every failure ends the
-stream's current incarnation — a push failure cancels that incarnation's scope, so the error
-reaches the task that owns the stream — and is reported. The stream is then reopened after a
-backoff (0.5 s, doubling up to 5 s). A stream that delivered an event before failing counts as
+A model's stream can fail in five places: opening it, ``push_frame`` (called by the audio
+pump, in another task), ``end_input``, iterating its events, and closing it (also when it is
+closed for a reopen). Every failure ends the stream's current incarnation — a push failure
+cancels that incarnation's scope, so the error reaches the task that owns the stream — and is
+reported once, with the incarnation's first error. The stream is then reopened after a backoff
+(0.5 s, doubling up to 5 s), unless its input has ended. A stream that delivered an event before failing counts as
 working: the count of consecutive failures restarts. When that count exceeds the policy's
 bound the stream is given up and the failure is reported as final.
 
@@ -14,8 +15,12 @@ in order, as if they had come through the iteration, without a hop to the owner 
 failure while handling them is the incarnation's failure, as a failing push is. Events
 produced later (by work running elsewhere) come through the iteration as before.
 
-Frames pushed while no incarnation is open (between a failure and the reopening) are dropped:
-a recognizer cannot use audio from before it was connected.
+Frames pushed while no incarnation takes them are dropped: between a failure and the reopening
+(a recognizer cannot use audio from before it was connected), once the input ended (the stream
+finishes what it has; a flush with silence after the end does not reach it), and while an
+incarnation is being closed (it failed, was reopened or finished). An incarnation that was
+dropped (reopened, or failed) has no more of its events handled, even those a push returned
+together with the one whose handling dropped it.
 """
 
 from __future__ import annotations
@@ -108,7 +113,9 @@ class SupervisedStream:
         self._policy = policy
         self._name = name
         self._state = StreamState.OPENING
-        self._stream: Any = None              # the open incarnation, None between them
+        # the open incarnation while it takes frames: None between incarnations, once the
+        # input ended, and while an incarnation is being closed
+        self._stream: Any = None
         self._incarnation: trio.CancelScope | None = None
         self._backoff_scope: trio.CancelScope | None = None
         self._push_error: BaseException | None = None
@@ -123,24 +130,32 @@ class SupervisedStream:
 
     # -- called by the audio pump -------------------------------------------------------------
     def push_frame(self, frame: rtc.AudioFrame) -> None:
+        """Push ``frame`` to the incarnation taking frames, if any (else it is dropped) and
+        handle the events it returns, in this task, while that incarnation lives."""
         stream = self._stream
         if stream is None:
             return
         try:
             events = stream.push_frame(frame)
             if events:
-                # produced at once by the push: handled here, in the pushing task
+                # produced at once by the push: handled here, in the pushing task, until the
+                # handling of one drops the incarnation (a reopen, a failure)
+                incarnation = self._incarnation
+                assert incarnation is not None   # set while a stream takes frames
                 hooks = self._hooks
                 for ev in events:
+                    if incarnation.cancel_called:
+                        break
                     hooks.on_event(ev)
                     self._delivered = True
         except Exception as e:
             self._fail_from_outside(e)
 
     def end_input(self) -> None:
-        """No more frames: the stream finishes what it has and is not reopened."""
+        """No more frames: the stream finishes what it has and is not reopened; a frame
+        pushed from now on is dropped."""
         self._input_ended = True
-        stream = self._stream
+        stream, self._stream = self._stream, None
         if stream is not None:
             try:
                 stream.end_input()
@@ -151,7 +166,8 @@ class SupervisedStream:
 
     def reopen(self) -> None:
         """Close the open stream (dropping what it buffered) and open a fresh one; not a
-        failure. Nothing happens while no stream is open."""
+        failure. Nothing happens while no stream takes frames (none is open, it is being
+        closed, or the input ended)."""
         if self._incarnation is not None and self._stream is not None:
             self._reopen = True
             self._stream = None
@@ -180,8 +196,18 @@ class SupervisedStream:
         self._task_status = task_status
         del task_status   # kept only until started (it holds the nursery it started in)
         failures = 0
+        backoff: float | None = None   # the wait before reopening after a failure
         try:
             while not self._input_ended:
+                if backoff is not None:
+                    self._state = StreamState.RESTARTING   # the backoff, cut by end_input
+                    with trio.CancelScope() as self._backoff_scope:
+                        try:
+                            await trio.sleep(backoff)
+                        finally:
+                            self._backoff_scope = None
+                    backoff = None
+                    continue   # reopened only if the input has not ended meanwhile
                 # one incarnation: opened, then its events handled until it ends or fails
                 self._state = StreamState.OPENING
                 self._push_error = None
@@ -190,15 +216,19 @@ class SupervisedStream:
                 with trio.CancelScope() as self._incarnation:
                     try:
                         async with self._open_stream() as stream:
-                            self._stream = stream
                             self._state = StreamState.OPEN
                             self._started()
                             if self._input_ended:
                                 stream.end_input()
-                            hooks = self._hooks
-                            async for ev in stream:
-                                hooks.on_event(ev)
-                                self._delivered = True
+                            else:
+                                self._stream = stream   # it takes frames from now on
+                            try:
+                                hooks = self._hooks
+                                async for ev in stream:
+                                    hooks.on_event(ev)
+                                    self._delivered = True
+                            finally:
+                                self._stream = None   # being closed: it takes no frame
                     except Exception as e:
                         error = e
                     except BaseExceptionGroup as group:   # model errors and a cancellation
@@ -209,22 +239,18 @@ class SupervisedStream:
                         self._stream = None
                         self._incarnation = None
                 if self._push_error is not None:
-                    error = self._push_error
+                    error = self._push_error   # the first failure: the incarnation's end
                 self._started()
-                if self._reopen:
-                    self._reopen = False
-                    continue
+                reopen, self._reopen = self._reopen, False
                 if error is None:
+                    if reopen:
+                        continue
                     break
+                # a failure, even of an incarnation being reopened (its closing raised)
                 failures = 1 if self._delivered else failures + 1
                 if self._gives_up(single_leaf(error), failures):
                     break
-                self._state = StreamState.RESTARTING   # the backoff, cut by end_input
-                with trio.CancelScope() as self._backoff_scope:
-                    try:
-                        await trio.sleep(self._policy.delay(failures))
-                    finally:
-                        self._backoff_scope = None
+                backoff = self._policy.delay(failures)
         finally:
             self._state = StreamState.ENDED
         self._started()

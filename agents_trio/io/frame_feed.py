@@ -250,6 +250,9 @@ class FrameFeed(Generic[T]):
             except trio.WouldBlock:
                 return
             except trio.EndOfChannel:
+                # attached to a closed feed: as close() does, no consumer stays attached to
+                # it (a put is refused, not pushed to a consumer told of the end)
+                self.release(attachment)
                 attachment.input_ended()
                 return
             attachment.deliver(frame)

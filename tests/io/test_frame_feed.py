@@ -104,6 +104,22 @@ async def test_a_closed_feed_pushes_nothing_more_even_before_its_consumer_leaves
     assert got == [1]
 
 
+async def test_a_consumer_attaching_to_a_closed_feed_gets_the_rest_then_nothing_more():
+    feed: FrameFeed[int] = FrameFeed()
+    feed.put_nowait(1)
+    feed.close()
+    got: list[int] = []
+    with feed.attached(got.append) as link:
+        assert got == [1]                    # the buffered frames, then the end
+        assert not link.attached and feed.consumer is None
+        with pytest.raises(trio.ClosedResourceError):
+            feed.put_nowait(2)               # refused: not pushed to the ended consumer
+        with feed.attached(got.append):      # the feed has no consumer: nothing is busy
+            pass
+        await link.wait()
+    assert got == [1]
+
+
 async def _close_later(feed: FrameFeed[int]) -> None:
     await trio.sleep(0.5)
     feed.put_nowait(7)
