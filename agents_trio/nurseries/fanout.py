@@ -169,22 +169,27 @@ class EventFanout:
             self._callbacks.pop(name, None)
 
     def emit(self, name: str, event: object) -> None:
-        """Call ``name``'s callbacks in registration order, then feed subscribers.
+        """Feed subscribers, then call ``name``'s callbacks in registration order.
 
         A raising callback is logged and skipped. Registrations changed during
         an emit take effect from the next emit. Ignored once closed.
+
+        Subscribers are fed before any callback runs (feeding runs no code of theirs): who
+        receives the event is decided when the emit begins, so a subscription a callback
+        makes starts with the next event, and an emit a callback makes (or a close) comes
+        after this event in every subscriber's buffer.
         """
         if self._closed:
             return
+        if self._feeds:
+            item = FanoutEvent(name, event)
+            for feed in list(self._feeds.values()):
+                feed.push(item)
         for callback in list(self._callbacks.get(name, ())):
             try:
                 callback(event)
             except Exception:
                 logger.exception("callback %r for event %r raised", callback, name)
-        if self._feeds:
-            item = FanoutEvent(name, event)
-            for feed in list(self._feeds.values()):
-                feed.push(item)
 
     def wanted(self, name: str) -> bool:
         """Whether an event ``name`` emitted now would reach anyone (a callback for it or a

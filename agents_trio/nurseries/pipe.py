@@ -90,11 +90,17 @@ class Pipe(Generic[T]):
         return [items.popleft() for _ in range(min(limit, len(items)))]
 
     async def _ready(self) -> None:
-        """One schedule point, and a wait until an item or the close is there."""
+        """A schedule point, and a wait until an item or the close is there; the caller takes
+        in the step this returns in.
+
+        Cancellation: a checkpoint; a cancelled call takes nothing.
+        """
         if self._items or self._closed:
             await trio.lowlevel.checkpoint()
-            return
-        # a second receiver waiting at once: trio.BusyResourceError
+        # what was there may be gone after that schedule point (another task's receive_nowait()
+        # or receive took it): the condition is looked at again in the step that takes, never
+        # carried over a schedule point. A second receiver waiting at once:
+        # trio.BusyResourceError
         while not (self._items or self._closed):
             await self._changed.wait()
 

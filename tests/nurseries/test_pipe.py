@@ -144,3 +144,95 @@ def test_every_item_is_received_once_in_order(steps, _random):
         assert got == sent
 
     trio.run(main)
+
+
+@pytest.mark.parametrize("how", ["receive", "take"])
+async def test_an_item_taken_during_a_receives_schedule_point_is_not_an_end(autojump_clock, how):
+    """Two receivers find the one item there, and both pass their schedule point before
+    either takes it: the one that comes second waits for the next item. It must not see a
+    spurious end (take() returning None on an open pipe) nor trio.WouldBlock, which receive()
+    never raises."""
+    pipe: Pipe[int] = Pipe()
+    pipe.send_nowait(1)
+    got: list[object] = []
+
+    async def receiver() -> None:
+        try:
+            got.append(await pipe.receive() if how == "receive" else await pipe.take(10))
+        except Exception as exc:  # what escapes is what the test looks at
+            got.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receiver)
+        nursery.start_soon(receiver)
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == ([1] if how == "receive" else [[1]])  # the other one still waits
+        pipe.send_nowait(2)
+    assert got == ([1, 2] if how == "receive" else [[1], [2]])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["send", "pause", "cancel_receive", "nowait"]),
+                          st.integers(0, 3)), max_size=30),
+       st.sampled_from(["receive", "take"]),
+       st.random_module())
+def test_an_item_goes_to_exactly_one_taker_and_the_end_only_after_the_close(steps, how, _random):
+    """A receiving task (receive() or take(), cancelled now and then) and receive_nowait()
+    calls from another task share the items: each item is taken exactly once, each taker
+    gets its items in the order sent, and the receiver sees the end only once the pipe was
+    closed and emptied."""
+    async def main() -> None:
+        pipe: Pipe[int] = Pipe()
+        sent: list[int] = []
+        received: list[int] = []
+        snatched: list[int] = []
+        receiving: list[trio.CancelScope] = []
+        closed = False
+
+        async def receiver() -> None:
+            while True:
+                with trio.CancelScope() as scope:
+                    receiving.append(scope)
+                    try:
+                        if how == "receive":
+                            try:
+                                received.append(await pipe.receive())
+                            except trio.EndOfChannel:
+                                assert closed
+                                return
+                        else:
+                            burst = await pipe.take(2)
+                            if burst is None:
+                                assert closed
+                                return
+                            assert burst
+                            received.extend(burst)
+                    finally:
+                        receiving.remove(scope)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receiver)
+            for kind, k in steps:
+                if kind == "send":
+                    for _ in range(k):
+                        pipe.send_nowait(len(sent))
+                        sent.append(len(sent))
+                elif kind == "pause":
+                    for _ in range(k):
+                        await trio.lowlevel.checkpoint()
+                elif kind == "nowait":
+                    for _ in range(k):
+                        try:
+                            snatched.append(pipe.receive_nowait())
+                        except trio.WouldBlock:
+                            pass
+                    await trio.lowlevel.checkpoint()  # the receiver runs on before the close
+                else:
+                    for scope in receiving:
+                        scope.cancel()
+            closed = True
+            pipe.close()
+        assert sorted(received + snatched) == sent
+        assert received == sorted(received) and snatched == sorted(snatched)
+
+    trio.run(main)
