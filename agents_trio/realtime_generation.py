@@ -189,8 +189,16 @@ class RealtimeGeneration(Generation):
     async def _dispatch_functions(self, calls: AsyncIterable[FunctionCall],
                                   tool_nursery: trio.Nursery,
                                   response: RealtimeResponse) -> None:
+        """Dispatch the response's function calls, each call id once: a call the server
+        sends again (same ``call_id``) is the same call, already running or answered."""
+        dispatched: set[str] = set()
         async for call in calls:
             response.progress()
+            if call.call_id in dispatched:
+                logger.warning("the realtime model sent function call %r twice; it runs once",
+                               call.call_id)
+                continue
+            dispatched.add(call.call_id)
             self.activity.dispatch_tool(self.handle, call, self.step,
                                         with_cancel_tools(flatten_tools(self.request.tools)),
                                         tool_nursery)

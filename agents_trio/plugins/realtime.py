@@ -4,7 +4,9 @@ The LiveKit session's calls become awaitables or sync calls queued into the loop
 and its events (``generation_created``, ``input_speech_started``, …) come back through
 ``rt.events()`` as agents_trio's realtime events. A generation's message, text, audio and
 function-call streams are pumped into Trio channels by tasks owned by the session adapter, so
-leaving ``async with model.session()`` stops them all and closes the LiveKit session.
+leaving ``async with model.session()`` stops them all and closes the LiveKit session. A
+generation's streams have an owner of their own: one that fails ends that generation only
+(reported once, as an ``error`` event), never the session.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from ..realtime import (
 )
 from ._common import (
     aclose_plugin_stream,
-    await_aio,
     logger,
     open_nursery,
     resolve_bridge,
@@ -216,40 +217,78 @@ class RealtimeSessionAdapter:
     def _generation(self, ev: lk_llm.GenerationCreatedEvent) -> GenerationCreatedEvent:
         assert self._nursery is not None
         msg_send, msg_recv, fn_send, fn_recv = open_generation_channels()
-        self._nursery.start_soon(self._pump_messages, ev.message_stream, msg_send)
-        self._nursery.start_soon(self._pump_functions, ev.function_stream, fn_send)
+        self._nursery.start_soon(self._pump_generation, ev, msg_send, fn_send)
         return GenerationCreatedEvent(message_stream=msg_recv, function_stream=fn_recv,
                                       user_initiated=bool(ev.user_initiated),
                                       response_id=ev.response_id or "")
 
+    async def _pump_generation(self, ev: lk_llm.GenerationCreatedEvent,
+                               msg_send: trio.MemorySendChannel[MessageGeneration],
+                               fn_send: trio.MemorySendChannel[FunctionCall]) -> None:
+        """Pump one generation's streams (messages, their text and audio, function calls)
+        into its channels, in a nursery of its own.
+
+        A stream that fails is the generation's failure, not the session's: it ends every
+        stream of the generation (the consumer sees them end with what arrived) and is
+        reported once, as an unrecoverable ``error`` event; the session and its other
+        generations go on.
+
+        Cancellation: the session's close cancels it; nothing is reported.
+        """
+        failures: list[Exception] = []
+        async with trio.open_nursery() as nursery:
+            def start(pump: Callable[..., Awaitable[None]], *args: object) -> None:
+                nursery.start_soon(_failing_into, failures, nursery.cancel_scope, pump, args)
+
+            start(self._pump_messages, ev.message_stream, msg_send, start)
+            start(self._pump, ev.function_stream, fn_send, from_lk_function_call)
+        if failures:
+            logger.warning("%s: the response %r failed: %r", self._label, ev.response_id,
+                           failures[0])
+            self._events_send.send_nowait(RealtimeErrorEvent(
+                error=to_api_error(failures[0], self._label), recoverable=False))
+
     async def _pump_messages(self, stream: AsyncIterable[lk_llm.MessageGeneration],
-                             send: trio.MemorySendChannel[MessageGeneration]) -> None:
-        assert self._nursery is not None
+                             send: trio.MemorySendChannel[MessageGeneration],
+                             start: Callable[..., None]) -> None:
+        """Pump the messages into ``send``; ``start`` each one's text and audio pumps (in
+        the generation's nursery)."""
         async with send, self._bridge.open_receive_channel(stream) as messages:
             async for message in messages:
                 text_send, text_recv = trio.open_memory_channel[str](math.inf)
                 audio_send, audio_recv = trio.open_memory_channel[rtc.AudioFrame](math.inf)
-                modalities = ["text", "audio"]
-                with trio.move_on_after(MODALITIES_TIMEOUT):
-                    modalities = list(await self._bridge.run(await_aio, message.modalities))
-                send.send_nowait(MessageGeneration(message_id=message.message_id,
-                                                   text_stream=text_recv,
-                                                   audio_stream=audio_recv,
-                                                   modalities=modalities))
-                self._nursery.start_soon(self._pump, message.text_stream, text_send, str)
-                self._nursery.start_soon(self._pump, message.audio_stream, audio_send, None)
+                modalities = await self._modalities(message)
+                try:
+                    send.send_nowait(MessageGeneration(message_id=message.message_id,
+                                                       text_stream=text_recv,
+                                                       audio_stream=audio_recv,
+                                                       modalities=modalities))
+                except trio.BrokenResourceError:
+                    return  # the consumer closed the channel: it takes no more messages
+                start(self._pump, message.text_stream, text_send, str)
+                start(self._pump, message.audio_stream, audio_send, None)
+
+    async def _modalities(self, message: lk_llm.MessageGeneration) -> list[str]:
+        """The message's modalities; both when the plugin's future fails or takes longer
+        than ``MODALITIES_TIMEOUT`` (the future is left to the plugin, never cancelled)."""
+        with trio.move_on_after(MODALITIES_TIMEOUT):
+            try:
+                return list(await self._bridge.run(_await_shielded, message.modalities))
+            except Exception as e:
+                logger.debug("%s: the modalities of message %r failed: %r", self._label,
+                             message.message_id, e)
+        return ["text", "audio"]
 
     async def _pump(self, stream: AsyncIterable[T], send: trio.MemorySendChannel[Any],
                     convert: Callable[[T], object] | None) -> None:
+        """Pump ``stream`` into ``send`` until it ends, or until the consumer closed the
+        channel (then the rest of the stream is not read)."""
         async with send, self._bridge.open_receive_channel(stream) as items:
             async for item in items:
-                send.send_nowait(convert(item) if convert else item)
-
-    async def _pump_functions(self, stream: AsyncIterable[lk_llm.FunctionCall],
-                              send: trio.MemorySendChannel[FunctionCall]) -> None:
-        async with send, self._bridge.open_receive_channel(stream) as calls:
-            async for call in calls:
-                send.send_nowait(from_lk_function_call(call))
+                try:
+                    send.send_nowait(convert(item) if convert else item)
+                except trio.BrokenResourceError:
+                    return
 
     # -- calls ----------------------------------------------------------------------------------
     async def _call(self, name: str, fn: Callable[..., Awaitable[T]], *args: object,
@@ -378,6 +417,20 @@ class RealtimeSessionAdapter:
             return
         logger.debug("%s: dropped the response %r of an abandoned %s()", self._label,
                      future.result().response_id, name)
+
+
+async def _failing_into(failures: list[Exception], scope: trio.CancelScope,
+                        pump: Callable[..., Awaitable[None]], args: tuple[object, ...]) -> None:
+    """Run ``pump(*args)``; its error is added to ``failures`` and cancels ``scope`` (every
+    pump of the generation).
+
+    Cancellation: lets ``trio.Cancelled`` through.
+    """
+    try:
+        await pump(*args)
+    except Exception as e:
+        failures.append(e)
+        scope.cancel()
 
 
 async def _await_shielded(future: asyncio.Future[T]) -> T:
