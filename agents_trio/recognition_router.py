@@ -21,6 +21,7 @@ from .events import (ErrorEvent, UserInputTranscribedEvent, UserTranscriptionTim
 from .hosts import SessionOutputs
 from .models import SpeechEvent, VADEvent
 from .options import TurnHandling, resolve_turn_handling
+from .realtime import is_realtime_model
 from .recognition import EndOfTurnInfo
 
 
@@ -72,6 +73,10 @@ class SessionErrorRules:
         if source is not None and source is session.output.audio:
             # a stalled output: the next stall with no speech played to its end closes
             return "audio_output", 1
+        if is_realtime_model(source):
+            # as LiveKit: a realtime session that gave up does not work again on the next
+            # request, as an LLM, STT or TTS may; the first unrecoverable error closes
+            return "realtime", 0
         kind = ("llm" if source is session.llm else "tts" if source is session.tts
                 else "stt" if source is session.stt else "other")
         return kind, session.max_unrecoverable_errors

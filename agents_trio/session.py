@@ -200,7 +200,8 @@ class AgentSession(Generic[Userdata_T]):
             tools (``agents_trio.tool_handling``); an agent's own replace them.
         max_unrecoverable_errors: Errors of one model kind tolerated before the session closes;
             also the failures in a row after which a VAD or STT stream is no longer reopened
-            (the session then closes with reason ``error``).
+            (the session then closes with reason ``error``). A realtime model's first
+            unrecoverable error closes the session, as in LiveKit.
         userdata: Any object, available to tools as ``ctx.userdata``.
         tts_text_transforms: Transforms applied to text before the TTS (None disables).
         min_consecutive_speech_delay: Minimum gap between two speeches.

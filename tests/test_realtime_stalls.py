@@ -132,3 +132,42 @@ def test_the_stall_timeout_has_a_default_and_can_be_disabled() -> None:
     assert FakeRealtimeModel(response_stall_timeout=None).response_stall_timeout is None
     with pytest.raises(ValueError, match="response_stall_timeout"):
         FakeRealtimeModel(response_stall_timeout=0)
+
+
+async def test_an_unrecoverable_realtime_error_closes_the_session_at_once(autojump_clock):
+    """As LiveKit's session does: a realtime model's unrecoverable error is not counted
+    towards ``max_unrecoverable_errors`` (that is for the LLM, STT and TTS, which work again
+    on the next request); the session closes with reason ``error`` at the first one, instead
+    of staying on with a provider session that gave up."""
+    from agents_trio import APIError, CloseReason
+
+    model = FakeRealtimeModel()
+    session = _session(model)
+    seen = _Recorder(session)
+    closes: list[object] = []
+    session.on("close", lambda ev: closes.append(ev.reason))
+    async with session:
+        await session.start(Agent(instructions="You help."))
+        model.sessions[0].emit_error(APIError("the provider gave up"), recoverable=False)
+        with trio.fail_after(5):
+            while not closes:
+                await trio.sleep(0.1)
+    assert closes == [CloseReason.ERROR]
+    assert len(seen.errors) == 1
+
+
+async def test_a_recoverable_realtime_error_leaves_the_session_answering(autojump_clock):
+    from agents_trio import APIError
+
+    model = FakeRealtimeModel()
+    model.add_response("still there?", "Yes.", audio_duration=0.5)
+    session = _session(model)
+    seen = _Recorder(session)
+    async with session:
+        await session.start(Agent(instructions="You help."))
+        for _ in range(5):  # more than max_unrecoverable_errors: recoverable ones are not counted
+            model.sessions[0].emit_error(APIError("a hiccup"), recoverable=True)
+        with trio.fail_after(5):
+            result = await session.run(user_input="still there?")
+        assert result.expect[-1].is_message(role="assistant").event().item.text_content == "Yes."
+    assert len(seen.errors) == 5
