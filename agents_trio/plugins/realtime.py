@@ -230,7 +230,8 @@ class RealtimeSessionAdapter:
 
         A stream that fails is the generation's failure, not the session's: it ends every
         stream of the generation (the consumer sees them end with what arrived) and is
-        reported once, as an unrecoverable ``error`` event; the session and its other
+        reported once, as a recoverable ``error`` event (the provider session goes on; an
+        unrecoverable one would close the agent session); the session and its other
         generations go on.
 
         Cancellation: the session's close cancels it; nothing is reported.
@@ -246,7 +247,7 @@ class RealtimeSessionAdapter:
             logger.warning("%s: the response %r failed: %r", self._label, ev.response_id,
                            failures[0])
             self._events_send.send_nowait(RealtimeErrorEvent(
-                error=to_api_error(failures[0], self._label), recoverable=False))
+                error=to_api_error(failures[0], self._label), recoverable=True))
 
     async def _pump_messages(self, stream: AsyncIterable[lk_llm.MessageGeneration],
                              send: trio.MemorySendChannel[MessageGeneration],
