@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -73,6 +74,34 @@ def connect_options(conn_options: APIConnectOptions | None) -> dict[str, Any]:
     return {} if conn_options is None else {"conn_options": conn_options}
 
 
+async def plugin_items(stream: AsyncIterable[T]) -> AsyncIterator[T]:
+    """asyncio-flavoured: the items of a plugin stream, as a bridge pump's source.
+
+    A ``CancelledError`` the stream raises while the pump's task was not cancelled (the
+    plugin cancelled itself: it awaited an inner task of its own that it had cancelled) is
+    the stream's failure: raised as a ``RuntimeError`` (the ``CancelledError`` its cause), so
+    that the channel maps it to the adapter's ``APIError``. Let through, it would end the pump
+    as cancelled from the asyncio side: a ``BridgeError`` naming neither the provider nor the
+    cause.
+
+    Cancellation: the pump's own cancellation (the block left, the bridge closing) passes.
+    """
+    items = aiter(stream)
+    while True:
+        try:
+            item = await anext(items)
+        except StopAsyncIteration:
+            return
+        except asyncio.CancelledError as e:
+            task = asyncio.current_task()
+            # Task.cancelling() is 3.11's: before it, every CancelledError passes, as it did
+            cancelling = getattr(task, "cancelling", None)
+            if cancelling is None or cancelling():
+                raise
+            raise RuntimeError("the plugin stream cancelled itself") from e
+        yield item
+
+
 class AsyncClosable(Protocol):
     """A plugin stream or session: closed with ``await aclose()`` on the asyncio side."""
 
@@ -81,17 +110,46 @@ class AsyncClosable(Protocol):
 
 async def aclose_plugin_stream(bridge: AsyncioBridge, stream: AsyncClosable, label: str
                                ) -> None:
-    """Close a plugin stream on the asyncio side (shielded, bounded); errors are logged."""
+    """Close a plugin stream on the asyncio side, giving its ``aclose`` ``CLOSE_GRACE``
+    seconds in all; its errors are logged.
+
+    Cancellation: shielded and bounded by ``CLOSE_GRACE``. An ``aclose`` still running then
+    (a plugin waiting in a ``finally`` for a socket that never closes: asyncio cancels a task
+    once, so cancelling it does not end that wait either) is cancelled and left to the
+    bridge, which cancels what is left on its loop when it closes; leaving does not wait for
+    it (waiting for a cancelled ``bridge.run`` would add the bridge's ``cancel_grace``).
+    """
     if bridge.closed:
         return
-    with trio.move_on_after(CLOSE_GRACE, shield=True) as scope:
+    with trio.CancelScope(shield=True):
         try:
-            await bridge.run(stream.aclose)
+            closed = await bridge.run(_aclose_within, stream, CLOSE_GRACE)
         except Exception as e:
             logger.debug("closing a %s stream failed: %r", label, e)
-    if scope.cancelled_caught:
+            return
+    if not closed:
         logger.warning("closing a %s stream took more than %.0f s; abandoned", label,
                        CLOSE_GRACE)
+
+
+async def _aclose_within(stream: AsyncClosable, grace: float) -> bool:
+    """asyncio-flavoured: ``await stream.aclose()`` for at most ``grace`` seconds; whether it
+    finished. Raises its error. One that does not finish is cancelled and left running: its
+    error, if any, is dropped (it was abandoned)."""
+    closing = asyncio.get_running_loop().create_task(stream.aclose(),
+                                                     name=f"aclose({type(stream).__qualname__})")
+    done, _ = await asyncio.wait({closing}, timeout=grace)
+    if done:
+        closing.result()
+        return True
+    closing.add_done_callback(_drop_outcome)
+    closing.cancel()
+    return False
+
+
+def _drop_outcome(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 # A nursery for an adapter's helper tasks; a single error escapes unwrapped.

@@ -20,7 +20,7 @@ from ..chat import (
     FunctionCallOutput,
     ImageContent,
 )
-from ..models import ChatChunk, CompletionUsage, FunctionToolCall, ToolChoice
+from ..models import ChatChunk, ChoiceDelta, CompletionUsage, FunctionToolCall, ToolChoice
 from ..tools import FunctionTool
 from ..toolsets import ProviderTool
 
@@ -132,17 +132,31 @@ def to_lk_tool_choice(tool_choice: ToolChoice) -> ToolChoice:
 
 
 def from_lk_chunk(chunk: lk_llm.ChatChunk) -> ChatChunk:
+    """LiveKit's chunk as the runtime's: the delta's text (an empty one as None), its tool
+    calls (missing arguments as ``"{}"``; any other arguments as given, invalid JSON too: the
+    tool runner reports those), the provider data of both (``extra``: e.g. Google's thought
+    signatures, which the provider needs back with the call) and the usage."""
     delta = chunk.delta
     usage = chunk.usage
     return ChatChunk(
         id=chunk.id or "",
-        content=(delta.content if delta is not None else None) or None,
-        tool_calls=[FunctionToolCall(name=tc.name, arguments=tc.arguments or "{}",
-                                     call_id=tc.call_id)
-                    for tc in (delta.tool_calls if delta is not None else [])],
+        delta=None if delta is None else _from_lk_delta(delta),
         usage=None if usage is None else CompletionUsage(
             completion_tokens=usage.completion_tokens, prompt_tokens=usage.prompt_tokens,
             total_tokens=usage.total_tokens, prompt_cached_tokens=usage.prompt_cached_tokens,
             cache_creation_tokens=usage.cache_creation_tokens,
             reasoning_tokens=usage.reasoning_tokens),
     )
+
+
+def _from_lk_delta(delta: lk_llm.ChoiceDelta) -> ChoiceDelta | None:
+    """None for a delta that carries nothing (as the runtime's chunks have no delta then)."""
+    content = delta.content or None
+    tool_calls = [FunctionToolCall(name=tc.name, arguments=tc.arguments or "{}",
+                                   call_id=tc.call_id,
+                                   extra=dict(tc.extra) if tc.extra else None)
+                  for tc in delta.tool_calls]
+    extra = dict(delta.extra) if delta.extra else None
+    if content is None and not tool_calls and extra is None:
+        return None
+    return ChoiceDelta(role=delta.role, content=content, tool_calls=tool_calls, extra=extra)

@@ -17,6 +17,7 @@ from ._common import (
     aclose_plugin_stream,
     connect_options,
     error_mapper,
+    plugin_items,
     resolve_bridge,
     to_api_error,
 )
@@ -28,8 +29,9 @@ class LLMAdapter:
 
     ``chat`` converts the chat context and tools, opens the plugin's stream on the asyncio
     bridge and yields its chunks as :class:`agents_trio.ChatChunk`. Leaving the ``async with``
-    (or cancelling the caller) closes the plugin stream; a provider failure is raised as
-    :class:`agents_trio.APIError` (the plugin's own error is its ``__cause__``).
+    (or cancelling the caller) closes the plugin stream (its ``aclose`` gets 5 s); a provider
+    failure is raised as :class:`agents_trio.APIError` (the plugin's own error is its
+    ``__cause__``).
 
     Args:
         llm: The LiveKit Agents LLM.
@@ -87,7 +89,7 @@ class LLMAdapter:
             raise to_api_error(e, self.label) from e
         try:
             async with bridge.open_receive_channel(
-                    stream, max_buffer_size=self._max_buffer,
+                    plugin_items(stream), max_buffer_size=self._max_buffer,
                     map_error=error_mapper(self.label)) as chunks:
                 yield _ChunkStream(chunks)
         finally:

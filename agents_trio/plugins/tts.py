@@ -11,12 +11,13 @@ from livekit import rtc
 from livekit.agents import APIConnectOptions
 from livekit.agents import tts as lk_tts
 
-from ..io.bridge import AsyncioBridge, BridgeFeeder, BridgeReceiveChannel
+from ..io.bridge import AsyncioBridge, BridgeReceiveChannel
 from ._common import (
     aclose_plugin_stream,
     connect_options,
     error_mapper,
     open_nursery,
+    plugin_items,
     resolve_bridge,
     to_api_error,
 )
@@ -29,7 +30,8 @@ class TTSAdapter:
     plugin's synthesis stream as it arrives (``end_input`` when it ends) and the audio comes
     back as ``rtc.AudioFrame``s. A plugin that cannot stream is wrapped in LiveKit's
     ``tts.StreamAdapter`` (sentence by sentence). Leaving the block or cancelling the caller
-    closes the plugin stream; a provider failure is raised as :class:`agents_trio.APIError`.
+    closes the plugin stream (its ``aclose`` gets 5 s); a provider failure is raised as
+    :class:`agents_trio.APIError`.
 
     Args:
         tts: The LiveKit Agents TTS.
@@ -66,7 +68,8 @@ class TTSAdapter:
         """Synthesize ``text`` (one segment; see the class docstring).
 
         Raises:
-            agents_trio.APIError: The provider failed (while iterating the audio).
+            agents_trio.APIError: The provider failed (while iterating the audio), or the plugin
+                refused the text (its ``push_text`` or ``end_input`` raised).
             Exception: Whatever iterating ``text`` raised.
 
         Cancellation:
@@ -81,9 +84,9 @@ class TTSAdapter:
             raise to_api_error(e, self.label) from e
         try:
             async with open_nursery() as nursery, bridge.open_receive_channel(
-                    stream, max_buffer_size=self._max_buffer,
+                    plugin_items(stream), max_buffer_size=self._max_buffer,
                     map_error=error_mapper(self.label)) as audio:
-                nursery.start_soon(_push_text, text, bridge.feeder(stream.push_text), stream)
+                nursery.start_soon(_push_text, bridge, text, stream, self.label)
                 try:
                     yield _FrameStream(audio)
                 finally:
@@ -95,12 +98,42 @@ class TTSAdapter:
         return f"TTSAdapter({self.wrapped!r})"
 
 
-async def _push_text(text: AsyncIterable[str], feeder: BridgeFeeder[str],
-                     stream: lk_tts.SynthesizeStream) -> None:
-    async for chunk in text:
-        if chunk:
-            feeder.feed(chunk)
-    feeder.call(stream.end_input)
+async def _push_text(bridge: AsyncioBridge, text: AsyncIterable[str],
+                     stream: lk_tts.SynthesizeStream, label: str) -> None:
+    """Push ``text`` into the plugin stream as it arrives, then end its input.
+
+    The text goes through a bridge send channel (every chunk sent since the plugin last took
+    some, in one loop hop), so a plugin refusing it (its ``push_text`` or ``end_input``
+    raising) fails this task, and with it the segment, instead of leaving the plugin waiting
+    for an end of input that never comes.
+
+    Raises:
+        agents_trio.APIError: The plugin refused the text (raised at the next chunk sent, or
+            when the text ends).
+        Exception: Whatever iterating ``text`` raised.
+
+    Cancellation: owns the pump handing the text over; text the plugin has not taken yet is
+    dropped.
+    """
+
+    async def push(batch: list[str | None]) -> None:  # asyncio-flavoured; None: the end
+        for chunk in batch:
+            if chunk is None:
+                stream.end_input()
+            else:
+                stream.push_text(chunk)
+
+    async with bridge.open_send_channel(push, max_buffer_size=_TEXT_BUFFER,
+                                        map_error=error_mapper(label)) as pushed:
+        async for chunk in text:
+            if chunk:
+                await pushed.send(chunk)
+        await pushed.send(None)
+        await pushed.aclose()
+
+
+# Text chunks sent ahead of the plugin taking them (it takes every batch in one loop turn).
+_TEXT_BUFFER = 64
 
 
 class _FrameStream:
