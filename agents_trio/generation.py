@@ -574,7 +574,9 @@ class Generation:
         async for tool_call in calls:
             if self.request.tool_choice == "none":
                 continue
+            # the provider's data goes with the call (and back to the provider with it)
             call = FunctionCall(call_id=tool_call.call_id or short_id("call"),
-                                name=tool_call.name, arguments=tool_call.arguments)
+                                name=tool_call.name, arguments=tool_call.arguments,
+                                extra=dict(tool_call.extra) if tool_call.extra else {})
             self.activity.dispatch_tool(self.handle, call, self.step, self.tools,
                                         tool_nursery)
