@@ -26,14 +26,16 @@ CLOSE_GRACE = 5.0
 T = TypeVar("T")
 
 
-def to_api_error(error: BaseException, label: str) -> BaseException:
+def to_api_error(error: BaseException, label: str, *, retryable: bool = False
+                 ) -> BaseException:
     """The runtime's error for a provider failure (the original is the ``__cause__``).
 
     A LiveKit ``APIError`` that reaches the adapter has already been retried by the plugin
     (per its ``conn_options``), so it is not recoverable; neither is an unexpected exception
     inside a plugin stream. LiveKit's ``APIStatusError``, ``APITimeoutError`` and
     ``APIConnectionError`` become this runtime's class of the same name (status code, request
-    id and body kept).
+    id and body kept). ``retryable=True`` is for a provider that said the failure is not
+    final (a realtime session's recoverable ``error`` event).
     """
     if isinstance(error, APIError):
         return error
@@ -41,15 +43,15 @@ def to_api_error(error: BaseException, label: str) -> BaseException:
     if isinstance(error, LKAPIStatusError):
         mapped = APIStatusError(f"{label}: {error.message} (status {error.status_code})",
                                 status_code=error.status_code, request_id=error.request_id,
-                                body=error.body, retryable=False)
+                                body=error.body, retryable=retryable)
     elif isinstance(error, LKAPITimeoutError):
-        mapped = APITimeoutError(f"{label}: {error.message}", retryable=False)
+        mapped = APITimeoutError(f"{label}: {error.message}", retryable=retryable)
     elif isinstance(error, LKAPIConnectionError):
-        mapped = APIConnectionError(f"{label}: {error.message}", retryable=False)
+        mapped = APIConnectionError(f"{label}: {error.message}", retryable=retryable)
     elif isinstance(error, LKAPIError):
-        mapped = APIError(f"{label}: {error.message}", body=error.body, retryable=False)
+        mapped = APIError(f"{label}: {error.message}", body=error.body, retryable=retryable)
     else:
-        mapped = APIError(f"{label} failed: {error!r}", recoverable=False)
+        mapped = APIError(f"{label} failed: {error!r}", recoverable=retryable)
     mapped.__cause__ = error
     return mapped
 

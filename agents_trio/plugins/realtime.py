@@ -205,8 +205,10 @@ class RealtimeSessionAdapter:
             error = getattr(ev, "error", ev)
             if not isinstance(error, BaseException):
                 error = RuntimeError(repr(error))
-            return RealtimeErrorEvent(error=to_api_error(error, self._label),
-                                      recoverable=bool(getattr(ev, "recoverable", False)))
+            recoverable = bool(getattr(ev, "recoverable", False))
+            return RealtimeErrorEvent(
+                error=to_api_error(error, self._label, retryable=recoverable),
+                recoverable=recoverable)
         if name == "generation_created" and isinstance(
                 ev, lk_llm.GenerationCreatedEvent) and not ev.user_initiated:
             # user-initiated generations are returned by generate_reply()/say() instead, or

@@ -203,3 +203,39 @@ async def test_a_function_call_the_server_sends_twice_runs_once_and_is_answered_
             assert pushed.count("function_call") == pushed.count("function_call_output") == 1
             assert errors == []
         assert bridge.statistics().asyncio_tasks == 0
+
+
+async def test_a_providers_error_event_keeps_whether_it_is_recoverable(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """The plugin's ``error`` event says whether the provider session can go on; the error the
+    session reports says the same (``recoverable``), and only an unrecoverable one closes."""
+    from livekit.agents import APIError as LKAPIError
+
+    from agents_trio import CloseReason
+
+    model = FakePluginRealtimeModel()
+    async with open_bridge() as bridge:
+        session, errors = _session(model)
+        closes: list[object] = []
+        session.on("close", lambda ev: closes.append(ev.reason))
+        async with session:
+            await session.start(Front())
+            [lk] = model.sessions
+
+            def error_event(recoverable: bool) -> llm.RealtimeModelError:
+                return llm.RealtimeModelError(
+                    timestamp=0.0, label="fake", recoverable=recoverable,
+                    error=LKAPIError("a hiccup" if recoverable else "gave up",
+                                     retryable=recoverable))
+
+            await bridge.run_sync(lk.emit, "error", error_event(True))
+            with trio.fail_after(30):
+                while not errors:
+                    await trio.sleep(0.1)
+                assert errors[0].recoverable and not closes
+                await session.generate_reply(instructions="again").wait_for_playout()
+                await bridge.run_sync(lk.emit, "error", error_event(False))
+                while not closes:
+                    await trio.sleep(0.1)
+        assert [e.recoverable for e in errors] == [True, False]
+        assert closes == [CloseReason.ERROR]
