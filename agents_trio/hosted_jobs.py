@@ -92,7 +92,6 @@ class HostedJob:
         # its thread, the timeout, the wait's cancellation and the executor's close
         self._setting_up: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._failed = False
         self._ended = asyncio.Event()
 
     @property
@@ -122,9 +121,11 @@ class HostedJob:
         # derived from the executor's end: the server reads the status of a launch in a task
         # of its own, which may run after a job that failed at once has failed; it must read
         # RUNNING there, and the end only with ``process_closed``
-        if not self._ended.is_set():
+        task = self._task
+        if task is None or not task.done() or not self._ended.is_set():
             return JobStatus.RUNNING
-        return JobStatus.FAILED if self._failed else JobStatus.SUCCESS
+        # cancelled: ended by LiveKit (a shutdown, not a failure)
+        return JobStatus.FAILED if _failed(task) else JobStatus.SUCCESS
 
     async def start(self) -> None:
         """Mark the executor started (nothing runs until a job is launched).
@@ -219,15 +220,14 @@ class HostedJob:
         self._task.add_done_callback(self._on_end)
 
     async def _run(self, info: RunningJobInfo) -> None:
-        try:
-            await self._entrypoint.run_hosted(info, proc=self._proc,
-                                              inference_executor=self._inference_executor)
-        except Exception:
-            self._failed = True
-            logger.exception("the job failed", extra=self.logging_extra())
+        await self._entrypoint.run_hosted(info, proc=self._proc,
+                                          inference_executor=self._inference_executor)
 
     def _on_end(self, task: asyncio.Task[None]) -> None:
-        # returned, failed, or cancelled (ended by LiveKit: a shutdown, not a failure)
+        # returned, failed, or cancelled; the status is read from the task
+        if _failed(task):
+            logger.error("the job failed", exc_info=task.exception(),
+                         extra=self.logging_extra())
         self._end()
 
     def _end(self) -> None:
@@ -270,6 +270,12 @@ class HostedJob:
     def __repr__(self) -> str:
         job = self._running_job.job.id if self._running_job is not None else None
         return f"<HostedJob {self._id} job={job}>"
+
+
+def _failed(task: asyncio.Task[None]) -> bool:
+    """Whether a job's ended task failed (cancelled is not failed: LiveKit ended the job).
+    Reading it retrieves the error, so asyncio does not report it as never retrieved."""
+    return not task.cancelled() and task.exception() is not None
 
 
 def _settle(outcome: asyncio.Future[None], error: BaseException) -> None:
