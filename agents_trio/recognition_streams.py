@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -138,18 +138,26 @@ class SupervisedStream:
         try:
             events = stream.push_frame(frame)
             if events:
-                # produced at once by the push: handled here, in the pushing task, until the
-                # handling of one drops the incarnation (a reopen, a failure)
-                incarnation = self._incarnation
-                assert incarnation is not None   # set while a stream takes frames
-                hooks = self._hooks
-                for ev in events:
-                    if incarnation.cancel_called:
-                        break
-                    hooks.on_event(ev)
-                    self._delivered = True
+                # produced at once by the push: handled here, in the pushing task
+                self._hooks.on_event(events[0])
+                self._delivered = True
+                if len(events) > 1:   # seldom: several events from one frame
+                    self._handle_more(events)
         except Exception as e:
             self._fail_from_outside(e)
+
+    def _handle_more(self, events: Sequence[Any]) -> None:
+        """The events after the first that one push returned, while their incarnation lives:
+        handling one may drop it (a reopen, a failure), and then the rest are its events no
+        more. (Before the first nothing can have dropped it: the push found it taking frames
+        in this same step.)"""
+        incarnation = self._incarnation
+        hooks = self._hooks
+        for ev in events[1:]:
+            if incarnation is None or incarnation.cancel_called:
+                break
+            hooks.on_event(ev)
+            self._delivered = True
 
     def end_input(self) -> None:
         """No more frames: the stream finishes what it has and is not reopened; a frame
