@@ -326,17 +326,12 @@ class JobHost:
             await trio.sleep_forever()
 
     def _spawn(self, job: _Job[Any]) -> None:
-        nursery = self._nursery
-        assert nursery is not None
-        # a closing host (its nursery cancelled, or closed) takes no job: none starts to be
-        # cancelled at its first checkpoint, with what it did before that half done
-        if not nursery.cancel_scope.cancel_called:
-            try:
-                nursery.start_soon(self._run_job, job, name=job.name)
-                return
-            except RuntimeError:  # the nursery is closed
-                pass
-        job.resolve(outcome.Error(JobHostError("the job host is closed")))
+        assert self._nursery is not None
+        try:
+            # a closing host's nursery (cancelled) still takes it: its first step ends it
+            self._nursery.start_soon(self._run_job, job, name=job.name)
+        except RuntimeError:  # the nursery is closed: the host is shutting down
+            job.resolve(outcome.Error(JobHostError("the job host is closed")))
 
     async def _run_job(self, job: _Job[Any]) -> None:
         self.jobs_started += 1
@@ -347,7 +342,7 @@ class JobHost:
         try:
             with job.scope:
                 # a job whose host began closing (or whose caller gave up) before it began
-                # never begins: it is ended here, before its first line
+                # never begins (it would run up to its first checkpoint): it is ended here
                 await trio.lowlevel.checkpoint_if_cancelled()
                 result = outcome.Value(await job.fn())
             if job.scope.cancelled_caught:  # cancelled by its caller
