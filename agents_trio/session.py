@@ -75,6 +75,7 @@ _NOT_GIVEN: Any = object()
 class SessionState(enum.Enum):
     CREATED = "created"
     ENTERED = "entered"      # inside ``async with``, not started
+    STARTING = "starting"    # start() is starting the agent (a close now cancels the start)
     RUNNING = "running"
     CLOSING = "closing"
     CLOSED = "closed"
@@ -349,9 +350,10 @@ class AgentSession(Generic[Userdata_T]):
         self.inline_tasks = InlineTaskStack()
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
-        # the session's work (agents, recognition, handoffs): cancelled by the close, while
-        # the session nursery still delivers the transcription (set while _main runs)
-        self._work_nursery: trio.Nursery | None = None
+        # the session's work (agents, recognition, handoffs), from start() on: cancelled by
+        # the close (a close during the start cancels the start), while the session nursery
+        # still delivers the transcription
+        self._work_scope = trio.CancelScope()
         self._closed = Flag()
         # handoffs, served one at a time in the session's work nursery (a task only while one
         # is being served)
@@ -449,7 +451,8 @@ class AgentSession(Generic[Userdata_T]):
 
     @property
     def state(self) -> SessionState:
-        """Where the session is in its life (created, entered, running, closing, closed)."""
+        """Where the session is in its life (created, entered, starting, running, closing,
+        closed)."""
         return self._state
 
     @property
@@ -655,10 +658,16 @@ class AgentSession(Generic[Userdata_T]):
             TypeError, ValueError: The room options are of the wrong type, or set an option
                 the room I/O cannot honour (``UnsupportedRoomOptionError`` names it).
 
+        A close that comes while the agent is starting (``shutdown()`` or ``aclose()`` from
+        another task, e.g. the job shutting down during a slow toolset set-up) cancels the
+        start: the agent does not enter, and ``start`` returns to the closed session.
+
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
         if self._state is SessionState.RUNNING:
             return None
+        if self._state is SessionState.STARTING:
+            raise RuntimeError("the session is already starting (start() is running)")
         if (room_options is not None or room_input_options is not None
                 or room_output_options is not None):
             from .io.room_options import resolve_room_options
@@ -689,6 +698,7 @@ class AgentSession(Generic[Userdata_T]):
                 raise RuntimeError("nested runs are not supported")
             run = RunResult()
             self.conversation.begin_run(run)
+        self._state = SessionState.STARTING
         await self._nursery.start(self._main, agent)
         return run
 
@@ -697,42 +707,51 @@ class AgentSession(Generic[Userdata_T]):
         # work nursery: what the user heard before a close (the played part of a cut reply)
         # still reaches the output, within the grace
         assert self._nursery is not None
+        # start()'s, until the session runs (not kept after: it holds start()'s temporary
+        # nursery)
+        starting: trio.TaskStatus[None] | None = task_status
+        del task_status
         self.conversation.open_transcription(
             self._nursery, lambda: self.output.active_transcription, self._transcription_node)
         try:
-            async with trio.open_nursery() as nursery:
-                self._work_nursery = nursery
-                if self.output.audio is not None:
-                    self.output.audio.on("playback_started", self._on_playback_started)
-                    self.output.audio.on("playback_finished", self._on_playback_finished)
-                self._agent = agent
-                self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
-                if self.stt_context.options.detection.enabled:
-                    await nursery.start(self.stt_context.run)
-                with host_session_scopes(self, nursery):
-                    # the calls of the session's AsyncToolsets run in this nursery too
-                    await self._start_activities(nursery, agent)
-                    if self.input.audio is not None:
-                        self._recognition = AudioRecognition(
-                            RecognitionRouter(self, refresh_away=self._refresh_away,
-                                              close_for_error=self._close_for_error),
-                            vad=self.vad, stt=self.stt,
-                            stt_node=_overridden_stt_node(agent),
-                            transcription_timeout=self.transcription_timeout,
-                            restart_policy=RestartPolicy(
-                                max_failures=self.max_unrecoverable_errors))
-                        self._recognition.set_input_enabled(self.input.audio_enabled)
-                        if is_realtime_model(self.llm):
-                            self._recognition.audio_sink = self._push_realtime_audio
-                        await self._recognition.start(nursery, self.input.audio)
-                    self._state = SessionState.RUNNING
-                    self._away_slot = LatestSlot(nursery)
-                    self.conversation.set_agent_state("listening")
-                    assert self._activity is not None
-                    self._activity.enter()
-                    task_status.started()
-                    del task_status  # not kept: it holds start()'s temporary nursery
-                    await trio.sleep_forever()
+            with self._work_scope:
+                async with trio.open_nursery() as nursery:
+                    if self.output.audio is not None:
+                        self.output.audio.on("playback_started", self._on_playback_started)
+                        self.output.audio.on("playback_finished", self._on_playback_finished)
+                    self._agent = agent
+                    self.conversation.commit(AgentHandoff(new_agent_id=agent.id))
+                    if self.stt_context.options.detection.enabled:
+                        await nursery.start(self.stt_context.run)
+                    with host_session_scopes(self, nursery):
+                        # the calls of the session's AsyncToolsets run in this nursery too
+                        await self._start_activities(nursery, agent)
+                        if self.input.audio is not None:
+                            self._recognition = AudioRecognition(
+                                RecognitionRouter(self, refresh_away=self._refresh_away,
+                                                  close_for_error=self._close_for_error),
+                                vad=self.vad, stt=self.stt,
+                                stt_node=_overridden_stt_node(agent),
+                                transcription_timeout=self.transcription_timeout,
+                                restart_policy=RestartPolicy(
+                                    max_failures=self.max_unrecoverable_errors))
+                            self._recognition.set_input_enabled(self.input.audio_enabled)
+                            if is_realtime_model(self.llm):
+                                self._recognition.audio_sink = self._push_realtime_audio
+                            await self._recognition.start(nursery, self.input.audio)
+                        # a close during the start cancelled it: unwind here, not run
+                        await trio.lowlevel.checkpoint_if_cancelled()
+                        self._state = SessionState.RUNNING
+                        self._away_slot = LatestSlot(nursery)
+                        self.conversation.set_agent_state("listening")
+                        assert self._activity is not None
+                        self._activity.enter()
+                        assert starting is not None
+                        starting.started()
+                        starting = None
+                        await trio.sleep_forever()
+            if starting is not None:  # closed while starting: start() returns to the closed
+                starting.started()    # session
         finally:
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
@@ -853,22 +872,23 @@ class AgentSession(Generic[Userdata_T]):
                 self.conversation.events.close()
                 self._closed.set()  # a second aclose() (e.g. leaving the block) must not wait
             return
-        if self._state is SessionState.RUNNING:
+        if self._state in (SessionState.STARTING, SessionState.RUNNING):
+            was_running = self._state is SessionState.RUNNING
             self._state = SessionState.CLOSING
             # before the cancellation completes the watched speeches, so the run can't pass
             self.conversation.fail_run(self._close_error or SessionClosedError("session closed"))
             try:
-                with trio.move_on_after(self.close_grace):
-                    await self.inline_tasks.unwind()
-                if self._recognition is not None and self._close_reason != "error":
-                    await self._recognition.finish_user_turn(
-                        self.session_close_transcript_timeout)
+                if was_running:  # a start in progress is just cancelled: nothing ran yet
+                    with trio.move_on_after(self.close_grace):
+                        await self.inline_tasks.unwind()
+                    if self._recognition is not None and self._close_reason != "error":
+                        await self._recognition.finish_user_turn(
+                            self.session_close_transcript_timeout)
             finally:
                 # even when the caller gives up on aclose(): a close half done would leave
                 # every later aclose() (leaving `async with`) waiting forever
                 self._commit_trailing_user_turn()
-                assert self._work_nursery is not None   # set before the session ran
-                self._work_nursery.cancel_scope.cancel()
+                self._work_scope.cancel()
             with trio.move_on_after(self.close_grace):
                 await self._closed.wait()
             if not self._closed.is_set():
@@ -912,20 +932,24 @@ class AgentSession(Generic[Userdata_T]):
         Raises:
             RuntimeError: outside ``async with session:``, or the session is closing.
         """
-        if self._nursery is None or self._state not in (SessionState.ENTERED,
-                                                        SessionState.RUNNING):
+        if self._nursery is None or self._state not in (
+                SessionState.ENTERED, SessionState.STARTING, SessionState.RUNNING):
             raise RuntimeError("start_service() needs an open session (inside `async with`)")
         return await self._nursery.start(async_fn, *args)
 
     def shutdown(self, *, drain: bool = True, reason: CloseReason = CloseReason.USER_INITIATED) -> None:
-        """Schedule a close without waiting for it (usable from tools and callbacks)."""
-        if self._nursery is None or self._state is not SessionState.RUNNING:
+        """Schedule a close without waiting for it (usable from tools and callbacks); during
+        ``start()``, the close cancels the start."""
+        if self._nursery is None or self._state not in (SessionState.STARTING,
+                                                        SessionState.RUNNING):
             return
         self._close_reason = reason
         self._nursery.start_soon(self._shutdown, drain)
 
     async def _shutdown(self, drain: bool) -> None:
-        if drain and self._activity is not None:
+        # still starting: the close cancels the start (an agent not yet entered has nothing
+        # to drain)
+        if drain and self._state is SessionState.RUNNING and self._activity is not None:
             with trio.move_on_after(self.close_grace * 6):
                 await self._activity.drain()
         await self.aclose()

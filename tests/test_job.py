@@ -305,3 +305,42 @@ async def test_cancelling_the_job_closes_its_session_with_job_shutdown(
     with trio.move_on_after(2):
         await run_job(entrypoint, url="wss://fake", token="t", open_room_fn=open_fake_room)
     assert reasons == ["job_shutdown"]
+
+
+async def test_shutdown_while_the_session_starts_closes_it_with_job_shutdown() -> None:
+    """The job shuts down while ``session.start()`` waits for a slow toolset set-up: the
+    session closes with ``job_shutdown`` at once (the shutdown used to be dropped: the session
+    ran on until the grace cancelled the entrypoint, and closed ``user_initiated``)."""
+    from agents_trio.llm import Toolset
+
+    setup_began = trio.Event()
+
+    class SlowSetup(Toolset):
+        async def setup(self) -> Toolset:
+            setup_began.set()
+            await trio.sleep_forever()
+            return self
+
+    class Tooled(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="Be brief.", tools=[SlowSetup(id="slow")])
+
+    async def shutdown_in_setup(ctx: JobContext) -> None:
+        await setup_began.wait()
+        ctx.shutdown()
+
+    async def entrypoint(ctx: JobContext) -> tuple[str | None, float]:
+        ctx.shutdown_grace = 3.0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(shutdown_in_setup, ctx)
+            began = trio.current_time()
+            reason = await ctx.run_session(quick_session(), Tooled())
+            return reason, trio.current_time() - began
+
+    with trio.fail_after(5):
+        result = await run_job(entrypoint, url="wss://fake", token="t",
+                               open_room_fn=open_fake_room)
+    assert result is not None, "the entrypoint was cancelled after the grace"
+    reason, seconds = result
+    assert reason == "job_shutdown"
+    assert seconds < 1.0
