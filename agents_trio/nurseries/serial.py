@@ -66,13 +66,18 @@ class SerialWorker(Generic[T]):
 
         Raises:
             trio.ClosedResourceError: :meth:`close` was called.
+            RuntimeError: The bound nursery is closed (Trio's error); the item is not kept.
         """
         if self._closed:
             raise trio.ClosedResourceError("the worker takes no more items")
         if self._queue is None:
             self._queue = deque()
         self._queue.append(item)
-        self._start_worker()
+        try:
+            self._start_worker()
+        except BaseException:
+            self._queue.pop()   # refused: nothing would ever handle it
+            raise
 
     def close(self) -> None:
         """Accept no more items; the queued ones are still handled. Idempotent."""

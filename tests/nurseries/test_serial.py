@@ -173,3 +173,17 @@ def test_every_item_is_handled_once_in_order_never_two_at_once(steps, cost) -> N
         assert handled == submitted
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_an_item_submitted_after_the_nursery_closed_is_refused_not_kept():
+    """The nursery the worker borrows has closed: the item is refused at ``submit`` (the
+    nursery's own error) and not kept queued, where nothing would ever handle it."""
+    recorder = Recorder()
+    worker = SerialWorker(recorder, name="worker")
+    async with trio.open_nursery() as nursery:
+        worker.bind(nursery)
+        worker.submit(1)
+    assert recorder.handled == [1]
+    with pytest.raises(RuntimeError, match="closed"):
+        worker.submit(2)
+    assert worker.waiting == 0
