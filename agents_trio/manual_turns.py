@@ -1,8 +1,9 @@
 """Manual turn control: ``session.commit_user_turn()`` and ``session.clear_user_turn()``.
 
-A commit runs in the session's nursery (one at a time: a new commit replaces the one still
-waiting for its transcript) and hands back a ``PendingTranscript`` the caller may await for
-the transcript, as LiveKit hands back a future.
+A commit runs in the session's work nursery (one at a time: a new commit replaces the one
+still waiting for its transcript; the close cancels it, as LiveKit's closing recognition
+cancels its future) and hands back a ``PendingTranscript`` the caller may await for the
+transcript, as LiveKit hands back a future.
 """
 
 from __future__ import annotations

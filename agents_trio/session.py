@@ -17,7 +17,6 @@ import logging
 from collections.abc import (AsyncIterable, Awaitable, Callable, Generator, Iterator, Mapping,
                              Sequence)
 from contextlib import AbstractAsyncContextManager, contextmanager
-from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
@@ -354,10 +353,19 @@ class AgentSession(Generic[Userdata_T]):
         # the close (a close during the start cancels the start), while the session nursery
         # still delivers the transcription
         self._work_scope = trio.CancelScope()
+        # the nursery of that work, while it is open (None before start() and once the work
+        # ended): what the session runs on a request (a handoff, a manual commit) runs there
+        self._work_nursery: trio.Nursery | None = None
         self._closed = Flag()
-        # handoffs, served one at a time in the session's work nursery (a task only while one
-        # is being served)
-        self._switches: SerialWorker[_SwitchRequest] | None = None
+        # handoffs, served one at a time in the work nursery (a task only while one is being
+        # served) from the moment the first agent entered: one asked for during the start
+        # waits for it
+        self._switches: SerialWorker[_SwitchRequest] = SerialWorker(
+            self._switch, name="agents_trio.session.AgentSession.switch")
+        # the scope of the handoff being served: cancelled when the close begins, so a
+        # handoff the close meets is not completed (no agent starts in a closing session, as
+        # in LiveKit)
+        self._switch_scope: trio.CancelScope | None = None
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession[Userdata_T]:
@@ -716,6 +724,7 @@ class AgentSession(Generic[Userdata_T]):
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
+                    self._work_nursery = nursery
                     if self.output.audio is not None:
                         self.output.audio.on("playback_started", self._on_playback_started)
                         self.output.audio.on("playback_finished", self._on_playback_finished)
@@ -746,6 +755,8 @@ class AgentSession(Generic[Userdata_T]):
                         self.conversation.set_agent_state("listening")
                         assert self._activity is not None
                         self._activity.enter()
+                        # after the enter: a handoff's on_exit follows the on_enter
+                        self._switches.bind(nursery)
                         assert starting is not None
                         starting.started()
                         starting = None
@@ -753,6 +764,7 @@ class AgentSession(Generic[Userdata_T]):
             if starting is not None:  # closed while starting: start() returns to the closed
                 starting.started()    # session
         finally:
+            self._work_nursery = None  # closed: nothing more runs there
             self.conversation.close_transcription()
             with trio.move_on_after(self.close_grace, shield=True):
                 await self.conversation.wait_transcription_delivered()
@@ -766,7 +778,7 @@ class AgentSession(Generic[Userdata_T]):
         do: a session holds nothing for them until then)."""
         if self._manual_turns_made is None:
             self._manual_turns_made = ManualTurns(
-                nursery=lambda: self._nursery, recognition=lambda: self._recognition,
+                nursery=lambda: self._work_nursery, recognition=lambda: self._recognition,
                 activity=lambda: self._activity, generate_reply=self.generate_reply)
         return self._manual_turns_made
 
@@ -783,17 +795,21 @@ class AgentSession(Generic[Userdata_T]):
         self._closed.set()
 
     async def _start_activities(self, nursery: trio.Nursery, agent: Agent) -> None:
-        """Start ``agent``'s activity in ``nursery``; handoffs are served there from now on
-        (:meth:`_switch`)."""
+        """Start ``agent``'s activity in ``nursery`` (the work nursery, where the activity of
+        each agent a handoff starts runs too: :meth:`_switch`)."""
         activity = Activity(self, agent)
         await nursery.start(activity.run)
         self._activity = activity
         self.stt_context.bind(activity.stt)
-        self._switches = SerialWorker(partial(self._switch, nursery),
-                                      name="agents_trio.session.AgentSession.switch")
-        self._switches.bind(nursery)
 
-    async def _switch(self, nursery: trio.Nursery, request: _SwitchRequest) -> None:
+    def _end_handoffs(self) -> None:
+        """The close begins: the handoff in progress is cancelled (its new agent does not
+        start) and none is taken any more (those queued are dropped)."""
+        self._switches.close()
+        if self._switch_scope is not None:
+            self._switch_scope.cancel()
+
+    async def _switch(self, request: _SwitchRequest) -> None:
         """Hand over to ``request.agent``; switches run one at a time, in order.
 
         A handoff is requested from inside the old activity (a tool returned an Agent), so the
@@ -802,19 +818,24 @@ class AgentSession(Generic[Userdata_T]):
         ``on_exit`` runs), record the handoff, start the new one, and only then take the next
         request.
 
-        Cancellation: the session's work ends: the switch stops where it is; its run hold is
-        released.
+        Cancellation: the close begins (or the session's work ends): the switch stops where
+        it is, the new agent does not start; its run hold is released.
         """
         try:
-            old = self._activity
-            assert old is not None
-            await old.drain()
-            handoff = AgentHandoff(old_agent_id=old.agent.id, new_agent_id=request.agent.id)
-            activity = Activity(self, request.agent)
-            await nursery.start(activity.run)
-            self.switch_current(activity, handoff, old_agent=old.agent)
-            activity.enter()
+            if self._switches.closed:
+                return  # queued when the close began: dropped
+            with trio.CancelScope() as self._switch_scope:
+                old, nursery = self._activity, self._work_nursery
+                assert old is not None and nursery is not None  # served once it entered
+                await old.drain()
+                handoff = AgentHandoff(old_agent_id=old.agent.id,
+                                       new_agent_id=request.agent.id)
+                activity = Activity(self, request.agent)
+                await nursery.start(activity.run)
+                self.switch_current(activity, handoff, old_agent=old.agent)
+                activity.enter()
         finally:
+            self._switch_scope = None
             request.run_hold.release()
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
@@ -832,18 +853,22 @@ class AgentSession(Generic[Userdata_T]):
 
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs
-        ``on_exit``, and the new agent starts (its ``on_enter`` is launched, not awaited)."""
-        switches = self._switches
-        if switches is None or self._state is not SessionState.RUNNING:
-            self._agent = agent
-            return
+        ``on_exit``, and the new agent starts (its ``on_enter`` is launched, not awaited).
+
+        Asked for while ``start()`` runs, the handoff follows the start: the first agent
+        enters, then hands off. Before the start, it only names the agent; so it does once the
+        close began (``shutdown()`` included: the new agent never starts, as in LiveKit).
+        """
         self._agent = agent
+        if self._state not in (SessionState.STARTING, SessionState.RUNNING) \
+                or self._switches.closed:
+            return  # not started, or the close began
         if self._activity is not None:
             self._activity.block_new_turns()
             self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
-        switches.submit(_SwitchRequest(agent, self.conversation.hold_run()))
+        self._switches.submit(_SwitchRequest(agent, self.conversation.hold_run()))
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
@@ -875,6 +900,7 @@ class AgentSession(Generic[Userdata_T]):
         if self._state in (SessionState.STARTING, SessionState.RUNNING):
             was_running = self._state is SessionState.RUNNING
             self._state = SessionState.CLOSING
+            self._end_handoffs()
             # before the cancellation completes the watched speeches, so the run can't pass
             self.conversation.fail_run(self._close_error or SessionClosedError("session closed"))
             try:
@@ -944,6 +970,8 @@ class AgentSession(Generic[Userdata_T]):
                                                         SessionState.RUNNING):
             return
         self._close_reason = reason
+        # the close begins: the drain lets the current agent finish, not hand off
+        self._end_handoffs()
         self._nursery.start_soon(self._shutdown, drain)
 
     async def _shutdown(self, drain: bool) -> None:

@@ -95,3 +95,30 @@ async def test_commit_and_clear_need_a_running_session() -> None:
         session.commit_user_turn()
     with pytest.raises(RuntimeError, match="isn't running"):
         session.clear_user_turn()
+
+
+async def test_a_commit_waiting_for_its_transcript_ends_with_the_close(autojump_clock) -> None:
+    """The commit belongs to the session's work: the close cancels it (the awaiter is told)
+    and leaving the session does not wait for its transcript timeout."""
+    import trio
+
+    a = FakeActions()
+    a.add_user_speech(0.5, 6.0, "A long sentence", stt_delay=0.2)
+    session = _manual_session(a)
+    with trio.fail_after(60):
+        async with session:
+            await session.start(Agent(instructions="x"))
+            session.input.audio.push(0.1)
+            await trio.sleep(1.0)
+            commit = session.commit_user_turn(transcript_timeout=30.0)
+            await trio.sleep(0.5)
+            closing_at = trio.current_time()
+            await session.aclose()
+        left_after = trio.current_time() - closing_at
+    assert left_after < session.close_grace
+    with pytest.raises(CommitCancelledError):
+        await commit
+    with pytest.raises(RuntimeError, match="isn't running"):
+        session.commit_user_turn()
+    with pytest.raises(RuntimeError, match="isn't running"):
+        session.clear_user_turn()
