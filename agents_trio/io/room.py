@@ -27,9 +27,9 @@ The room's end: linking a room that is not connected raises :class:`RoomDisconne
 when the room disconnects later, :meth:`RoomIO.wait_for_participant` raises it and the session
 closes with ``job_shutdown`` (at once, or as soon as it starts).
 
-This module uses the session through its public API only (``on``/``off``, ``input``,
-``output``, ``shutdown``, ``interrupt``, ``generate_reply``), so ``io`` does not import the
-session.
+This module uses the session through its public API only (``on``/``off``, ``events``,
+``state``, ``input``, ``output``, ``shutdown``, ``interrupt``, ``generate_reply``), so ``io``
+does not import the session.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from .audio import TextOutput
 from ..events import AgentStateChangedEvent, CloseEvent, CloseReason, UserInputTranscribedEvent
 from .bridge import AsyncioBridge, BridgeReceiveChannel, current_bridge
 from .room_audio import RoomAudioInput, RoomAudioOutput, open_room_audio_output
-from .session_port import RoomSession
+from .session_port import RoomSession, wait_session_running, wait_session_started
 from .room_chat import ChatInbox, TextInputEvent, TextInputStatistics
 from .room_options import DEFAULT_TRACK_NAME, RoomOptions
 
@@ -245,10 +245,10 @@ class RoomIO:
         self._held_identity: str | None = None
         self._changed = trio.Event()   # a link, an unlink, or the room gone
         self._room_gone = trio.Event()
-        self._session_running = trio.Event()
         self._session_closed = trio.Event()
         self.close_reason: str | None = None
         self._track_slot: LatestSlot | None = None
+        # the track served as the user's audio, while it is (see _stop_input_track)
         self._input_track_sid: str | None = None
         self._texts_send, self._texts_recv = trio.open_memory_channel[tuple[Any, ...]](math.inf)
         self._texts_published = trio.Event()
@@ -342,8 +342,6 @@ class RoomIO:
                     except ValueError:
                         logger.warning("a %r text stream handler is already registered; text "
                                        "input is off", TOPIC_CHAT)
-                if getattr(session, "agent_state", "initializing") != "initializing":
-                    self._session_running.set()   # linked to a session that already runs
                 nursery.start_soon(self._serve_room_events, events)
                 nursery.start_soon(self._close_session_when_room_gone)
                 if chat_registered:
@@ -402,7 +400,6 @@ class RoomIO:
 
     # -- session hooks (called by the session's event fan-out) ----------------------------------
     def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
-        self._session_running.set()
         self._states_send.send_nowait(ev.new_state)
 
     def _on_user_transcribed(self, ev: UserInputTranscribedEvent) -> None:
@@ -456,19 +453,24 @@ class RoomIO:
         self._input_track_sid = publication.sid
         self._track_slot.replace(self.audio_input.serve_track, track)
 
+    def _stop_input_track(self) -> None:
+        """The input track is no longer served: its serving is cancelled and its id (which
+        the user's transcriptions name) goes with it."""
+        self._input_track_sid = None
+        if self._track_slot is not None:
+            self._track_slot.cancel()
+
     def _on_track_unsubscribed(self, track: rtc.Track, publication: rtc.RemoteTrackPublication,
                                participant: rtc.RemoteParticipant) -> None:
-        if publication.sid == self._input_track_sid and self._track_slot is not None:
-            self._input_track_sid = None
-            self._track_slot.cancel()
+        if publication.sid == self._input_track_sid:
+            self._stop_input_track()
 
     def _on_participant_disconnected(self, participant: rtc.RemoteParticipant) -> None:
         if self._linked is None or participant.identity != self._linked.identity:
             return
         self._linked = None
         self._wake()
-        if self._track_slot is not None:
-            self._track_slot.cancel()
+        self._stop_input_track()
         # set by the SDK before it emits participant_disconnected
         reason = cast("rtc.DisconnectReason.ValueType", participant.disconnect_reason)
         if reason not in CLOSE_ON_DISCONNECT_REASONS:
@@ -502,9 +504,10 @@ class RoomIO:
 
     # -- tasks ----------------------------------------------------------------------------------
     async def _close_session_when_room_gone(self) -> None:
-        """The room's end closes the session: at once, or as soon as it runs."""
+        """The room's end closes the session: at once, or as soon as its start begins (a
+        close then cancels the start: the agent does not enter a room that is gone)."""
         await self._room_gone.wait()
-        await self._session_running.wait()
+        await wait_session_started(self.session)
         self.session.shutdown(drain=False, reason=CloseReason.JOB_SHUTDOWN)
 
     async def _serve_room_events(
@@ -547,10 +550,14 @@ class RoomIO:
                                 participant=self.room.remote_participants.get(identity))
 
     async def _deliver_chat(self) -> None:
-        """The one chat deliverer: the inbox to ``text_input_cb``, one input at a time."""
+        """The one chat deliverer: the inbox to ``text_input_cb``, one input at a time, from
+        the moment the session runs (what the user typed before waits for the agent; a
+        session that closes without running answers nothing)."""
         text_options = self._options.get_text_input_options()
         assert text_options is not None  # the deliverer runs when text input is on
         text_input_cb = text_options.text_input_cb
+        if not await wait_session_running(self.session):
+            return
         while True:
             ev = await self._chat.take()
             try:

@@ -205,17 +205,33 @@ class RoomAudioOutput(AudioOutput):
             max_buffer_frames: Frames buffered on the Trio side before ``capture_frame`` waits.
 
         Cancellation:
-            Owns the bridge pump feeding the source; leaving the block stops it. Frames
-            captured after it are refused (the output is not open).
+            Owns the bridge pump feeding the source; leaving the block stops it and ends
+            the speech it carried (:meth:`_close_playout`). Frames captured after it are
+            dropped (nothing plays any more).
         """
-        try:
-            async with self._bridge.open_send_channel(self._consume,
-                                                      max_buffer_size=max_buffer_frames
-                                                      ) as sender:
-                self._sender = sender
+        async with self._bridge.open_send_channel(self._consume,
+                                                  max_buffer_size=max_buffer_frames
+                                                  ) as sender:
+            self._sender = sender
+            try:
                 yield
-        finally:
-            self._sender = None
+            finally:
+                self._close_playout()   # before the pump closes: its users see the close first
+
+    def _close_playout(self) -> None:
+        """The pump is closing: nothing plays any more. The open segment ends, interrupted,
+        where the listener stopped hearing it (which ends a wait for its playout); a frame
+        still waiting for the pump, and those captured after, are dropped."""
+        self._sender = None
+        self._held.clear()
+        segment = self._segment
+        if segment is not None and segment.finished is None:
+            self._finish(segment, self._heard(segment), interrupted=True)
+
+    def _heard(self, segment: _Segment) -> float:
+        """How much of ``segment`` was heard: what the SDK took, less what still waits in its
+        queue (about to be dropped)."""
+        return max(segment.played_estimate - self.source.queued_duration, 0.0)
 
     # -- capture --------------------------------------------------------------------------------
     def _failed(self, error: BaseException) -> None:
@@ -259,7 +275,9 @@ class RoomAudioOutput(AudioOutput):
         Cancellation: a checkpoint; a cancelled call queues nothing.
         """
         await self._ready.wait()
-        assert self._sender is not None, "use open_room_audio_output()"
+        sender = self._sender
+        if sender is None:
+            return   # the output is closed (or was never opened): nothing plays
         segment = self._current_segment()
         for converted in self._convert(frame):
             if converted.samples_per_channel == 0:
@@ -272,8 +290,10 @@ class RoomAudioOutput(AudioOutput):
                 self._held.append((segment, converted))
             elif self.failure is None:
                 try:
-                    await self._sender.send((segment, converted))
+                    await sender.send((segment, converted))
                 except Exception as e:
+                    if self._sender is not sender:
+                        return   # the output closed while the frame waited: no failure
                     self._failed(e)
 
     def flush(self) -> None:
@@ -331,33 +351,36 @@ class RoomAudioOutput(AudioOutput):
         return segment.finished
 
     async def _play_out(self) -> None:
-        assert self._sender is not None
+        """Wait until what was captured played (cancelled by the segment's end: a clear, or
+        the output's close)."""
+        sender = self._sender
+        assert sender is not None   # an open segment: the close would have ended it
         while True:
             await self._resumed.wait()
-            await self._sender.wait_idle()
-            if self._sender.finished:   # the SDK failed: what was captured has played
+            await sender.wait_idle()
+            if sender.finished:   # the SDK failed: what was captured has played
                 await self._bridge.run(self.source.wait_for_playout)
                 return
             if self._paused:
                 continue
             await self._bridge.run(self.source.wait_for_playout)
-            if not self._paused and self._sender.idle and not self._held:
+            if not self._paused and sender.idle and not self._held:
                 return
 
     def clear_buffer(self) -> PlaybackFinishedEvent | None:
         """Stop the agent's audio now; returns the ``playback_finished`` event, if any."""
         segment = self._segment
         if segment is None or segment.finished is not None or segment.pushed == 0.0:
-            return None
-        assert self._sender is not None
+            return None   # nothing playing (a closed output ended its speech)
+        assert self._sender is not None   # an open segment: the close would have ended it
         self._sender.clear()
         self._held.clear()
-        position = segment.played_estimate - self.source.queued_duration
+        position = self._heard(segment)
         if not self._bridge.closed:
             self._bridge.call_soon(self.source.clear_queue)
         for resampler in self._resamplers.values():
             resampler.flush()
-        return self._finish(segment, max(position, 0.0), interrupted=True)
+        return self._finish(segment, position, interrupted=True)
 
     def pause(self) -> None:
         if self._paused:
