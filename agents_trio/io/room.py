@@ -25,7 +25,8 @@ one input, with a bound (see :mod:`agents_trio.io.room_chat`).
 
 The room's end: linking a room that is not connected raises :class:`RoomDisconnectedError`;
 when the room disconnects later, :meth:`RoomIO.wait_for_participant` raises it and the session
-closes with ``job_shutdown`` (at once, or as soon as it starts).
+closes with ``job_shutdown`` (at once, or as soon as its start begins: the close cancels
+the start).
 
 This module uses the session through its public API only (``on``/``off``, ``events``,
 ``state``, ``input``, ``output``, ``shutdown``, ``interrupt``, ``generate_reply``), so ``io``
