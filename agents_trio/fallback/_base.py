@@ -27,6 +27,18 @@ class ModelStatus:
     selection_id: int = 0  # sticky LLMs: the latest attempt that picked this model
 
 
+async def yield_to_cancellation() -> None:
+    """Raise ``trio.Cancelled`` when the caller is being cancelled; else a no-op.
+
+    Called when a model fails, before the failure counts: a model on the asyncio bridge
+    reports its cancelled request as its own error (``Bridge.run``: "the task's own error if
+    it failed while unwinding"), so an error that reaches a cancelled caller is the echo of
+    its cancellation, not a fault of the model. The cancellation goes on: the model is not
+    marked unavailable, the next one is not tried, none is probed.
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+
+
 def label(model: object) -> str:
     return str(getattr(model, "label", None) or type(model).__name__)
 

@@ -26,7 +26,7 @@ import trio
 from .._errors import APIConnectionError
 from ..chat import ChatContext
 from ..models import LLM, ChatChunk, ToolChoice
-from ._base import FallbackBase, label
+from ._base import FallbackBase, label, yield_to_cancellation
 
 logger = logging.getLogger("agents_trio")
 
@@ -154,6 +154,7 @@ class FallbackAdapter(FallbackBase[LLM]):
                         yield chunk
                 return
             except Exception as e:
+                await yield_to_cancellation()  # a cancelled caller's echo is no failure
                 retryable = isinstance(e, trio.TooSlowError) or bool(
                     getattr(e, "retryable", False))
                 if (retries >= self.max_retry_per_llm or not retryable

@@ -32,7 +32,7 @@ from ..model_capabilities import STTCapabilities
 from ..models import STT, VAD, SpeechEvent, SpeechEventType, STTStream
 from ..stt_context import accepts_keyterms, reads_conversation
 from ..stt_stream_adapter import StreamAdapter
-from ._base import FallbackBase, label
+from ._base import FallbackBase, label, yield_to_cancellation
 
 logger = logging.getLogger("agents_trio")
 
@@ -222,6 +222,7 @@ class FallbackAdapter(FallbackBase[STT]):
                     raise trio.TooSlowError(f"{label(stt)} did not open its stream in time")
                 return
             except Exception as e:
+                await yield_to_cancellation()  # a cancelled caller's echo is no failure
                 retryable = isinstance(e, trio.TooSlowError) or bool(
                     getattr(e, "retryable", False))
                 if retries >= self.max_retry_per_stt or not retryable:

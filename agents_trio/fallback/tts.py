@@ -28,7 +28,7 @@ from livekit import rtc
 from .._errors import APIConnectionError
 from ..io.resample import FrameResampler
 from ..models import TTS
-from ._base import FallbackBase, label
+from ._base import FallbackBase, label, yield_to_cancellation
 
 logger = logging.getLogger("agents_trio")
 
@@ -158,6 +158,7 @@ class FallbackAdapter(FallbackBase[TTS]):
                     yield out
                 return
             except Exception as e:
+                await yield_to_cancellation()  # a cancelled caller's echo is no failure
                 if retries >= self.max_retry_per_tts or played[0] or not getattr(
                         e, "retryable", False):
                     raise
