@@ -187,7 +187,10 @@ class UserTurns:
             speech_id=handle.id, end_of_utterance_delay=info.end_of_turn_delay,
             transcription_delay=info.transcription_delay,
             on_user_turn_completed_delay=hook_delay))
-        if self.newer_turn_waiting:
-            # a newer turn is already waiting: this reply is dropped, its message kept
+        if self.newer_turn_waiting and handle.allow_interruptions:
+            # a newer turn is already waiting: this reply is dropped, its message kept. One
+            # that disallows interruptions plays, as in LiveKit (where interrupting it fails
+            # once it is scheduled); interrupting it here raised, and the reply, never
+            # scheduled, held the agent's drain forever
             handle.interrupt()
         activity.schedule(handle)
