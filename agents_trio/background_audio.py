@@ -6,8 +6,9 @@ mixes every sound playing into it: 48 kHz mono, one 20 ms frame per tick, each s
 by its volume (and its fade-in / fade-out envelope), the sum clipped. The ambient sound loops
 from ``start()``; the thinking sound plays while the session's agent state is ``thinking``.
 
-Trio: the mixer and the readers of streamed sources are tasks of the player's nursery, which
-lives while the player is open (``async with BackgroundAudioPlayer(...) as player:``); leaving
+Trio: the mixer and one task per sound (it loads or reads the sound and lives as long as it;
+its end ends the sound's handle) are tasks of the player's nursery, which lives while the
+player is open (``async with BackgroundAudioPlayer(...) as player:``); leaving
 the block stops every sound and unpublishes the track. ``start()`` on a player that is not
 open raises ``RuntimeError``.
 
@@ -359,25 +360,42 @@ class BackgroundAudioPlayer:
         if loop and streamed:
             raise ValueError("an async iterator cannot be looped; give a file or a clip")
         handle = PlayHandle(fade_out=cfg.fade_out)
-        self._work.start_soon(self._load_and_add, handle, cfg, loop)
+        self._work.start_soon(self._play, handle, cfg, loop)
         return handle
 
-    async def _load_and_add(self, handle: PlayHandle, cfg: AudioConfig, loop: bool) -> None:
-        source = cfg.source
-        if isinstance(source, (str, BuiltinAudioClip)):
-            samples = await self._samples_of(source)
-            if not handle.done():
-                self._sounds.append(_Sound(handle, cfg, samples=samples, loop=loop))
-            return
-        sound = _Sound(handle, cfg, samples=None, loop=False)
-        self._sounds.append(sound)
+    async def _play(self, handle: PlayHandle, cfg: AudioConfig, loop: bool) -> None:
+        """Play one sound. The task lives as long as the sound and its end ends the handle
+        (as LiveKit's play task), so no handle outlives its sound: a source that fails is
+        logged, and a close cuts the sound short, also while it is still loading."""
+        sound: _Sound | None = None
+        try:
+            source = cfg.source
+            if isinstance(source, (str, BuiltinAudioClip)):
+                samples = await self._samples_of(source)
+                if handle.done():
+                    return  # stopped while it loaded
+                sound = _Sound(handle, cfg, samples=samples, loop=loop)
+                self._sounds.append(sound)
+            else:
+                sound = _Sound(handle, cfg, samples=None, loop=False)
+                self._sounds.append(sound)
+                await self._read_stream(sound, source)
+            await handle.wait_for_playout()  # the mixer ends it, or stop()
+        except Exception:
+            logger.exception("background audio: %r could not be played", cfg.source)
+        finally:
+            handle.mark_done()
+            if sound in self._sounds:
+                self._sounds.remove(sound)
+
+    async def _read_stream(self, sound: _Sound, source: AsyncIterator[rtc.AudioFrame]) -> None:
         resampler = FrameResampler(SAMPLE_RATE)
         try:
             async for frame in source:
-                if handle.done():
+                if sound.handle.done():
                     break
                 sound.queue = np.concatenate([sound.queue, _to_mono_48k(frame, resampler)])
-                while len(sound.queue) > SAMPLE_RATE and not handle.done():
+                while len(sound.queue) > SAMPLE_RATE and not sound.handle.done():
                     await trio.sleep(0.1)  # a second ahead is enough
         finally:
             sound.stream_ended = True
