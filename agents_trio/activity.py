@@ -1030,6 +1030,12 @@ class Activity:
         return self._state is ActivityState.RUNNING
 
     @property
+    def takes_new_turns(self) -> bool:
+        """A new user turn would be answered here: running, no handoff requested and not
+        draining (its turns are blocked), not paused for an AgentTask."""
+        return self.accepts_turns and self.turns.open and not self.scheduling_paused
+
+    @property
     def tools_running(self) -> bool:
         return self.session.running_tools.owned_by(self)
 

@@ -144,3 +144,6 @@ class TurnTaking(Protocol):
 
     @property
     def accepts_turns(self) -> bool: ...
+
+    @property
+    def takes_new_turns(self) -> bool: ...

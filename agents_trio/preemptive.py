@@ -78,7 +78,9 @@ class PreemptiveGeneration:
         opts = activity.options.preemptive_generation
         recognition = activity.session.recognition
         current = activity.current_speech
-        if (not opts.enabled or not activity.accepts_turns or activity.llm is None
+        # as in LiveKit, none starts once new turns are blocked (a handoff or the drain: no
+        # turn would take it, and the drain would wait for it for ever) or while paused
+        if (not opts.enabled or not activity.takes_new_turns or activity.llm is None
                 or recognition is None or (current is not None and not current.interrupted)
                 # manual turns: nothing is drafted before the user's turn is committed
                 or recognition.turn_detection == "manual"
