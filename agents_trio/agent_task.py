@@ -38,10 +38,9 @@ T = TypeVar("T")
 logger = logging.getLogger("agents_trio")
 
 
-class _TaskPhase(enum.Enum):
-    CREATED = "created"
-    RUNNING = "running"
-    COMPLETED = "completed"
+class _AwaitPhase(enum.Enum):
+    NOT_AWAITED = "not_awaited"
+    AWAITED = "awaited"
 
 
 class AgentTask(Agent, Generic[T]):
@@ -79,7 +78,9 @@ class AgentTask(Agent, Generic[T]):
                          max_endpointing_delay=max_endpointing_delay,
                          mcp_servers=mcp_servers)
         self.preserve_function_call_history = preserve_function_call_history
-        self._phase = _TaskPhase.CREATED
+        # awaiting and completing are independent: a task may be completed before it is
+        # awaited (the await then runs it and returns the result, as in LiveKit)
+        self._await_phase = _AwaitPhase.NOT_AWAITED
         self._completed = trio.Event()
         self._result: T | None = None
         self._exception: BaseException | None = None
@@ -93,7 +94,7 @@ class AgentTask(Agent, Generic[T]):
         self._pause_scope = trio.CancelScope()
 
     def done(self) -> bool:
-        return self._phase is _TaskPhase.COMPLETED
+        return self._completed.is_set()
 
     def complete(self, result: T | BaseException) -> None:
         """Finish the task with a result, or with an exception to raise in the awaiter.
@@ -101,9 +102,8 @@ class AgentTask(Agent, Generic[T]):
         Raises:
             RuntimeError: the task was already completed.
         """
-        if self._phase is _TaskPhase.COMPLETED:
+        if self.done():
             raise RuntimeError(f"AgentTask {self.id} is already completed")
-        self._phase = _TaskPhase.COMPLETED
         if isinstance(result, BaseException):
             self._exception = result
         else:
@@ -133,9 +133,9 @@ class AgentTask(Agent, Generic[T]):
         if scope is None:
             raise RuntimeError("an AgentTask must be awaited inside a function tool, on_enter "
                                "or on_exit")
-        if self._phase is not _TaskPhase.CREATED:
+        if self._await_phase is _AwaitPhase.AWAITED:
             raise RuntimeError(f"AgentTask {self.id} was already awaited")
-        self._phase = _TaskPhase.RUNNING
+        self._await_phase = _AwaitPhase.AWAITED
         parent = scope.activity
         async with parent.inline_task_lock:
             handle = scope.speech_handle
@@ -162,7 +162,9 @@ class AgentTask(Agent, Generic[T]):
             with hold:
                 with self._pause_scope:
                     await parent.pause()
-                if not self.done():
+                # cancel() (the close unwinding) answers the awaiter at once; a task completed
+                # before it was awaited still runs (on_enter, on_exit), as in LiveKit
+                if not self._pause_scope.cancel_called:
                     await self._run_child(session, parent, scope, hold)
             known = {item.id for item in parent.agent.live_chat_ctx.items}
             parent.agent.live_chat_ctx.merge(
