@@ -103,7 +103,7 @@ class AudioInterruption:
     def on_end_of_speech(self) -> None:
         """The user stopped: a pause resumes after its timeout unless a transcript or a
         committed turn turns it into an interruption first (a pre-pause resumes at once)."""
-        pause = self._pause
+        pause = self._valid_pause()
         if pause is None or self._resume_slot is None:
             return
         self._resume_slot.replace(self._resume_after, pause.resume_after)
@@ -111,10 +111,12 @@ class AudioInterruption:
     def on_final_transcript(self) -> None:
         """A final transcript: interrupt by voice, and turn a pause into an interruption."""
         self.interrupt_by_audio_activity()
-        if self._pause is not None and self._pause.saved_state is not None:
-            self._pause.speech.interrupt()
+        pause = self._valid_pause()
+        if pause is not None and pause.saved_state is not None:
+            pause.speech.interrupt()
 
     def interrupt_by_audio_activity(self) -> None:
+        self._valid_pause()
         opts = self._activity.options.interruption
         speech = self._activity.current_speech
         if (speech is None or speech.interrupted or not speech.allow_interruptions
@@ -138,6 +140,20 @@ class AudioInterruption:
         self._pause = _Pause(speech=speech, saved_state=agent_state.value,
                              resume_after=opts.false_interruption_timeout or 0.0)
         agent_state.on_false_interruption_paused()
+
+    def _valid_pause(self) -> _Pause | None:
+        """The pause, while its speech allows interruptions. A speech that disallowed them
+        since it was paused plays on, as in LiveKit: the pause is undone (the output resumes,
+        the agent's state is restored) and None returned."""
+        pause = self._pause
+        if pause is None or pause.speech.allow_interruptions:
+            return pause
+        self._pause = None
+        self._cancel_resume()
+        if pause.saved_state is not None and pause.speech is self._activity.current_speech:
+            self._activity.agent_state.on_false_interruption_resumed(pause.saved_state)
+        self._paused_output.resume()
+        return None
 
     def release(self, handle: SpeechHandle) -> None:
         """``handle`` finished its generation step or was interrupted: undo its pause."""
