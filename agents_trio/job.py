@@ -99,6 +99,8 @@ class JobContext:
         url: The LiveKit server's URL the room is connected to (``None`` when not known).
         on_session_end: Awaited with this context once the entrypoint returned and its
             sessions closed, before the shutdown callbacks (LiveKit's ``on_session_end``).
+        session_end_timeout: Seconds ``on_session_end`` may take before it is cancelled
+            (LiveKit's server option of that name; 300 by default, as there).
     """
 
     def __init__(self, bridge: AsyncioBridge, room: rtc.Room, *, job_id: str | None = None,
@@ -112,7 +114,9 @@ class JobContext:
         self.shutdown_grace = shutdown_grace
         self.shutdown_reason: CloseReason | None = None
         self.on_session_end: Callable[[JobContext], Awaitable[object]] | None = None
-        self._sessions: list[AgentSession] = []
+        self.session_end_timeout = 300.0
+        # the sessions the job links and runs, each with its run (one run per session)
+        self._sessions: dict[AgentSession, _SessionRun] = {}
         self._last_close_reason: str | None = None
         self._shutdown_text: str | None = None
         self._shutdown_callbacks = ShutdownCallbacks()
@@ -135,10 +139,12 @@ class JobContext:
         closed, once the room disconnected. A callback taking one argument gets the reason
         (``job_shutdown`` or the reason given to :meth:`shutdown`; when nothing shut the job
         down, the close reason of its last session, or ``"entrypoint returned"``). Sync or
-        async; all run at once, within ``shutdown_grace``; a failing one is logged.
+        async; all run at once, within ``shutdown_grace``; a failing one is logged. One added
+        by a running callback joins them at once.
 
         Raises:
             TypeError: ``callback`` is not callable.
+            RuntimeError: The shutdown callbacks already ran.
         """
         self._shutdown_callbacks.add(callback)
 
@@ -310,10 +316,17 @@ class JobContext:
         if self.shutdown_reason is not None:
             task_status.started()
             return self.shutdown_reason
+        running = self._sessions.get(session)
+        if running is not None:
+            # the job runs it already (a second start while the first goes on): as LiveKit's
+            # start under its lock, this one waits for the first start and reports None
+            await running.started.wait()
+            task_status.started(None)
+            return await running.reason()
         closed = _CloseWatch(session)
-        self._sessions.append(session)
         try:
             async with AsyncExitStack() as stack:
+                running = stack.enter_context(self._running(session))
                 try:
                     await stack.enter_async_context(
                         self._open_session_io(session, room, room_options))
@@ -328,14 +341,25 @@ class JobContext:
                     return self.shutdown_reason
                 run = await session.start(agent, capture_run=capture_run)
                 await stack.enter_async_context(self._serve_session(session, room))
+                running.started.set()
                 task_status.started(run)
                 del task_status  # not kept: it holds start()'s temporary nursery
-                reason = await closed.wait()
+                reason = running.closed_with = await closed.wait()
                 self._last_close_reason = reason
                 return reason
         finally:
             closed.detach()
-            self._sessions.remove(session)
+
+    @contextlib.contextmanager
+    def _running(self, session: AgentSession) -> Iterator[_SessionRun]:
+        """``session``'s run in the job, for the block: what a second start of it waits
+        for."""
+        running = self._sessions[session] = _SessionRun(self)
+        try:
+            yield running
+        finally:
+            del self._sessions[session]
+            running.end()
 
     def _open_session_io(self, session: AgentSession, room: rtc.Room | None,
                          room_options: RoomOptions | None) -> AbstractAsyncContextManager[object]:
@@ -513,10 +537,13 @@ class JobContext:
     async def _session_ended(self) -> None:
         if self.on_session_end is None:
             return
-        try:
-            await self.on_session_end(self)
-        except Exception:
-            logger.exception("on_session_end failed")
+        with trio.move_on_after(self.session_end_timeout) as timeout:
+            try:
+                await self.on_session_end(self)
+            except Exception:
+                logger.exception("on_session_end failed")
+        if timeout.cancelled_caught:
+            logger.error("on_session_end timed out after %.0f s", self.session_end_timeout)
 
     @property
     def end_reason(self) -> str:
@@ -600,6 +627,27 @@ def acting_for_job(ctx: JobContext) -> Iterator[None]:
         yield
     finally:
         _current_job.reset(token)
+
+
+class _SessionRun:
+    """One session's run in the job, as a second start of it sees it: whether the first
+    start ended, and how the run ended."""
+
+    def __init__(self, job: JobContext) -> None:
+        self._job = job
+        self.started = trio.Event()  # set once the first start ended, however it ended
+        self.closed_with: str | None = None  # the session's close reason, once it closed
+        self._ended = trio.Event()
+
+    def end(self) -> None:
+        self.started.set()
+        self._ended.set()
+
+    async def reason(self) -> str | None:
+        """Once the run ended: the session's close reason, or the job's shutdown reason if
+        it never ran."""
+        await self._ended.wait()
+        return self.closed_with if self.closed_with is not None else self._job.shutdown_reason
 
 
 class _CloseWatch:

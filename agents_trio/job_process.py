@@ -90,34 +90,56 @@ def _takes_reason(callback: ShutdownCallback) -> bool:
 
 
 class ShutdownCallbacks:
-    """The callbacks of ``ctx.add_shutdown_callback``, run once when the job ends."""
+    """The callbacks of ``ctx.add_shutdown_callback``, run once when the job ends.
+
+    Added before the run, a callback waits for it; added while the callbacks run (by one of
+    them), it joins them at once with the same reason and the grace left; added after the
+    run, it is refused.
+    """
 
     def __init__(self) -> None:
-        self._callbacks: list[ShutdownCallback] = []
-        self.ran = False
+        # the callbacks waiting for the run; None once it began
+        self._waiting: list[ShutdownCallback] | None = []
+        # while the callbacks run: the nursery they run in, and the reason they got
+        self._running: tuple[trio.Nursery, str] | None = None
 
     def add(self, callback: ShutdownCallback) -> None:
-        """Raises: TypeError: ``callback`` is not callable."""
+        """Raises:
+            TypeError: ``callback`` is not callable.
+            RuntimeError: The callbacks already ran (the job is over).
+        """
         if not callable(callback):
             raise TypeError(f"a shutdown callback must be callable, got {callback!r}")
-        self._callbacks.append(callback)
+        if self._waiting is not None:
+            self._waiting.append(callback)
+        elif self._running is not None:
+            nursery, reason = self._running
+            nursery.start_soon(_call_logged, callback, reason)
+        else:
+            raise RuntimeError(f"the job's shutdown callbacks already ran: {callback!r} "
+                               f"would never be called")
 
     async def run(self, reason: str, *, grace: float) -> None:
         """Call every callback at once (each with ``reason`` if it takes an argument) and
-        wait for them, at most ``grace`` seconds; a failing callback is logged, the others go
-        on. Runs once; later calls return at once.
+        wait for them, and for those they add, at most ``grace`` seconds; a failing callback
+        is logged, the others go on. Runs once; later calls return at once.
 
         Cancellation: shielded: the callbacks get their ``grace`` even when the caller is
         cancelled (it sees the cancellation afterwards).
         """
-        if self.ran:
+        callbacks, self._waiting = self._waiting, None
+        if callbacks is None:
             await trio.lowlevel.checkpoint()
             return
-        self.ran = True
-        with trio.move_on_after(grace, shield=True) as scope:
-            async with trio.open_nursery() as nursery:
-                for callback in self._callbacks:
-                    nursery.start_soon(_call_logged, callback, reason)
+        try:
+            with trio.move_on_after(grace, shield=True) as scope:
+                # a nursery takes new tasks while a task of its own runs: one a callback adds
+                async with trio.open_nursery() as nursery:
+                    self._running = nursery, reason
+                    for callback in callbacks:
+                        nursery.start_soon(_call_logged, callback, reason)
+        finally:
+            self._running = None
         if scope.cancelled_caught:
             logger.warning("shutdown callbacks still running after %.0f s: cancelled", grace)
 

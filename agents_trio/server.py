@@ -58,13 +58,16 @@ class ServerEntrypoint:
         entrypoint: The Trio entrypoint.
         on_session_end: Awaited with the job context once the entrypoint returned and its
             sessions closed (LiveKit's ``on_session_end``), or None.
+        session_end_timeout: Seconds ``on_session_end`` may take (the server's option of
+            that name); None keeps the job's default.
     """
 
     def __init__(self, entrypoint: Entrypoint,
-                 on_session_end: Callable[[JobContext], Awaitable[object]] | None = None
-                 ) -> None:
+                 on_session_end: Callable[[JobContext], Awaitable[object]] | None = None,
+                 session_end_timeout: float | None = None) -> None:
         self.entrypoint = entrypoint
         self.on_session_end = on_session_end
+        self.session_end_timeout = session_end_timeout
         self.__name__ = getattr(entrypoint, "__name__", "entrypoint")
 
     async def __call__(self, ctx: JobContext) -> object:
@@ -74,6 +77,8 @@ class ServerEntrypoint:
         """
         if self.on_session_end is not None:
             ctx.on_session_end = self.on_session_end
+        if self.session_end_timeout is not None:
+            ctx.session_end_timeout = self.session_end_timeout
         return await self.entrypoint(ctx)
 
     def __repr__(self) -> str:
@@ -219,7 +224,8 @@ class AgentServer:
             if self._entrypoint is not None:
                 raise RuntimeError("an AgentServer runs one rtc_session entrypoint; "
                                    f"{self._entrypoint.entrypoint!r} is registered already")
-            self._entrypoint = ServerEntrypoint(f, on_session_end)
+            self._entrypoint = ServerEntrypoint(
+                f, on_session_end, self.server_options.get("session_end_timeout"))
             self.agent_name = agent_name
             self.on_request = on_request
             return f

@@ -461,6 +461,27 @@ async def test_on_session_end_runs_after_the_sessions_closed_and_before_the_call
                      "shutdown callback"]
 
 
+async def test_the_servers_session_end_timeout_bounds_on_session_end(
+        autojump_clock: trio.testing.MockClock) -> None:
+    order: list[str] = []
+    server = AgentServer(session_end_timeout=5.0)
+
+    async def session_ended(ctx: JobContext) -> None:
+        order.append("on_session_end")
+        await trio.sleep_forever()
+
+    @server.rtc_session(on_session_end=session_ended)
+    async def entrypoint(ctx: JobContext) -> None:
+        ctx.add_shutdown_callback(lambda: order.append("shutdown callback"))
+
+    console = TextConsole(lines=_timed_lines([]), out=io.StringIO(), interrupt=False)
+    with trio.fail_after(60):
+        began = trio.current_time()
+        await run_console(server.entrypoint, console, proc=server.prewarm())
+    assert order == ["on_session_end", "shutdown callback"]
+    assert trio.current_time() - began == pytest.approx(5.0, abs=1.0)
+
+
 def test_download_files_runs_each_imported_livekit_plugins_download(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("livekit.agents")
