@@ -92,6 +92,9 @@ class HostedJob:
         # its thread, the timeout, the wait's cancellation and the executor's close
         self._setting_up: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        # the first close cancels the job's task; a later one waits for the same end (a
+        # second cancellation would cut the job's shutdown grace short)
+        self._cancel_sent = False
         self._ended = asyncio.Event()
 
     @property
@@ -245,8 +248,8 @@ class HostedJob:
 
     async def aclose(self) -> None:
         """End the job: cancel its task (the Trio session shuts down within the entrypoint's
-        grace) and wait for it. An executor without a job just closes (a set-up in flight is
-        abandoned: :meth:`initialize` raises).
+        grace) and wait for it; closing it again waits for the same end. An executor without
+        a job just closes (a set-up in flight is abandoned: :meth:`initialize` raises).
 
         Cancellation: only the wait is cancelled; the job still shuts down.
         """
@@ -257,7 +260,13 @@ class HostedJob:
                         RuntimeError("the hosted job was closed during its set-up"))
             self._end()
             return
-        task.cancel()
+        if not self._cancel_sent:
+            # the first close cancels the job; a later one (LiveKit's termination, then the
+            # pool's close) waits for the same shutdown: a second cancellation would cut the
+            # job's grace short and end the executor while its Trio job still shuts down
+            # (Task.cancelling(), which would tell, is 3.11's)
+            self._cancel_sent = True
+            task.cancel()
         await self._ended.wait()
 
     def logging_extra(self) -> dict[str, Any]:
