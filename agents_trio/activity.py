@@ -412,8 +412,12 @@ class Activity:
             self.agent.live_chat_ctx.items[idx] = ChatMessage(
                 role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0)
+        if self.realtime is not None:
+            self.realtime.agent_changed("instructions")
 
     def on_tools_updated(self, old_names: set[str]) -> None:
+        if self.realtime is not None:
+            self.realtime.agent_changed("tools")
         new_names = set(function_tool_names(self.agent.tools))
         if new_names != old_names:
             self._record_config_change(AgentConfigUpdate(
@@ -425,6 +429,8 @@ class Activity:
             self.agent.live_chat_ctx.items.insert(0, ChatMessage(
                 role="system", content=[self.instructions_text()], id=INSTRUCTIONS_ID,
                 created_at=0.0))
+        if self.realtime is not None:
+            self.realtime.agent_changed("chat_ctx")
 
     def _record_config_change(self, update: AgentConfigUpdate) -> None:
         self.commit_item(update)

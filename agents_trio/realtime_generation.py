@@ -92,6 +92,7 @@ class RealtimeGeneration(Generation):
         link = self.activity.realtime
         assert link is not None
         call = link.call
+        await link.wait_synced()  # the agent's latest instructions and tools come first
         if self.request.say_text is not None:
             return await call(lambda rt: rt.say(self.request.say_text))
         if self.request.sync_chat_ctx:

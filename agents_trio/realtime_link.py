@@ -4,7 +4,10 @@ The link keeps a session open while its activity runs and is not paused, feeds i
 audio, turns its server events into user states, transcripts and speeches, and is the only way
 the activity's speeches reach it. ``session`` is None whenever no session is live — paused,
 handed over or closing — and every call in flight is cancelled when its session stops being
-live, so nothing can reach a closed session.
+live, so nothing can reach a closed session. Each connection is a scope of its own that a pause
+or a handoff ends wherever it is, connecting included; the ``RealtimeSync`` made with it sends
+the agent's state, then each change the agent makes (instructions, tools, chat context), and
+all of it again after a reconnect.
 
 The link also knows the responses being received (each in the scope of a
 :class:`~agents_trio.realtime_response.RealtimeResponse`): a reconnect ends them (the new
@@ -31,6 +34,7 @@ from .nurseries import Flag
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
                        RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
+from .realtime_sync import Part, RealtimeSync
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool
 from .usage import model_label, model_metadata
@@ -84,6 +88,8 @@ class RealtimeLink:
         self._ended = trio.Event()  # another agent took over: no new session
         self._closed = trio.Event()  # set while no session is open
         self._closed.set()
+        self._connection = trio.CancelScope()  # the current connection's (a new one each)
+        self._sync: RealtimeSync | None = None  # what the connected session still needs
         self._responses: set[RealtimeResponse] = set()  # being received
 
     @property
@@ -105,6 +111,10 @@ class RealtimeLink:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep a session open while the activity runs and is not paused (until ``end``).
 
+        Each connection, from its first step, lasts only as long as the activity's turn: a
+        pause or a handoff ends it wherever it is (connecting, sending the agent's state, or
+        live), so neither waits for a server that does not answer.
+
         Cancellation: cancelling it closes the open session.
         """
         activity = self._activity
@@ -115,32 +125,51 @@ class RealtimeLink:
                 break
             self._closed = trio.Event()
             try:
-                async with self.model.session() as rt:
-                    try:
-                        await self._sync(rt)
-                        self.session, self._gone = rt, trio.Event()
-                        if not started:
-                            task_status.started()
-                            started = True
-                        async with trio.open_nursery() as nursery:
-                            nursery.start_soon(self._consume_events, rt)
-                            nursery.start_soon(_cancel_when, activity.scheduling_closed, nursery)
-                            nursery.start_soon(_cancel_when, self._ended, nursery)
-                    finally:
-                        self._detach()
+                async with trio.open_nursery() as connection:
+                    self._connection = connection.cancel_scope
+                    connection.start_soon(_cancel_when, activity.scheduling_closed, connection)
+                    rt = await self._connect(connection)
+                    if not started:
+                        task_status.started()
+                        started = True
+                    await self._consume_events(rt)
+                    await trio.sleep_forever()  # the server ended its events: wait for the end
             finally:
+                self._detach()
                 self._closed.set()
         if not started:
             task_status.started()
 
+    async def _connect(self, connection: trio.Nursery) -> RealtimeSession:
+        """Open a session in ``connection``, send it the agent's state, make it the live one.
+
+        Cancellation: the connection ends (the session, open or not, is closed).
+        """
+        async def hold_session(task_status: trio.TaskStatus[RealtimeSession]) -> None:
+            async with self.model.session() as rt:
+                sync = RealtimeSync(lambda part: self._send_part(rt, part))
+                self._sync = sync
+                try:
+                    await sync.send_stale()
+                    self.session, self._gone = rt, trio.Event()
+                    task_status.started(rt)
+                    await sync.run()
+                finally:
+                    self._sync = None
+                    self._detach()  # before the session closes: nothing reaches it after
+
+        rt: RealtimeSession = await connection.start(hold_session)
+        return rt
+
     def _detach(self) -> None:
         self.session = None
         self._gone.set()  # calls still in flight on it are cancelled
+        self._connection.cancel()  # the connection ends now, wherever it is
 
     def end(self) -> None:
         """Another agent takes over: nothing more reaches the session, which closes now."""
-        self._detach()
         self._ended.set()
+        self._detach()
 
     async def suspend(self) -> None:
         """The activity paused: detach now and return once the session is closed.
@@ -150,11 +179,33 @@ class RealtimeLink:
         self._detach()
         await self._closed.wait()
 
-    async def _sync(self, rt: RealtimeSession) -> None:
+    def agent_changed(self, *parts: Part) -> None:
+        """The agent changed ``parts`` of its state: the live (or connecting) session gets
+        them; without one, the next connection sends the agent's whole state."""
+        if self._sync is not None:
+            self._sync.mark_stale(*parts)
+
+    async def _send_part(self, rt: RealtimeSession, part: Part) -> None:
         agent = self._activity.agent
-        await rt.update_instructions(render_instructions(agent.instructions, "audio"))
-        await rt.update_tools(self._activity.tools())
-        await rt.update_chat_ctx(agent.live_chat_ctx.copy(exclude_instructions=True))
+        if part == "instructions":
+            await rt.update_instructions(render_instructions(agent.instructions, "audio"))
+        elif part == "tools":
+            await rt.update_tools(self._activity.tools())
+        else:
+            await rt.update_chat_ctx(agent.live_chat_ctx.copy(exclude_instructions=True))
+
+    async def wait_synced(self) -> None:
+        """Wait until the live session has every change the agent made so far.
+
+        Raises:
+            RealtimeUnavailable: there is no live session, or it went away meanwhile.
+
+        Cancellation: a checkpoint; the changes are sent all the same.
+        """
+        sync = self._sync
+        if sync is None:
+            raise RealtimeUnavailable("the agent has no live realtime session")
+        await self.call(lambda rt: sync.wait_synced())
 
     # -- calls ---------------------------------------------------------------------------------
     async def call(self, call: Callable[[Any], Awaitable[T]]) -> T:
@@ -194,13 +245,6 @@ class RealtimeLink:
             pass  # paused or closing: the next session starts from the agent's context
         except RealtimeError:
             logger.warning("the realtime model refused the tool outputs")
-
-    async def _resync(self) -> None:
-        """The server reconnected: give the new connection the agent's state again."""
-        try:
-            await self.call(self._sync)
-        except RealtimeError:
-            logger.warning("could not resynchronize the realtime session after a reconnect")
 
     # -- responses -----------------------------------------------------------------------------
     @contextmanager
@@ -265,7 +309,7 @@ class RealtimeLink:
             session.emit_metrics(self._labelled(ev))
         elif ev.type == "session_reconnected":
             self.end_responses("the realtime session reconnected")
-            activity.start_soon(self._resync)
+            self.agent_changed()  # the new connection gets the agent's state again
         elif ev.type == "error":
             if ev.recoverable:
                 session.conversation.emit("error", ErrorEvent(error=ev.error, source=self.model))

@@ -82,6 +82,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "instructions", "deprecated_turn_options", "tokenize", "tool_mocks", "utils",
      "model_capabilities", "audio_turn", "stt_context", "tool_handling"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
+     "realtime_sync",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "async_toolset", "mcp",
      "testing.expect", "model_resolution", "chat_summary", "fallback", "keyterm_detection",
      "stt_stream_adapter"),

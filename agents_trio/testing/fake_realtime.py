@@ -58,12 +58,20 @@ class FakeRealtimeModel:
             in the session's ``dropped``), or ``"emit"`` it out of ``events()`` as a
             user-initiated generation (what a LiveKit plugin does for a request whose
             future is still pending), which the runtime must not play either.
+        connect_delays: Seconds each new session takes to connect, in order (sessions past
+            the list connect at once); ``math.inf`` never connects. A connecting session is
+            in ``sessions`` and live until its block exits.
+        update_latency: Seconds each ``update_*`` call takes before the server applied it.
     """
 
     def __init__(self, responses: list[FakeRealtimeResponse] | None = None, *,
                  capabilities: RealtimeCapabilities | None = None,
                  response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT,
-                 abandoned_responses: Literal["drop", "emit"] = "drop") -> None:
+                 abandoned_responses: Literal["drop", "emit"] = "drop",
+                 connect_delays: list[float] | None = None,
+                 update_latency: float = 0.0) -> None:
+        self.connect_delays = list(connect_delays or [])
+        self.update_latency = update_latency
         self.response_stall_timeout = check_response_stall_timeout(response_stall_timeout)
         self.abandoned_responses = abandoned_responses
         self.capabilities = capabilities or RealtimeCapabilities(
@@ -105,9 +113,11 @@ class FakeRealtimeModel:
         Cancellation: see :meth:`FakeRealtimeSession.connected`.
         """
         session = FakeRealtimeSession(self)
+        delay = self.connect_delays[len(self.sessions)] \
+            if len(self.sessions) < len(self.connect_delays) else 0.0
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
-        async with session.connected():
+        async with session.connected(delay):
             yield session
 
 
@@ -132,17 +142,26 @@ class FakeRealtimeSession:
         return f"FakeRealtimeSession({self.id}, closed={self.closed})"
 
     @asynccontextmanager
-    async def connected(self) -> AsyncIterator[FakeRealtimeSession]:
-        """The connection's lifetime (:meth:`FakeRealtimeModel.session` enters it): its tasks
-        run in a nursery of its own; leaving the block cancels them and closes it.
+    async def connected(self, delay: float = 0.0) -> AsyncIterator[FakeRealtimeSession]:
+        """The connection's lifetime (:meth:`FakeRealtimeModel.session` enters it): it
+        connects for ``delay`` seconds, its tasks run in a nursery of its own; leaving the
+        block cancels them and closes it.
 
-        Cancellation: cancelling the block cancels the session's tasks; it closes all the same.
+        Cancellation: cancelling the block (or the connecting) cancels the session's tasks;
+        it closes all the same.
         """
         try:
+            if delay:
+                await trio.sleep(delay)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                yield self
-                nursery.cancel_scope.cancel()
+                try:
+                    yield self
+                finally:
+                    # closed from the moment its block exits: the nursery takes no new task
+                    # while it waits for its tasks, so nothing may be emitted meanwhile
+                    self._close()
+                    nursery.cancel_scope.cancel()
         finally:
             self._close()
 
@@ -167,26 +186,34 @@ class FakeRealtimeSession:
     async def update_instructions(self, instructions: str) -> None:
         """Record the instructions (``instructions``, ``calls``).
 
-        Cancellation: not a checkpoint; the call takes effect at once.
+        Cancellation: a checkpoint only with the model's ``update_latency``; cancelled then,
+        the update is not applied.
         """
+        await self._server_latency("update_instructions")
         self._check("update_instructions", instructions)
         self.instructions = instructions
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
         """Record a copy of the chat context (``chat_ctx``, ``calls``).
 
-        Cancellation: not a checkpoint; the call takes effect at once.
+        Cancellation: a checkpoint only with the model's ``update_latency``; cancelled then,
+        the update is not applied.
         """
+        chat_ctx = chat_ctx.copy()  # what was asked, whatever happens to it meanwhile
+        await self._server_latency("update_chat_ctx")
         self._check("update_chat_ctx", chat_ctx.copy())
         self.chat_ctx = chat_ctx.copy()
 
     async def update_tools(self, tools: list[Any]) -> None:
         """Record the tools' names (``tools``, ``calls``).
 
-        Cancellation: not a checkpoint; the call takes effect at once.
+        Cancellation: a checkpoint only with the model's ``update_latency``; cancelled then,
+        the update is not applied.
         """
-        self._check("update_tools", [t.name for t in tools])
-        self.tools = [t.name for t in tools]
+        names = [t.name for t in tools]
+        await self._server_latency("update_tools")
+        self._check("update_tools", names)
+        self.tools = names
 
     def push_audio(self, frame: rtc.AudioFrame) -> None:
         self._check("push_audio")
@@ -267,6 +294,12 @@ class FakeRealtimeSession:
         self._events_send.send_nowait(SessionReconnectedEvent())
 
     # -- internals -----------------------------------------------------------------------------
+    async def _server_latency(self, call: str) -> None:
+        if self.closed:
+            self._check(call)  # raises
+        if self.model.update_latency:
+            await trio.sleep(self.model.update_latency)
+
     async def _abandoned(self, response: FakeRealtimeResponse, created_at: float) -> None:
         """The server creates the response of a cancelled ``generate_reply`` anyway."""
         await trio.sleep_until(created_at)
