@@ -116,7 +116,6 @@ class AudioInterruption:
             pause.speech.interrupt()
 
     def interrupt_by_audio_activity(self) -> None:
-        self._valid_pause()
         opts = self._activity.options.interruption
         speech = self._activity.current_speech
         if (speech is None or speech.interrupted or not speech.allow_interruptions
