@@ -230,8 +230,16 @@ class AgentTask(Agent, Generic[T]):
                     old_agent=self, new_agent=parent.agent)
 
     async def _fail_if_replaced(self, child: Activity) -> None:
-        """The task's activity ended without completing it (a handoff replaced it): the
-        awaiter gets an error instead of waiting for ever."""
+        """The task's activity ended without completing it: the awaiter gets an error
+        instead of waiting for ever. Either another agent took over (``update_agent``
+        names it at once) or, the task still current, the session's close stopped it (a
+        drained shutdown ends the current activity before it unwinds the task chain): then
+        the task is cancelled, as LiveKit's close says."""
         await child.wait_stopped()
-        if not self.done():
+        if self.done():
+            return
+        session = self._session
+        if session is not None and session.current_agent is self:
+            self.complete(ToolError(f"AgentTask {self.id} is cancelled"))
+        else:
             self.complete(ToolError(f"AgentTask {self.id} ended: another agent took over"))

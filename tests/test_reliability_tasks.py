@@ -14,6 +14,7 @@ import trio
 
 from agents_trio import (Agent, AgentSession, AgentTask, FunctionToolCall, RunContext,
                          TaskGroup, function_tool)
+from agents_trio.session import SessionState
 from agents_trio.testing import FakeActions, FakeLLM, create_session
 
 
@@ -285,3 +286,26 @@ async def test_close_while_a_completed_task_waits_for_its_hanging_tool(autojump_
     by_id = {i.call_id: i for i in items if i.type == "function_call_output"}
     assert by_id["c_start"].output == "finished", items
     assert by_id["c_hang"].is_error and "cancelled" in by_id["c_hang"].output
+
+
+async def test_a_drained_shutdown_while_a_task_runs_tells_the_awaiter_it_was_cancelled(
+        autojump_clock):
+    # LiveKit's close cancels the task chain (ToolError "AgentTask … is cancelled"); no other
+    # agent took over, so the awaiter must not hear that one did
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("ask_inner", "c_ask"), input="go")
+    a.add_llm("what is the inner value?", input="inner asks")
+    root = Journaled()
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(root)
+        with trio.fail_after(30):
+            await session.run(user_input="go")
+        assert isinstance(session.current_agent, InnerTask)
+        session.shutdown(drain=True)
+        with trio.fail_after(30):
+            while session.state is not SessionState.CLOSED:
+                await trio.sleep(0.1)
+    assert root.journal[0] == "ask_inner: ToolError: AgentTask inner_task is cancelled", \
+        root.journal
+    outputs = [i.call_id for i in session.history.items if i.type == "function_call_output"]
+    assert outputs == ["c_ask"], session.history.items
