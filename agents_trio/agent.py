@@ -217,6 +217,10 @@ class Agent:
                                 turn_handling=turn_handling, unset=NOT_GIVEN)
         turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
+        if allow_interruptions is not None and not isinstance(allow_interruptions, bool):
+            # it becomes turn_handling's interruption "enabled", which is a bool
+            raise TypeError(f"{type(self).__name__}: allow_interruptions must be a bool or "
+                            f"None, got {allow_interruptions!r}")
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
         if id is None:

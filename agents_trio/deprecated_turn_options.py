@@ -44,7 +44,8 @@ def turn_handling_from_deprecated(owner: str, given: Mapping[str, object]
 
     Raises:
         TypeError: a keyword that is not one of :data:`DEPRECATED_TURN_KEYWORDS`, worded as
-            Python words an unexpected keyword argument.
+            Python words an unexpected keyword argument; ``allow_interruptions`` that is not
+            a bool.
 
     Warns:
         DeprecationWarning: once per call that gives any, naming them.
@@ -62,7 +63,12 @@ def turn_handling_from_deprecated(owner: str, given: Mapping[str, object]
     if "agent_false_interruption_timeout" in values:
         values["false_interruption_timeout"] = values.pop("agent_false_interruption_timeout")
     result: dict[str, Any] = {}
-    if values.pop("allow_interruptions", True) is False:
+    allow_interruptions = values.pop("allow_interruptions", True)
+    if not isinstance(allow_interruptions, bool):
+        # only False turns them off: "no" or 0 would silently leave them on
+        raise TypeError(f"{owner}: allow_interruptions must be a bool, got "
+                        f"{allow_interruptions!r}")
+    if not allow_interruptions:
         result["interruption"] = {"enabled": False}
     preemptive = values.pop("preemptive_generation", None)
     for name, value in values.items():

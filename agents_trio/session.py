@@ -59,7 +59,7 @@ from .manual_turns import ManualTurns, PendingTranscript
 from .session_scope import host_session_scopes
 from .tool_handling import (ToolHandlingOptions, check_tool_handling,
                             resolve_async_tool_options)
-from .toolsets import aclose_toolsets
+from .toolsets import aclose_toolsets, flatten_tools
 from .keyterm_detection import STTContext
 from .stt_context import KeytermsOptions, STTContextOptions, resolve_stt_context
 
@@ -303,6 +303,7 @@ class AgentSession(Generic[Userdata_T]):
         self.tts: TTS | None = models.tts or None
         self.turn_handling_overrides = dict(turn_handling or {})
         self.tools = list(tools)
+        flatten_tools(self.tools)  # bad tools and duplicate names fail here, as an agent's do
         self.mcp_servers = check_mcp_servers("AgentSession", mcp_servers)
         self.max_tool_steps = max_tool_steps
         #: the background-tool templates of agents that set none (``tool_handling``)

@@ -182,3 +182,27 @@ def test_a_per_agent_vad_is_rejected() -> None:
         Agent(instructions="x", vad=None)
     with pytest.raises(ValueError, match="per-agent vad is not supported"):
         AgentTask(instructions="x", vad=None)
+
+
+@pytest.mark.parametrize("value", ["no", "yes", 0, 1, None])
+def test_allow_interruptions_that_is_not_a_bool_fails_at_construction(value):
+    # allow_interruptions="no" (or 0, or None, which LiveKit reads as off) left them on: only
+    # False turned them off
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="allow_interruptions"):
+        AgentSession(allow_interruptions=value)
+    if value is not None:   # an agent's None is its default: the session's setting
+        with pytest.raises(TypeError, match="allow_interruptions"):
+            Agent(instructions="x", allow_interruptions=value)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_allow_interruptions_as_a_bool_is_accepted(value):
+    with pytest.warns(DeprecationWarning):
+        AgentSession(allow_interruptions=value)
+
+
+@pytest.mark.parametrize("tools", [[1], ["lookup"], [object()]])
+def test_a_session_tool_that_is_not_a_tool_fails_at_construction(tools):
+    # as an agent's tools do: before, the session took it and the first reply failed
+    with pytest.raises(ValueError, match="unknown tool type"):
+        AgentSession(tools=tools)
