@@ -53,6 +53,8 @@ from .tool_calls import Admission, ToolCalls, execute_admitted, session_calls
 from .tool_events import call_ended, call_started
 from .async_toolset import async_toolsets_by_tool
 from .session_scope import session_scope
+from .speech_args import (check_chat_ctx, check_flag, check_instructions, check_say_text,
+                          check_tool_choice)
 from .tool_handling import AsyncToolOptions, resolve_async_tool_options
 from .tool_mocks import find_mock
 from .tools import FunctionTool, ToolFlag, cancelled_outcome
@@ -480,6 +482,9 @@ class Activity:
     def say(self, text: str | AsyncIterable[str], *, allow_interruptions: bool | None = None,
             add_to_chat_ctx: bool = True,
             audio: AsyncIterable[rtc.AudioFrame] | None = None) -> SpeechHandle:
+        check_say_text(text)
+        check_flag("allow_interruptions", allow_interruptions, allow_none=True)
+        check_flag("add_to_chat_ctx", add_to_chat_ctx)
         self._check_can_schedule()
         realtime_say = (self.realtime is not None and self.realtime.capabilities.supports_say
                         and audio is None)
@@ -501,6 +506,10 @@ class Activity:
                        allow_interruptions: bool | None = None,
                        schedule: bool = True,
                        input_modality: InputModality = "text") -> SpeechHandle:
+        check_chat_ctx(chat_ctx)
+        check_instructions(instructions, allow_none=True)
+        check_tool_choice(tool_choice)
+        check_flag("allow_interruptions", allow_interruptions, allow_none=True)
         self._check_can_schedule()
         if self.llm is None:
             raise RuntimeError("generate_reply() needs an LLM")

@@ -15,6 +15,7 @@ from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
+from .speech_args import check_flag, check_instructions
 from .mcp import MCPServer, check_mcp_servers
 from .realtime import RealtimeModel, is_realtime_model
 from .model_resolution import resolve_models
@@ -217,16 +218,14 @@ class Agent:
                                 turn_handling=turn_handling, unset=NOT_GIVEN)
         turn_handling = models.turn_handling
         check_turn_handling(turn_handling)
-        if allow_interruptions is not None and not isinstance(allow_interruptions, bool):
-            # it becomes turn_handling's interruption "enabled", which is a bool
-            raise TypeError(f"{type(self).__name__}: allow_interruptions must be a bool or "
-                            f"None, got {allow_interruptions!r}")
+        # it becomes turn_handling's interruption "enabled", a bool
+        check_flag("allow_interruptions", allow_interruptions, allow_none=True)
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id
-        _check_instructions(instructions)
+        check_instructions(instructions)
         self._instructions = instructions
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
         # function tools, provider tools and toolsets, as given (flattened for the LLM)
@@ -314,7 +313,7 @@ class Agent:
 
         Cancellation: not a checkpoint; the update happens at once.
         """
-        _check_instructions(instructions)
+        check_instructions(instructions)
         self._instructions = instructions
         if self._activity is not None:
             self._activity.on_instructions_updated()
@@ -539,7 +538,3 @@ class Agent:
         return f"{type(self).__name__}(id={self._id!r})"
 
 
-def _check_instructions(instructions: object) -> None:
-    if not isinstance(instructions, (str, Instructions)):
-        raise TypeError("instructions must be a string or agents_trio.llm.Instructions, got "
-                        f"{type(instructions).__name__}")

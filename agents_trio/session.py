@@ -664,8 +664,9 @@ class AgentSession(Generic[Userdata_T]):
         Raises:
             RuntimeError: Neither inside ``async with session:`` nor in a job, or ``room``
                 given outside a job.
-            TypeError, ValueError: The room options are of the wrong type, or set an option
-                the room I/O cannot honour (``UnsupportedRoomOptionError`` names it).
+            TypeError, ValueError: ``agent`` is not an :class:`Agent`; the room options are
+                of the wrong type, or set an option the room I/O cannot honour
+                (``UnsupportedRoomOptionError`` names it).
 
         A close that comes while the agent is starting (``shutdown()`` or ``aclose()`` from
         another task, e.g. the job shutting down during a slow toolset set-up) cancels the
@@ -673,6 +674,8 @@ class AgentSession(Generic[Userdata_T]):
 
         Cancellation: cancelling ``start`` before it returns closes the session.
         """
+        if not isinstance(agent, Agent):
+            raise TypeError(f"start() takes an Agent instance, got {agent!r}")
         if self._state is SessionState.RUNNING:
             return None
         if self._state is SessionState.STARTING:
@@ -859,7 +862,13 @@ class AgentSession(Generic[Userdata_T]):
         Asked for while ``start()`` runs, the handoff follows the start: the first agent
         enters, then hands off. Before the start, it only names the agent; so it does once the
         close began (``shutdown()`` included: the new agent never starts, as in LiveKit).
+
+        Raises:
+            TypeError: ``agent`` is not an :class:`Agent` (checked here: the handoff itself
+                runs later, in the session).
         """
+        if not isinstance(agent, Agent):
+            raise TypeError(f"update_agent() takes an Agent instance, got {agent!r}")
         self._agent = agent
         if self._state not in (SessionState.STARTING, SessionState.RUNNING) \
                 or self._switches.closed:
@@ -1130,6 +1139,8 @@ def _check_event_name(name: str) -> None:
 
 
 def _check_user_input(user_input: str | None) -> None:
+    if user_input is not None and not isinstance(user_input, str):
+        raise TypeError(f"user_input must be a str, got {type(user_input).__name__}")
     if user_input is not None and not user_input.strip():
         raise ValueError("user_input is empty: give the user's text, or leave user_input out "
                          "for a reply without user input")

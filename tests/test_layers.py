@@ -80,7 +80,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chat", "chat_format", "events", "models", "realtime", "options", "text_transforms", "floor",
      "run_events", "turn_options", "usage", "_errors", "_ids", "_iterators", "nurseries",
      "instructions", "deprecated_turn_options", "tokenize", "tool_mocks", "utils",
-     "model_capabilities", "audio_turn", "stt_context", "tool_handling"),
+     "model_capabilities", "audio_turn", "stt_context", "tool_handling", "speech_args"),
     ("io", "plugins", "offline", "blocking", "recognition_streams", "realtime_response",
      "realtime_sync",
      "tools", "tool_schema", "tool_calls", "tool_events", "toolsets", "async_toolset", "mcp",
