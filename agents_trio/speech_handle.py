@@ -20,6 +20,7 @@ from .chat import ChatItem, new_item_id
 from .events import SpeechSource
 from .instructions import InputDetails
 from .nurseries import Flag
+from .speech_args import check_flag
 
 #: LiveKit's default: a speech answers spoken input unless told otherwise
 DEFAULT_INPUT_DETAILS = InputDetails(modality="audio")
@@ -101,6 +102,7 @@ class SpeechHandle:
 
     @allow_interruptions.setter
     def allow_interruptions(self, value: bool) -> None:
+        check_flag("allow_interruptions", value)
         if self._interrupted and not value:
             raise RuntimeError("cannot disallow interruptions on an interrupted speech")
         self._allow_interruptions = value
@@ -198,10 +200,25 @@ class SpeechHandle:
         return _wait().__await__()
 
     def add_done_callback(self, callback: Callable[[SpeechHandle], Any]) -> None:
+        """Call ``callback(handle)`` once the speech is done (at once if it is). What it
+        raises is logged, as asyncio logs a raising future callback: the speech, the other
+        callbacks and the session go on.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
+        """
+        if not callable(callback):
+            raise TypeError(f"add_done_callback() takes a callable, got {callback!r}")
         if self.done():
-            callback(self)
+            self._call_done_callback(callback)
         else:
             self._done_callbacks.append(callback)
+
+    def _call_done_callback(self, callback: Callable[[SpeechHandle], Any]) -> None:
+        try:
+            callback(self)
+        except Exception:
+            logger.exception("done callback %r of speech %s raised", callback, self.id)
 
     def remove_done_callback(self, callback: Callable[[SpeechHandle], Any]) -> None:
         if callback in self._done_callbacks:
@@ -282,4 +299,4 @@ class SpeechHandle:
         self._done_event.set()
         callbacks, self._done_callbacks = self._done_callbacks, []
         for cb in callbacks:
-            cb(self)
+            self._call_done_callback(cb)
