@@ -268,7 +268,9 @@ class Activity:
             await self.enter_settled.wait()
         await self._run_on_exit()
         self._state = ActivityState.DRAINING
-        while self._speeches or len(self._queue):
+        # the speeches still to play: a queued handle that is done (its task ended, e.g.
+        # cancelled by a close meanwhile) never plays, and nothing would wake this wait again
+        while self._speeches or any(not h.done() for h in self._queue):
             await self._speeches_changed.wait()
         await self.background.drain()
         self._stop_scope.cancel()

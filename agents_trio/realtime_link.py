@@ -4,10 +4,14 @@ The link keeps a session open while its activity runs and is not paused, feeds i
 audio, turns its server events into user states, transcripts and speeches, and is the only way
 the activity's speeches reach it. ``session`` is None whenever no session is live — paused,
 handed over or closing — and every call in flight is cancelled when its session stops being
-live, so nothing can reach a closed session. Each connection is a scope of its own that a pause
-or a handoff ends wherever it is, connecting included; the ``RealtimeSync`` made with it sends
-the agent's state, then each change the agent makes (instructions, tools, chat context), and
-all of it again after a reconnect.
+live, so nothing can reach a closed session. While the activity runs unpaused and no other
+agent took over, the link is live or connecting: a speech (a reply authorized as the agent
+resumes after an AgentTask, the tool reply of the call that awaited it) waits for the
+connection, as LiveKit's resume sets the session up before its scheduler runs again. Each
+connection is a scope of its own that a pause or a handoff ends wherever it is, connecting
+included; the ``RealtimeSync`` made with it sends the agent's state, then each change the
+agent makes (instructions, tools, chat context, tool outputs), and all of it again after a
+reconnect.
 
 The link also knows the responses being received (each in the scope of a
 :class:`~agents_trio.realtime_response.RealtimeResponse`): a reconnect ends them (the new
@@ -30,8 +34,8 @@ from .chat import ChatContext, ChatItem, ChatMessage
 from .events import ErrorEvent, RealtimeModelMetrics, UserInputTranscribedEvent
 from .generation import ReplyRequest
 from .hosts import ActivityBasics, TurnTaking
-from .nurseries import Flag
-from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities, RealtimeError,
+from .nurseries import Flag, Wakeup
+from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities,
                        RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
 from .realtime_sync import Part, RealtimeSync
@@ -90,6 +94,7 @@ class RealtimeLink:
         self._closed.set()
         self._connection = trio.CancelScope()  # the current connection's (a new one each)
         self._sync: RealtimeSync | None = None  # what the connected session still needs
+        self._live_changed = Wakeup()  # a session became live, or stopped being live
         self._responses: set[RealtimeResponse] = set()  # being received
 
     @property
@@ -152,6 +157,7 @@ class RealtimeLink:
                 try:
                     await sync.send_stale()
                     self.session, self._gone = rt, trio.Event()
+                    self._live_changed.notify()
                     task_status.started(rt)
                     await sync.run()
                 finally:
@@ -165,6 +171,33 @@ class RealtimeLink:
         self.session = None
         self._gone.set()  # calls still in flight on it are cancelled
         self._connection.cancel()  # the connection ends now, wherever it is
+        self._live_changed.notify()
+
+    @property
+    def _will_be_live(self) -> bool:
+        """A session is live or will be: no other agent took over and the activity is not
+        paused (a connection is open or about to open; each one that ends while this holds
+        is followed by the next)."""
+        return not self._ended.is_set() and self._activity.scheduling_open.is_set()
+
+    async def wait_live(self) -> tuple[RealtimeSession, RealtimeSync]:
+        """Wait until a session is live (one connecting is waited for); return it and its
+        sync.
+
+        Raises:
+            RealtimeUnavailable: no session is live or connecting: another agent took over,
+                or the activity is paused (or its link is closing), also while waiting.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while self.session is None:
+            if not self._will_be_live:
+                raise RealtimeUnavailable("the agent has no live realtime session")
+            await self._live_changed.wait()  # each connection ends or goes live through here
+        assert self._sync is not None  # set before a session goes live, reset after
+        rt: RealtimeSession = self.session
+        return rt, self._sync
 
     def end(self) -> None:
         """Another agent takes over: nothing more reaches the session, which closes now."""
@@ -195,16 +228,16 @@ class RealtimeLink:
             await rt.update_chat_ctx(agent.live_chat_ctx.copy(exclude_instructions=True))
 
     async def wait_synced(self) -> None:
-        """Wait until the live session has every change the agent made so far.
+        """Wait until the live session (once one connecting is live) has every change the
+        agent made so far.
 
         Raises:
-            RealtimeUnavailable: there is no live session, or it went away meanwhile.
+            RealtimeUnavailable: there is no live session and none connecting, or it went
+                away meanwhile.
 
         Cancellation: a checkpoint; the changes are sent all the same.
         """
-        sync = self._sync
-        if sync is None:
-            raise RealtimeUnavailable("the agent has no live realtime session")
+        _, sync = await self.wait_live()
         await self.call(lambda rt: sync.wait_synced())
 
     # -- calls ---------------------------------------------------------------------------------
@@ -233,18 +266,19 @@ class RealtimeLink:
             rt.push_audio(frame)
 
     async def push_tool_outputs(self) -> None:
-        """Tool outputs go to this activity's own live session, never another one.
+        """Tool outputs (committed to the agent's context) go to this activity's own session,
+        never another one: its chat context is stale, the session's sync sends it (also to a
+        session still connecting, which may have sent the context before them); returns once
+        the live session has it.
 
-        Cancellation: the outputs may not have reached the server; the next sync sends the
-        whole context again.
+        Cancellation: the outputs may not have reached the server yet; the sync sends them
+        all the same, and the next connection starts from the agent's whole context.
         """
-        ctx = self._activity.agent.live_chat_ctx.copy(exclude_instructions=True)
+        self.agent_changed("chat_ctx")
         try:
-            await self.call(lambda rt: rt.update_chat_ctx(ctx))
+            await self.wait_synced()
         except RealtimeUnavailable:
-            pass  # paused or closing: the next session starts from the agent's context
-        except RealtimeError:
-            logger.warning("the realtime model refused the tool outputs")
+            pass  # paused, handed over or closing: the next session starts from the context
 
     # -- responses -----------------------------------------------------------------------------
     @contextmanager
@@ -298,8 +332,10 @@ class RealtimeLink:
         elif ev.type == "generation_created":
             if ev.user_initiated:
                 return  # a request's response: its call returned it, or it was abandoned
-            if not activity.accepts_turns or not activity.scheduling_open.is_set():
-                return  # ignored while paused or draining (reference 7.4)
+            if not activity.takes_new_turns:
+                # ignored while paused, draining or once a handoff was requested (reference
+                # 7.4): as in LiveKit, no speech starts and none of its calls runs
+                return
             handle = SpeechHandle(allow_interruptions=activity.allow_interruptions)
             activity.start_speech(handle, ReplyRequest(
                 chat_ctx=ChatContext(), tools=activity.tools(), generation=ev),
