@@ -45,6 +45,15 @@ class AudioContent(msgspec.Struct, kw_only=True):
 
 ChatContent = Union[ImageContent, AudioContent, str]
 
+_ROLES = ("system", "developer", "user", "assistant")
+_CONTENT_PART_TYPES = (str, ImageContent, AudioContent)
+
+
+def _check_strings(what: str, **fields: object) -> None:
+    for name, value in fields.items():
+        if not isinstance(value, str):
+            raise TypeError(f"a {what}'s {name} is a str, got {type(value).__name__}")
+
 
 _ITEM_SEQ = itertools.count(1)
 _SEQ_ID = re.compile(r"item_[0-9a-f]{8}_[0-9a-f]{4}\Z")
@@ -80,6 +89,21 @@ class ChatMessage(msgspec.Struct, kw_only=True):
     hash: bytes | None = None  # deprecated in LiveKit; kept for its dicts
     type: Literal["message"] = "message"
 
+    def __post_init__(self) -> None:
+        # as LiveKit's pydantic model: a bad message fails where it is made, not in every
+        # later LLM request (a bare string would read back as one part per character)
+        if self.role not in _ROLES:
+            raise ValueError(f"a chat message's role is one of {', '.join(_ROLES)}, got "
+                             f"{self.role!r}")
+        content = self.content
+        if not isinstance(content, list):
+            raise TypeError("a chat message's content is a list of str, ImageContent or "
+                            f"AudioContent, got {type(content).__name__}")
+        for part in content:
+            if not isinstance(part, _CONTENT_PART_TYPES):
+                raise TypeError("a chat message's content parts are str, ImageContent or "
+                                f"AudioContent, got {type(part).__name__}")
+
     @property
     def text_content(self) -> str | None:
         """The text parts joined by newlines, or None when there are none."""
@@ -106,6 +130,10 @@ class FunctionCall(msgspec.Struct, kw_only=True):
     group_id: str | None = None
     type: Literal["function_call"] = "function_call"
 
+    def __post_init__(self) -> None:
+        _check_strings("function call", call_id=self.call_id, name=self.name,
+                       arguments=self.arguments)
+
 
 class FunctionCallOutput(msgspec.Struct, kw_only=True):
     """The result of a tool call, shown to the LLM."""
@@ -119,6 +147,13 @@ class FunctionCallOutput(msgspec.Struct, kw_only=True):
     id: str = msgspec.field(default_factory=new_item_id)
     created_at: float = msgspec.field(default_factory=now)
     type: Literal["function_call_output"] = "function_call_output"
+
+    def __post_init__(self) -> None:
+        _check_strings("function call output", call_id=self.call_id, name=self.name,
+                       output=self.output)
+        if not isinstance(self.is_error, bool):
+            raise TypeError(f"a function call output's is_error is a bool, got "
+                            f"{self.is_error!r}")
 
 
 class AgentHandoff(msgspec.Struct, kw_only=True):
