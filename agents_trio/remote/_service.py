@@ -5,10 +5,17 @@ answered inline (history pages, agent info, state, subscriptions), ``wait_for_re
 for the session's first agent, and ``run`` goes through one turn runner so that the turns of
 every client reach the session one at a time, in arrival order; a turn arriving interrupts
 the agent at once (a barge-in), so the turn being played ends and the new one follows.
+
+What a request may do is derived from the session each time, never remembered: the session's
+phase (starting, running, closing: :meth:`SessionService.phase`) says whether an agent runs,
+and the current activity says whether it takes a new turn now. An agent that drains (a
+handoff, or ``shutdown(drain=True)``) is not barged in on: it finishes its words, and the
+turn waits for the next agent (or fails with the close).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 from collections.abc import Iterable
@@ -19,6 +26,7 @@ import trio
 from ..instructions import render_instructions
 from .._errors import SessionClosedError
 from ..nurseries import single_leaf
+from ..session import SessionState
 from ..tools import FunctionTool
 from ..toolsets import flatten_tools
 from .wire import (DEFAULT_MAX_FRAME_SIZE, AgentInfo, AgentInfoReply, GetAgentInfo,
@@ -34,6 +42,14 @@ if TYPE_CHECKING:
 
 
 logger = logging.getLogger("agents_trio.remote")
+
+
+class Phase(enum.Enum):
+    """Where the served session is, as the requests see it."""
+
+    STARTING = "starting"   # no agent runs yet
+    RUNNING = "running"
+    CLOSED = "closed"       # closing or closed
 
 
 class _Turn:
@@ -58,17 +74,24 @@ class SessionService:
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._session = session
         self._max_frame_size = max_frame_size
-        self._ready = trio.Event()
-        if session.agent_state != "initializing":
-            self._ready.set()
+        # woken by the session's events; waiters look at phase() again (nothing is latched:
+        # a session started before the host served has no event for the host to see)
+        self._progressed = trio.lowlevel.ParkingLot()
         self._turns_send, self._turns_recv = trio.open_memory_channel[_Turn](math.inf)
         self.queued_turns = 0
 
     def note_event(self, event: object) -> None:
-        """Watch the session's events: the first agent state after start means ready."""
-        if getattr(event, "type", "") == "agent_state_changed" and \
-                getattr(event, "new_state", None) != "initializing":
-            self._ready.set()
+        """The session emitted ``event``: its phase may have changed (it starts running when
+        its agent state first moves, and closes with its ``close`` event)."""
+        self._progressed.unpark_all()
+
+    def phase(self) -> Phase:
+        state = self._session.state
+        if state is SessionState.RUNNING:
+            return Phase.RUNNING
+        if state in (SessionState.CLOSING, SessionState.CLOSED):
+            return Phase.CLOSED
+        return Phase.STARTING
 
     async def run_turns(self) -> None:
         """Play the queued turns one at a time; skips those nobody waits for any more.
@@ -81,8 +104,14 @@ class SessionService:
             self.queued_turns -= 1
 
     def _barge_in(self) -> None:
+        """Typing while the agent talks is a barge-in, when the agent takes the turn: one
+        that drains (a handoff, or the close) finishes its words, and the turn waits for the
+        next agent (or fails with the close) without having cut another client's reply."""
+        activity = self._session.activity
+        if activity is None or not activity.takes_new_turns:
+            return
         try:
-            self._session.interrupt()  # typing while the agent talks is a barge-in
+            self._session.interrupt()
         except RuntimeError:
             pass  # nothing playing, or the speech does not allow interruptions
 
@@ -117,7 +146,7 @@ class SessionService:
             conn.subscribed = False
             return UnsubscribedReply(id=request.id)
         if isinstance(request, WaitForReady):
-            return self._ready_reply(request.id) if self._ready.is_set() else None
+            return None if self.phase() is Phase.STARTING else self._ready_reply(request.id)
         if isinstance(request, Run):
             if not request.text.strip():
                 raise Refusal("bad_request", "run needs a non-empty text")
@@ -132,7 +161,8 @@ class SessionService:
         in the session (its reply is dropped).
         """
         if isinstance(request, WaitForReady):
-            await self._ready.wait()
+            while self.phase() is Phase.STARTING:
+                await self._progressed.park()
             return self._ready_reply(request.id)
         assert isinstance(request, Run)
         turn = _Turn(request.text)
@@ -150,11 +180,15 @@ class SessionService:
         return RunReply(id=request.id, items=turn.items)
 
     def _require_ready(self) -> None:
-        if not self._ready.is_set():
+        phase = self.phase()
+        if phase is Phase.STARTING:
             raise Refusal("not_ready", "the session has not started an agent yet "
                                        "(wait_for_ready first)")
+        if phase is Phase.CLOSED:
+            raise _closed_refusal()
 
     def _ready_reply(self, request_id: int) -> ReadyReply:
+        self._require_ready()
         return ReadyReply(id=request_id, agent_id=self._session.current_agent.id)
 
     def _agent_info(self) -> AgentInfo:
@@ -170,7 +204,7 @@ class SessionService:
     def _state_info(self) -> SessionStateInfo:
         session = self._session
         speech = session.current_speech
-        ready = self._ready.is_set()
+        ready = self.phase() is Phase.RUNNING
         return SessionStateInfo(
             agent_state=session.agent_state, user_state=session.user_state,
             agent_id=session.current_agent.id if ready else None,
@@ -179,6 +213,10 @@ class SessionService:
                 allow_interruptions=speech.allow_interruptions,
                 interrupted=speech.interrupted, done=speech.done()),
             ready=ready, time=trio.current_time())
+
+
+def _closed_refusal() -> Refusal:
+    return Refusal("session_closed", "the session is closing", SessionClosedError.__name__)
 
 
 def _wire_items(items: Iterable[Any]) -> list[WireItem]:

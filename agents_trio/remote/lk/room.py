@@ -78,9 +78,21 @@ async def _read_bounded(reader: AsyncIterator[bytes], limit: int) -> tuple[bytes
 
 
 class _Peer:
+    """One participant's connection: ``local`` is the host's (or our client's) end,
+    ``remote`` the link's.
+
+    What the local side writes waits until the link has handed it to the room (a lockstep
+    stream), so a participant the room stops delivering to holds nothing here: the writer's
+    own bounded queue (the host's outbox) takes the backlog, and drops events or closes the
+    connection by its rules. What the room delivers is buffered for the local side's reader.
+    """
+
     def __init__(self, identity: str) -> None:
         self.identity = identity
-        self.local, self.remote = trio.testing.memory_stream_pair()
+        out_send, out_receive = trio.testing.lockstep_stream_one_way_pair()
+        in_send, in_receive = trio.testing.memory_stream_one_way_pair()
+        self.local = trio.StapledStream(out_send, in_receive)
+        self.remote = trio.StapledStream(in_send, out_receive)
         self.done = False
 
 
