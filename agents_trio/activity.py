@@ -267,7 +267,10 @@ class Activity:
             # waits for its on_enter to return (or hand the floor to an AgentTask)
             await self.enter_settled.wait()
         await self._run_on_exit()
-        self._state = ActivityState.DRAINING
+        if self._state is ActivityState.RUNNING:
+            # states only move forward: a close during on_exit (which need not cancel this
+            # caller) left the activity CLOSED, and it stays so
+            self._state = ActivityState.DRAINING
         # the speeches still to play: a queued handle that is done (its task ended, e.g.
         # cancelled by a close meanwhile) never plays, and nothing would wake this wait again
         while self._speeches or any(not h.done() for h in self._queue):
