@@ -139,3 +139,23 @@ async def test_a_request_cancelled_mid_frame_ends_the_connection_instead_of_corr
             scope.cancel()
     with pytest.raises(RemoteSessionClosedError):
         await remote.ping(timeout=1)
+
+
+async def test_a_request_timeout_covers_sending_to_a_host_that_stopped_reading(
+        autojump_clock) -> None:
+    """``timeout`` bounds the whole call: a host that stops reading (its stream full) used to
+    hold the call past its timeout, in the send, until an outer cancel came."""
+    from trio.testing import lockstep_stream_pair
+
+    from agents_trio.remote.lk.client import RemoteSession
+
+    client_side, _host_side = lockstep_stream_pair()   # nobody reads the host's side
+    remote = RemoteSession(client_side)
+    start = trio.current_time()
+    with trio.fail_after(30):
+        with pytest.raises(TimeoutError, match="timed out after 2 s"):
+            await remote.ping(timeout=2)
+    assert trio.current_time() - start == pytest.approx(2.0)
+    # the frame was cut: the connection is closed rather than left corrupted
+    with pytest.raises(RemoteSessionClosedError):
+        await remote.ping(timeout=1)

@@ -216,15 +216,22 @@ class RemoteSession:
         req_kind = request.WhichOneof("request")
         waiter = _Waiter()
         self._pending[request.request_id] = waiter
+        # the timeout bounds the whole call, the send included (a host that stopped reading
+        # would hold it there; a frame cut short ends the connection, see _send_whole)
+        deadline = trio.current_time() + timeout
         try:
             frame = encode_message(pb.AgentSessionMessage(request=request))
             try:
-                async with self._send_lock:
-                    await self._send_whole(frame)
+                with trio.move_on_at(deadline) as sending:
+                    async with self._send_lock:
+                        await self._send_whole(frame)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
                 raise RemoteConnectionError(f"the connection broke: {e}",
                                             code="connection_lost") from None
-            with trio.move_on_after(timeout):
+            if sending.cancelled_caught:
+                raise TimeoutError(f"session request {req_kind} timed out after {timeout:g} s "
+                                   "before the host took it")
+            with trio.move_on_at(deadline):
                 await waiter.done.wait()
             if not waiter.done.is_set():
                 raise TimeoutError(f"session request {req_kind} timed out after {timeout:g} s")
