@@ -211,6 +211,15 @@ class RealtimeModel(Protocol):
     response that receives nothing for that long is failed with an ``error`` event
     (:class:`RealtimeResponseStalledError`). Without it, ``DEFAULT_RESPONSE_STALL_TIMEOUT``
     applies.
+
+    ``session()`` may fail (entering it, an ``update_*`` call other than a refusal, its
+    ``events()`` or its exit raise): the runtime reports an ``error`` event, and connects
+    again when the error is an ``APIError`` marked ``retryable``, as LiveKit's realtime
+    plugins do, following the model's ``conn_options`` (an ``APIConnectOptions``; the
+    default one without it); any other error, or the last retry's, closes the session with
+    reason ``error``. A model that retries inside ``session()`` itself raises a
+    non-retryable error when it gives up. A :class:`RealtimeError` from an ``update_*``
+    call is the server refusing that update: it is logged and the session goes on.
     """
 
     capabilities: RealtimeCapabilities

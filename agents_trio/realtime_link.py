@@ -11,7 +11,9 @@ connection, as LiveKit's resume sets the session up before its scheduler runs ag
 connection is a scope of its own that a pause or a handoff ends wherever it is, connecting
 included; the ``RealtimeSync`` made with it sends the agent's state, then each change the
 agent makes (instructions, tools, chat context, tool outputs), and all of it again after a
-reconnect.
+reconnect. A connection that fails is the link's to handle (see ``run``): it is reported
+through the session's error path and retried or, when final, leaves the link ``failed``
+(no session will be live) while the session closes; nothing of it escapes the activity.
 
 The link also knows the responses being received (each in the scope of a
 :class:`~agents_trio.realtime_response.RealtimeResponse`): a reconnect ends them (the new
@@ -22,6 +24,7 @@ server answers one response at a time. Whatever they received still plays.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
@@ -31,10 +34,12 @@ from livekit import rtc
 
 from .instructions import render_instructions
 from .chat import ChatContext, ChatItem, ChatMessage
+from ._errors import APIConnectionError, APIError
 from .events import ErrorEvent, RealtimeModelMetrics, UserInputTranscribedEvent
 from .generation import ReplyRequest
 from .hosts import ActivityBasics, TurnTaking
 from .nurseries import Flag, Wakeup
+from .options import DEFAULT_API_CONNECT_OPTIONS
 from .realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, RealtimeCapabilities,
                        RealtimeEvent, RealtimeModel, RealtimeSession, RealtimeUnavailable)
 from .realtime_response import RealtimeResponse
@@ -42,6 +47,9 @@ from .realtime_sync import Part, RealtimeSync
 from .speech_handle import SpeechHandle
 from .tools import FunctionTool
 from .usage import model_label, model_metadata
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup, ExceptionGroup
 
 
 
@@ -76,6 +84,13 @@ logger = logging.getLogger("agents_trio")
 T = TypeVar("T")
 
 
+def _first_error(error: Exception) -> Exception:
+    """The first leaf of a group of errors (the connection's failure), else ``error``."""
+    while isinstance(error, ExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
 async def _cancel_when(event: trio.Event | Flag, nursery: trio.Nursery) -> None:
     await event.wait()
     nursery.cancel_scope.cancel()
@@ -96,6 +111,9 @@ class RealtimeLink:
         self._sync: RealtimeSync | None = None  # what the connected session still needs
         self._live_changed = Wakeup()  # a session became live, or stopped being live
         self._responses: set[RealtimeResponse] = set()  # being received
+        #: the error the connection failed with for good (then no session will be live)
+        self.failed: Exception | None = None
+        self._task_status: trio.TaskStatus[None] | None = None  # run's, until it started
 
     @property
     def capabilities(self) -> RealtimeCapabilities:
@@ -120,33 +138,135 @@ class RealtimeLink:
         pause or a handoff ends it wherever it is (connecting, sending the agent's state, or
         live), so neither waits for a server that does not answer.
 
+        A connection that fails (opening it, sending it the agent's state, its events or its
+        close raise) is an ``error`` event from the model, as a LiveKit realtime plugin
+        reports its own: a failure the provider marks retryable (an :class:`APIError` with
+        ``retryable``) is reported as recoverable and the connection is made again after
+        0.1 s, then after the model's ``conn_options.retry_interval``, up to its
+        ``max_retry`` times in a row (a connection that went live starts the count again).
+        Any other failure, or the one after the last retry, is final: the link is
+        :attr:`failed` (no session will be live: a speech waiting for one ends quietly) and
+        the error is reported as unrecoverable, which closes the session with reason
+        ``error``. A failure while the connection was ending anyway (a pause, a handoff, the
+        close) is only logged.
+
+        ``started`` once the first connection is live, or when none is to be made (another
+        agent took over first). A first connection that fails for good holds the activity's
+        start: the close its failure asked for cancels that start, as any close during a
+        start does (the agent never enters).
+
         Cancellation: cancelling it closes the open session.
         """
         activity = self._activity
-        started = False
-        while not self._ended.is_set():
-            await activity.scheduling_open.wait()
-            if self._ended.is_set():
-                break
-            self._closed = trio.Event()
-            try:
-                async with trio.open_nursery() as connection:
-                    self._connection = connection.cancel_scope
-                    connection.start_soon(_cancel_when, activity.scheduling_closed, connection)
-                    rt = await self._connect(connection)
-                    if not started:
-                        task_status.started()
-                        started = True
-                    await self._consume_events(rt)
-                    await trio.sleep_forever()  # the server ended its events: wait for the end
-            finally:
-                self._detach()
-                self._closed.set()
-        if not started:
-            task_status.started()
+        self._task_status = task_status
+        del task_status  # kept only until started (it holds the nursery it started in)
+        failures = 0  # in a row, since a connection was last live
+        try:
+            while not self._ended.is_set() and self.failed is None:
+                await activity.scheduling_open.wait()
+                if self._ended.is_set():
+                    break
+                went_live, error = await self._one_connection()
+                if error is None:
+                    continue  # ended by a pause or a handoff
+                if not self._will_be_live:  # it was ending anyway: a pause or a handoff
+                    logger.warning("the realtime session failed as it was ending",
+                                   exc_info=error)
+                    continue
+                failures = 1 if went_live else failures + 1
+                if went_live:
+                    self.end_responses("the realtime connection failed")
+                delay = self._retry_delay(error, failures)
+                if delay is None:
+                    self._fail(error, failures)
+                    break
+                logger.warning("the realtime connection failed (%d in a row), retrying in "
+                               "%.1f s", failures, delay, exc_info=error)
+                self._activity.session.conversation.report_error(error, self.model)
+                # the wait belongs to the next connection: a pause or a handoff cuts it
+                with trio.CancelScope() as self._connection:
+                    await trio.sleep(delay)
+        finally:
+            self._detach()
+        if self.failed is not None and self._task_status is not None:
+            # the activity cannot start without its session: the close that the failure
+            # asked for (reported above) cancels its start
+            await trio.sleep_forever()
+        self._started()
+
+    def _started(self) -> None:
+        """Tell ``run``'s caller it started, the first time only."""
+        status, self._task_status = self._task_status, None
+        if status is not None:
+            status.started()
+
+    async def _one_connection(self) -> tuple[bool, Exception | None]:
+        """One connection, from its first step to its end: opened, sent the agent's state,
+        live until a pause, a handoff or the close ends it, or until it fails.
+
+        Returns:
+            Whether it went live, and its failure (None when it was ended).
+
+        Cancellation: the connection ends (the session, open or not, is closed); a failure
+        that comes with the cancellation is only logged.
+        """
+        activity = self._activity
+        self._closed = trio.Event()
+        went_live = False
+        try:
+            async with trio.open_nursery() as connection:
+                self._connection = connection.cancel_scope
+                connection.start_soon(_cancel_when, activity.scheduling_closed, connection)
+                rt = await self._connect(connection)
+                went_live = True
+                self._started()
+                await self._consume_events(rt)
+                await trio.sleep_forever()  # the server ended its events: wait for the end
+        except Exception as failure:  # the connection's group of errors
+            return went_live, _first_error(failure)
+        except BaseExceptionGroup as group:  # errors and a cancellation: the cancellation wins
+            errors, cancelled = group.split(Exception)
+            if errors is not None:
+                logger.warning("the realtime session failed as it was cancelled",
+                               exc_info=_first_error(errors))
+            assert cancelled is not None  # else the group would be an ExceptionGroup
+            raise cancelled from None
+        finally:
+            self._detach()
+            self._closed.set()
+        return went_live, None
+
+    def _retry_delay(self, error: Exception, failures: int) -> float | None:
+        """The wait before connecting again after the ``failures``-th failure in a row, or
+        None when ``error`` is final: as the OpenAI plugin's ``_main_task``, only a
+        retryable :class:`APIError` is retried, up to ``max_retry`` times, the first at once
+        (0.1 s), the others after ``retry_interval``."""
+        options = getattr(self.model, "conn_options", DEFAULT_API_CONNECT_OPTIONS)
+        if not (isinstance(error, APIError) and error.retryable) \
+                or failures > options.max_retry:
+            return None
+        return 0.1 if failures == 1 else options.retry_interval
+
+    def _fail(self, error: Exception, failures: int) -> None:
+        """The connection failed for good: no session will be live; report the error as
+        unrecoverable (the session closes)."""
+        final: Exception = error
+        if isinstance(error, APIError) and error.retryable:  # the retries are over
+            final = APIConnectionError(
+                f"the realtime connection failed after {failures} attempts: {error}",
+                retryable=False)
+            final.__cause__ = error
+        self.failed = final
+        self._live_changed.notify()  # the speeches waiting for a session end quietly
+        logger.error("the realtime connection failed: %r", final, exc_info=error)
+        self._activity.session.conversation.report_error(final, self.model)
 
     async def _connect(self, connection: trio.Nursery) -> RealtimeSession:
         """Open a session in ``connection``, send it the agent's state, make it the live one.
+
+        A part of the state the server refuses (a :class:`RealtimeError`) is logged and the
+        session goes live all the same, as LiveKit's ``_update_session`` does; any other
+        error fails the connection.
 
         Cancellation: the connection ends (the session, open or not, is closed).
         """
@@ -155,7 +275,7 @@ class RealtimeLink:
                 sync = RealtimeSync(lambda part: self._send_part(rt, part))
                 self._sync = sync
                 try:
-                    await sync.send_stale()
+                    await sync.send_all()
                     self.session, self._gone = rt, trio.Event()
                     self._live_changed.notify()
                     task_status.started(rt)
@@ -175,10 +295,11 @@ class RealtimeLink:
 
     @property
     def _will_be_live(self) -> bool:
-        """A session is live or will be: no other agent took over and the activity is not
-        paused (a connection is open or about to open; each one that ends while this holds
-        is followed by the next)."""
-        return not self._ended.is_set() and self._activity.scheduling_open.is_set()
+        """A session is live or will be: no other agent took over, the activity is not
+        paused and the connection did not fail for good (a connection is open or about to
+        open; each one that ends while this holds is followed by the next)."""
+        return (not self._ended.is_set() and self._activity.scheduling_open.is_set()
+                and self.failed is None)
 
     async def wait_live(self) -> tuple[RealtimeSession, RealtimeSync]:
         """Wait until a session is live (one connecting is waited for); return it and its
@@ -186,7 +307,8 @@ class RealtimeLink:
 
         Raises:
             RealtimeUnavailable: no session is live or connecting: another agent took over,
-                or the activity is paused (or its link is closing), also while waiting.
+                the activity is paused (or its link is closing), or the connection failed
+                for good, also while waiting.
 
         Cancellation: a checkpoint only.
         """

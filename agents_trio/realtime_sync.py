@@ -70,18 +70,30 @@ class RealtimeSync:
                 self._sending = None
                 self._changed.notify()
 
+    async def send_all(self) -> None:
+        """Send the stale parts until none is left; a part the server refuses is logged and
+        not sent again until it changes (as LiveKit's ``RealtimeSession._update_session``
+        logs a refused update and goes on).
+
+        Raises:
+            Exception: sending failed otherwise (the connection failed).
+
+        Cancellation: the part being sent stays stale.
+        """
+        while self._stale:
+            try:
+                await self.send_stale()
+            except RealtimeError as e:
+                logger.warning("the realtime model refused an update of the agent: %s", e)
+
     async def run(self) -> None:
         """Send each change as it comes, for the life of the connection (refusals are
-        logged).
+        logged; any other error fails the connection).
 
         Cancellation: the connection ends; what is stale is left for the next one.
         """
         while True:
-            while self._stale:
-                try:
-                    await self.send_stale()
-                except RealtimeError:
-                    logger.warning("the realtime model refused an update of the agent")
+            await self.send_all()
             await self._changed.wait()
 
     async def wait_synced(self) -> None:

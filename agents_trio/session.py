@@ -1098,6 +1098,11 @@ class AgentSession(Generic[Userdata_T]):
             lambda: self.closing or self._activity is None or self._activity.settled)
 
     def _close_for_error(self, error: BaseException) -> None:
+        """Close the session for ``error`` (reason ``error``, the error on ``close``), unless
+        a close already began: that close stays as it was asked for (in LiveKit the error's
+        close finds the session closed; the ``error`` event was emitted all the same)."""
+        if self.closing or self._switches.closed:
+            return
         self._close_error = error
         self.shutdown(drain=False, reason=CloseReason.ERROR)
 

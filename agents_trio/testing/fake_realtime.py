@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 import trio
@@ -33,6 +33,7 @@ from ..realtime import (DEFAULT_RESPONSE_STALL_TIMEOUT, GenerationCreatedEvent,
                         check_response_stall_timeout, open_generation_channels)
 
 SAMPLE_RATE = 24000
+T = TypeVar("T")
 
 
 class FakeRealtimeResponse(msgspec.Struct, kw_only=True):
@@ -61,6 +62,11 @@ class FakeRealtimeModel:
         connect_delays: Seconds each new session takes to connect, in order (sessions past
             the list connect at once); ``math.inf`` never connects. A connecting session is
             in ``sessions`` and live until its block exits.
+        connect_errors: The error each new session's connecting raises once its delay is
+            over, in order (None, and sessions past the list, connect): a connection that
+            fails. The failed session is in ``sessions``, closed.
+        update_errors: The error the first ``update_*`` call of each new session raises, in
+            order (None, and sessions past the list: no error): a set-up that fails.
         update_latency: Seconds each ``update_*`` call takes before the server applied it.
     """
 
@@ -69,8 +75,12 @@ class FakeRealtimeModel:
                  response_stall_timeout: float | None = DEFAULT_RESPONSE_STALL_TIMEOUT,
                  abandoned_responses: Literal["drop", "emit"] = "drop",
                  connect_delays: list[float] | None = None,
+                 connect_errors: list[BaseException | None] | None = None,
+                 update_errors: list[BaseException | None] | None = None,
                  update_latency: float = 0.0) -> None:
         self.connect_delays = list(connect_delays or [])
+        self.connect_errors = list(connect_errors or [])
+        self.update_errors = list(update_errors or [])
         self.update_latency = update_latency
         self.response_stall_timeout = check_response_stall_timeout(response_stall_timeout)
         self.abandoned_responses = abandoned_responses
@@ -112,20 +122,52 @@ class FakeRealtimeModel:
 
         Cancellation: see :meth:`FakeRealtimeSession.connected`.
         """
-        session = FakeRealtimeSession(self)
-        delay = self.connect_delays[len(self.sessions)] \
-            if len(self.sessions) < len(self.connect_delays) else 0.0
+        index = len(self.sessions)
+        session = FakeRealtimeSession(self, update_error=_nth(self.update_errors, index))
+        delay = _nth(self.connect_delays, index) or 0.0
         self.sessions.append(session)
         self.max_live_sessions = max(self.max_live_sessions, len(self.live_sessions))
-        async with session.connected(delay):
+        async with session.connected(delay, error=_nth(self.connect_errors, index)):
             yield session
+
+
+def _nth(values: list[T], index: int) -> T | None:
+    return values[index] if index < len(values) else None
+
+
+class _Failure:
+    """Queued by ``emit_failure``: the events stream raises ``error`` when it gets there."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _Events:
+    """A session's server events, in order; ``emit_failure`` makes the iteration raise."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[Any]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> _Events:
+        return self
+
+    async def __anext__(self) -> Any:  # noqa: ANN401 - a realtime event
+        try:
+            ev = await self._receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(ev, _Failure):
+            raise ev.error
+        return ev
 
 
 class FakeRealtimeSession:
     """One fake connection. Test-side API: ``emit_*``; runtime-side: the protocol calls."""
 
-    def __init__(self, model: FakeRealtimeModel) -> None:
+    def __init__(self, model: FakeRealtimeModel, *,
+                 update_error: BaseException | None = None) -> None:
         self.model = model
+        self._update_error = update_error
         self.id = short_id("rt")
         self.closed = False
         self.calls: list[tuple[str, Any]] = []
@@ -142,10 +184,12 @@ class FakeRealtimeSession:
         return f"FakeRealtimeSession({self.id}, closed={self.closed})"
 
     @asynccontextmanager
-    async def connected(self, delay: float = 0.0) -> AsyncIterator[FakeRealtimeSession]:
+    async def connected(self, delay: float = 0.0, *, error: BaseException | None = None
+                        ) -> AsyncIterator[FakeRealtimeSession]:
         """The connection's lifetime (:meth:`FakeRealtimeModel.session` enters it): it
-        connects for ``delay`` seconds, its tasks run in a nursery of its own; leaving the
-        block cancels them and closes it.
+        connects for ``delay`` seconds (then raises ``error``, if given: the connection
+        failed), its tasks run in a nursery of its own; leaving the block cancels them and
+        closes it.
 
         Cancellation: cancelling the block (or the connecting) cancels the session's tasks;
         it closes all the same.
@@ -153,6 +197,8 @@ class FakeRealtimeSession:
         try:
             if delay:
                 await trio.sleep(delay)
+            if error is not None:
+                raise error
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 try:
@@ -181,7 +227,7 @@ class FakeRealtimeSession:
 
     # -- protocol ------------------------------------------------------------------------------
     def events(self) -> AsyncIterator[Any]:
-        return self._events_recv.__aiter__()
+        return _Events(self._events_recv)
 
     async def update_instructions(self, instructions: str) -> None:
         """Record the instructions (``instructions``, ``calls``).
@@ -293,12 +339,19 @@ class FakeRealtimeSession:
     def emit_reconnected(self) -> None:
         self._events_send.send_nowait(SessionReconnectedEvent())
 
+    def emit_failure(self, error: BaseException) -> None:
+        """The connection drops: the events stream raises ``error`` after what is queued."""
+        self._events_send.send_nowait(_Failure(error))
+
     # -- internals -----------------------------------------------------------------------------
     async def _server_latency(self, call: str) -> None:
         if self.closed:
             self._check(call)  # raises
         if self.model.update_latency:
             await trio.sleep(self.model.update_latency)
+        error, self._update_error = self._update_error, None
+        if error is not None:
+            raise error  # not applied
 
     async def _abandoned(self, response: FakeRealtimeResponse, created_at: float) -> None:
         """The server creates the response of a cancelled ``generate_reply`` anyway."""
