@@ -15,7 +15,7 @@ from .chat import ChatContext, ChatMessage, ReadOnlyChatContext
 from .deprecated_turn_options import turn_handling_from_deprecated
 from .events import CloseReason, UserTurnExceededEvent
 from .instructions import InputModality, Instructions
-from .speech_args import check_flag, check_instructions
+from .speech_args import check_chat_ctx, check_flag, check_instructions, check_str
 from .mcp import MCPServer, check_mcp_servers
 from .realtime import RealtimeModel, is_realtime_model
 from .model_resolution import resolve_models
@@ -222,11 +222,16 @@ class Agent:
         check_flag("allow_interruptions", allow_interruptions, allow_none=True)
         check_non_negative("min_consecutive_speech_delay", min_consecutive_speech_delay,
                            allow_none=True)
+        if not isinstance(use_tts_aligned_transcript, NotGiven):
+            check_flag("use_tts_aligned_transcript", use_tts_aligned_transcript,
+                       allow_none=True)
+        check_str("id", id, allow_none=True)
         if id is None:
             id = "default_agent" if type(self) is Agent else _snake_case(type(self).__name__)
         self._id = id
         check_instructions(instructions)
         self._instructions = instructions
+        check_chat_ctx(chat_ctx)
         self._chat_ctx = chat_ctx.copy() if chat_ctx else ChatContext()
         # function tools, provider tools and toolsets, as given (flattened for the LLM)
         self._tools: list[Any] = list(tools or []) + find_function_tools(self)
@@ -334,6 +339,7 @@ class Agent:
 
         Cancellation: not a checkpoint; the update happens at once.
         """
+        check_chat_ctx(chat_ctx, allow_none=False)
         names = set(function_tool_names(self._tools))
         items = [i for i in chat_ctx.items
                  if i.type not in ("function_call", "function_call_output")

@@ -30,6 +30,7 @@ from .hosts import ActivityHost
 from .models import LLM, STT, TTS, VAD
 from .realtime import RealtimeModel
 from .run_result import RunHold
+from .speech_args import check_flag
 from .tool_handling import ToolHandlingOptions
 from .tools import FunctionTool
 
@@ -77,6 +78,7 @@ class AgentTask(Agent, Generic[T]):
                          min_endpointing_delay=min_endpointing_delay,
                          max_endpointing_delay=max_endpointing_delay,
                          mcp_servers=mcp_servers)
+        check_flag("preserve_function_call_history", preserve_function_call_history)
         self.preserve_function_call_history = preserve_function_call_history
         # awaiting and completing are independent: a task may be completed before it is
         # awaited (the await then runs it and returns the result, as in LiveKit)

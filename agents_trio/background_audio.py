@@ -39,6 +39,8 @@ from .agent import NOT_GIVEN, NotGiven
 from .events import AgentStateChangedEvent
 from .io.bridge import AsyncioBridge
 from .io.resample import FrameResampler
+from .options import check_non_negative
+from .speech_args import check_flag
 
 logger = logging.getLogger("agents_trio")
 
@@ -220,6 +222,9 @@ class BackgroundAudioPlayer:
                  | NotGiven = NOT_GIVEN, stream_timeout_ms: int = 200) -> None:
         if stream_timeout_ms < 0:
             raise ValueError("stream_timeout_ms must not be negative")
+        for name, sound in (("ambient_sound", ambient_sound), ("thinking_sound", thinking_sound)):
+            if sound is not None and not isinstance(sound, NotGiven):
+                _check_audio(name, sound)
         self._ambient = None if isinstance(ambient_sound, NotGiven) else ambient_sound
         self._thinking = None if isinstance(thinking_sound, NotGiven) else thinking_sound
         self.stream_timeout = stream_timeout_ms / 1000
@@ -349,6 +354,8 @@ class BackgroundAudioPlayer:
             RuntimeError: The player is not started.
             ValueError: ``loop`` with a streamed source.
         """
+        _check_audio("audio", audio)
+        check_flag("loop", loop)
         if self._work is None:
             raise RuntimeError("BackgroundAudioPlayer is not started")
         cfg = _pick(audio)
@@ -466,6 +473,29 @@ def _configs(audio: AudioSource | AudioConfig | list[AudioConfig] | None) -> lis
     if isinstance(audio, list):
         return audio
     return [audio if isinstance(audio, AudioConfig) else AudioConfig(audio)]
+
+
+def _check_audio(name: str, audio: object) -> None:
+    """What ``play`` (or the constructor, for the ambient and thinking sounds) is given,
+    checked there: a wrong source or a bad number used to fail in the mixer, which ended
+    the player (a fade given as a str), or to silence every sound (a NaN volume)."""
+    items = audio if isinstance(audio, list) else [audio]
+    for item in items:
+        if isinstance(audio, list) and not isinstance(item, AudioConfig):
+            raise TypeError(f"{name}: a list holds AudioConfig items, got {item!r}")
+        cfg = item if isinstance(item, AudioConfig) else AudioConfig(item)  # type: ignore[arg-type]
+        if not (isinstance(cfg.source, (str, BuiltinAudioClip))
+                or hasattr(cfg.source, "__aiter__")):
+            raise TypeError(f"{name} must be a file path, a BuiltinAudioClip, an async "
+                            "iterator of rtc.AudioFrame or an AudioConfig (or a list of them), "
+                            f"got {cfg.source!r}")
+        for field in ("volume", "probability"):
+            value = getattr(cfg, field)
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value)):
+                raise ValueError(f"{name}'s {field} must be a finite number, got {value!r}")
+        check_non_negative(f"{name}'s fade_in", cfg.fade_in, finite=True)
+        check_non_negative(f"{name}'s fade_out", cfg.fade_out, finite=True)
 
 
 def _pick(audio: AudioSource | AudioConfig | list[AudioConfig]) -> AudioConfig | None:

@@ -19,6 +19,7 @@ import trio
 
 from ._errors import SessionClosedError
 from .nurseries import EventFanout
+from .options import check_non_negative
 from .speech_handle import SpeechHandle
 
 logger = logging.getLogger("agents_trio")
@@ -29,20 +30,28 @@ __all__ = ["Filler", "FillerSource", "filler_running"]
 FillerSource = Union[str, Callable[[int], Union[SpeechHandle, str, None]]]
 
 
+def check_filler_args(source: object, *, delay: object, interval: object,
+                      max_steps: object) -> None:
+    """``with_filler``'s arguments, checked where it is called (a NaN delay or interval
+    used to kill the filler's task later, leaving the tool without its filler)."""
+    check_non_negative("delay", delay)
+    check_non_negative("interval", interval, allow_none=True)
+    if max_steps is not None and (isinstance(max_steps, bool)
+                                  or not isinstance(max_steps, int)):
+        raise TypeError(f"max_steps must be an int or None, got {max_steps!r}")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError("max_steps must be at least 1 when set")
+    if not (isinstance(source, str) or callable(source)):
+        raise TypeError("source must be a str or a callable taking the step number")
+
+
 class Filler:
     """One filler of a tool call (see the module docs)."""
 
     def __init__(self, source: FillerSource, *, delay: float, interval: float | None,
                  max_steps: int | None, say: Callable[[str], SpeechHandle],
                  wait_idle: Callable[[], Awaitable[object]]) -> None:
-        if delay < 0:
-            raise ValueError("delay must be non-negative")
-        if interval is not None and interval < 0:
-            raise ValueError("interval must be non-negative when set")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError("max_steps must be at least 1 when set")
-        if not (isinstance(source, str) or callable(source)):
-            raise TypeError("source must be a str or a callable taking the step number")
+        check_filler_args(source, delay=delay, interval=interval, max_steps=max_steps)
         self._source = source
         self._delay = delay
         self._interval = interval

@@ -7,6 +7,7 @@ fails at construction instead of leaving an agent that never answers.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -180,9 +181,9 @@ def resolve_turn_handling(*layers: Mapping[str, Any] | None) -> TurnHandling:
 
 
 def check_non_negative(name: str, value: object, *, allow_none: bool = False,
-                       positive: bool = False) -> None:
+                       positive: bool = False, finite: bool = False) -> None:
     """Raise ``ValueError`` naming the option unless ``value`` is a number ≥ 0 (> 0 when
-    ``positive``), or None when ``allow_none``."""
+    ``positive``; not infinite when ``finite``), or None when ``allow_none``."""
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
@@ -190,6 +191,8 @@ def check_non_negative(name: str, value: object, *, allow_none: bool = False,
     if value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if finite and value == math.inf:
+        raise ValueError(f"{name} must be finite, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,8 @@ import trio
 
 from .agent import SessionView
 from .chat import FunctionCall
-from .fillers import Filler, FillerSource
+from .fillers import Filler, FillerSource, check_filler_args
+from .speech_args import check_flag
 from .speech_handle import SpeechHandle
 from .tool_handling import UPDATE_TEMPLATE, render_template
 from .tools import ToolContext
@@ -82,6 +83,10 @@ class RunContext(ToolContext, Generic[Userdata_T]):
 
         Cancellation: a checkpoint; the update was recorded before it.
         """
+        if template is not None and not (isinstance(template, str) or callable(template)):
+            raise TypeError("template must be a str or a callable taking the fields, got "
+                            f"{template!r}")
+        check_flag("silent", silent)
         for filler in self._fillers:  # the tool just spoke up: fillers wait a full delay again
             filler.reset_dwell()
         raw = message if isinstance(message, str) else str(message)
@@ -141,6 +146,7 @@ class RunContext(ToolContext, Generic[Userdata_T]):
             ValueError: a negative ``delay`` or ``interval``, or ``max_steps`` below 1.
             RuntimeError: outside a session's tool dispatch.
         """
+        check_filler_args(source, delay=delay, interval=interval, max_steps=max_steps)
         if self._progress is None:
             raise RuntimeError("with_filler() needs the tool to run in a session")
         async with self._progress.filler(source, delay=delay, interval=interval,

@@ -50,6 +50,7 @@ from .recognition import AudioRecognition, SttNode
 from .recognition_router import RecognitionRouter, SessionErrorRules
 from .recognition_streams import RestartPolicy
 from .run_result import RunHold, RunResult
+from .speech_args import check_event_callback, check_flag
 from .speech_handle import SpeechHandle
 from .text_transforms import DEFAULT as DEFAULT_TRANSFORMS
 from .text_transforms import TextTransform
@@ -80,6 +81,14 @@ class SessionState(enum.Enum):
     CLOSED = "closed"
 
 
+def _close_reason(reason: object) -> CloseReason:
+    """``shutdown``'s reason: a :class:`CloseReason` or its value."""
+    try:
+        return CloseReason(reason)
+    except ValueError:
+        raise ValueError(f"reason must be a CloseReason, got {reason!r}") from None
+
+
 class SessionInput:
     """``session.input`` (LiveKit's ``AgentInput``): where the user's audio comes from, and
     whether it is listened to (``set_audio_enabled``; push-to-talk turns it off between turns:
@@ -100,6 +109,7 @@ class SessionInput:
         return False
 
     def set_audio_enabled(self, enable: bool) -> None:
+        check_flag("enable", enable)
         if enable and self.audio is None:
             logger.warning("Cannot enable audio input when it's not set")
         if enable == self._audio_enabled:
@@ -149,11 +159,13 @@ class SessionOutput:
         return self.transcription if self._transcription_enabled else None
 
     def set_audio_enabled(self, enabled: bool) -> None:
+        check_flag("enabled", enabled)
         if enabled and self.audio is None:
             logger.warning("Cannot enable audio output when it's not set")
         self._audio_enabled = enabled
 
     def set_transcription_enabled(self, enabled: bool) -> None:
+        check_flag("enabled", enabled)
         if enabled and self.transcription is None:
             logger.warning("Cannot enable transcription output when it's not set")
         self._transcription_enabled = enabled
@@ -297,6 +309,7 @@ class AgentSession(Generic[Userdata_T]):
             check_non_negative(name, value, allow_none=allow_none)
         check_non_negative("audio_write_timeout", audio_write_timeout, allow_none=True,
                            positive=True)
+        check_flag("use_tts_aligned_transcript", use_tts_aligned_transcript, allow_none=True)
         self.stt: STT | None = models.stt or None
         self.vad: VAD | None = models.vad or None
         self.llm: LLM | RealtimeModel | None = models.llm or None
@@ -311,6 +324,9 @@ class AgentSession(Generic[Userdata_T]):
             check_tool_handling("AgentSession", tool_handling))
         self.max_unrecoverable_errors = max_unrecoverable_errors
         self._userdata = userdata
+        # session.on's wrappers of callbacks called without the event, for off()
+        self._event_wrappers: dict[tuple[str, Callable[..., object]],
+                                   list[Callable[[Any], object]]] = {}
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
@@ -473,12 +489,20 @@ class AgentSession(Generic[Userdata_T]):
     def on(self, name: str, callback: Callable[[Any], object] | None = None
            ) -> Callable[..., object]:
         """Register a plain function for an event; usable as a decorator. An unknown event
-        name raises ``ValueError`` (as in LiveKit)."""
+        name raises ``ValueError`` (as in LiveKit); so does an async function, and a
+        callback that is not callable or needs more than the event raises ``TypeError``. As
+        LiveKit's emitter, a callback taking no argument is called without the event."""
         _check_event_name(name)
-        events = self.conversation.events
-        registered: Callable[..., object] = (events.on(name, callback) if callback
-                                             else events.on(name))
-        return registered
+        if callback is None:
+            def register(cb: Callable[[Any], object]) -> Callable[[Any], object]:
+                self.on(name, cb)
+                return cb
+            return register
+        registered = check_event_callback(callback)
+        if registered is not callback:
+            self._event_wrappers.setdefault((name, callback), []).append(registered)
+        self.conversation.events.on(name, registered)
+        return callback
 
     def once(self, name: str, callback: Callable[[Any], object] | None = None
              ) -> Callable[..., object]:
@@ -488,15 +512,23 @@ class AgentSession(Generic[Userdata_T]):
         events = self.conversation.events
 
         def register(cb: Callable[[Any], object]) -> Callable[[Any], object]:
+            call = check_event_callback(cb)
+
             def fire(event: object) -> None:
                 events.off(name, fire)
-                cb(event)
+                call(event)
             events.on(name, fire)
             return cb
         return register(callback) if callback is not None else register
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
-        self.conversation.events.off(name, callback)
+        registered: Callable[[Any], Any] = callback
+        wrappers = self._event_wrappers.get((name, callback))
+        if wrappers:
+            registered = wrappers.pop()
+            if not wrappers:
+                del self._event_wrappers[(name, callback)]
+        self.conversation.events.off(name, registered)
 
     def events(self) -> _EventIterator:
         """``async for ev in session.events():`` yields every event until the session closes."""
@@ -512,6 +544,9 @@ class AgentSession(Generic[Userdata_T]):
         turn's transcript, to ``await`` or ignore. With a realtime model its input audio is
         committed and it is asked to reply. RuntimeError when the session isn't running.
         """
+        check_non_negative("transcript_timeout", transcript_timeout)
+        check_non_negative("stt_flush_duration", stt_flush_duration, finite=True)
+        check_flag("skip_reply", skip_reply)
         return self._manual_turns().commit(transcript_timeout=transcript_timeout,
                                            stt_flush_duration=stt_flush_duration,
                                            skip_reply=skip_reply)
@@ -528,18 +563,22 @@ class AgentSession(Generic[Userdata_T]):
         ``endpointing_opts``'s keys. ``keyterms`` replaces the static keyterms (detected
         ones stay) and applies them to the STT at once. Bad values raise as at
         construction."""
+        if keyterms is not None and (isinstance(keyterms, str)
+                                     or not isinstance(keyterms, (list, tuple))
+                                     or not all(isinstance(t, str) for t in keyterms)):
+            raise TypeError(f"keyterms must be a list of strings, got {keyterms!r}")
         if turn_detection is not _NOT_GIVEN and turn_detection is not None:
             # a LiveKit end-of-turn model is adapted as at construction
             adapted = adapt_turn_handling("AgentSession.update_options",
                                           {"turn_detection": turn_detection})
             turn_detection = adapted["turn_detection"]  # type: ignore[index]
-        if keyterms is not None:
-            self.stt_context.set_static_keyterms(keyterms)
         layer = session_options_update(
             endpointing_opts=endpointing_opts, min_endpointing_delay=min_endpointing_delay,
             max_endpointing_delay=max_endpointing_delay,
             turn_detection=None if turn_detection is _NOT_GIVEN else turn_detection,
             set_turn_detection=turn_detection is not _NOT_GIVEN)
+        if keyterms is not None:  # the other options are valid: nothing half applied
+            self.stt_context.set_static_keyterms(keyterms)
         self.turn_handling_overrides = merged_turn_handling(self.turn_handling_overrides,
                                                             layer)
         if self._activity is not None:
@@ -976,6 +1015,8 @@ class AgentSession(Generic[Userdata_T]):
     def shutdown(self, *, drain: bool = True, reason: CloseReason = CloseReason.USER_INITIATED) -> None:
         """Schedule a close without waiting for it (usable from tools and callbacks); during
         ``start()``, the close cancels the start."""
+        check_flag("drain", drain)
+        reason = _close_reason(reason)
         if self._nursery is None or self._state not in (SessionState.STARTING,
                                                         SessionState.RUNNING):
             return
@@ -1045,6 +1086,7 @@ class AgentSession(Generic[Userdata_T]):
             RuntimeError: the session is not running, or the playing speech does not allow
                 interruptions and ``force`` is False.
         """
+        check_flag("force", force)
         if self._activity is None or self._state is not SessionState.RUNNING:
             raise RuntimeError("the session is not running")
         return _Interruption(self._activity.interrupt(force=force))

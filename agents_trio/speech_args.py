@@ -1,17 +1,21 @@
 """Checks of what a speech is asked for with (``say``, ``generate_reply``, ``Agent``'s
 instructions), made where it is asked: a wrong argument fails the call, before anything is
 scheduled, instead of failing inside the speech later (or being read the wrong way: only
-``False`` turns interruptions off, so ``allow_interruptions="no"`` left them on)."""
+``False`` turns interruptions off, so ``allow_interruptions="no"`` left them on).
+
+The same small checks serve the rest of the public API where a wrong argument would fail
+later, away from the call: flags, names, callbacks (``session.on``'s too), chat contexts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 
 from .chat import ChatContext
 from .instructions import Instructions
 
-__all__ = ["check_chat_ctx", "check_flag", "check_instructions", "check_say_text",
-           "check_tool_choice"]
+__all__ = ["check_callable", "check_chat_ctx", "check_event_callback", "check_flag",
+           "check_instructions", "check_say_text", "check_str", "check_tool_choice"]
 
 _TOOL_CHOICES = ("auto", "required", "none")
 
@@ -52,10 +56,58 @@ def check_tool_choice(choice: object) -> None:
                          f'...}}, got {choice!r}')
 
 
-def check_chat_ctx(chat_ctx: object) -> None:
-    """A ``ChatContext`` (``None``: the agent's)."""
-    if chat_ctx is not None and not isinstance(chat_ctx, ChatContext):
+def check_chat_ctx(chat_ctx: object, *, allow_none: bool = True) -> None:
+    """A ``ChatContext`` (``None``, when allowed: the agent's)."""
+    if chat_ctx is None and allow_none:
+        return
+    if not isinstance(chat_ctx, ChatContext):
         raise TypeError(f"chat_ctx must be a ChatContext, got {type(chat_ctx).__name__}")
+
+
+def check_str(name: str, value: object, *, allow_none: bool = False) -> None:
+    """A str argument (``None`` too when it means "the default")."""
+    if isinstance(value, str) or (allow_none and value is None):
+        return
+    raise TypeError(f"{name} must be a str{' or None' if allow_none else ''}, got "
+                    f"{type(value).__name__}")
+
+
+def check_callable(name: str, value: object, *, allow_none: bool = False) -> None:
+    """A callback (``None`` too when it means "none")."""
+    if callable(value) or (allow_none and value is None):
+        return
+    raise TypeError(f"{name} must be callable{' or None' if allow_none else ''}, got "
+                    f"{value!r}")
+
+
+def check_event_callback(callback: object) -> Callable[..., object]:
+    """A callback for ``session.on``/``once``, as LiveKit's emitter calls it: a plain
+    function, passed the event when it takes a positional argument and called without it
+    otherwise. Returns what to register: the callback itself, or a wrapper calling it
+    without the event. Refused at registration: a non-callable and a callback needing more
+    than the event (``TypeError``), an async function (``ValueError``, as in LiveKit: its
+    coroutine would never run)."""
+    if not callable(callback):
+        raise TypeError(f"an event callback must be callable, got {callback!r}")
+    if inspect.iscoroutinefunction(callback):
+        raise ValueError(f"cannot register an async callback ({callback!r}) for a session "
+                         "event: register a plain function and start the work from it")
+    try:
+        params = list(inspect.signature(callback).parameters.values())
+    except (TypeError, ValueError):  # no signature (some builtins): called with the event
+        return callback
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    required_kw = [p for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if len(required) > 1 or required_kw:
+        raise TypeError(f"an event callback is called with the event alone; {callback!r} "
+                        "needs more arguments")
+    if positional or any(p.kind is p.VAR_POSITIONAL for p in params):
+        return callback
+
+    def without_event(event: object) -> object:
+        return callback()
+    return without_event
 
 
 def check_instructions(instructions: object, *, allow_none: bool = False) -> None:

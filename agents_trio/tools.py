@@ -230,6 +230,11 @@ class FunctionTool:
                  description: str | None = None, raw_schema: dict[str, Any] | None = None,
                  flags: ToolFlag = ToolFlag.NONE, on_duplicate: DuplicateMode = "allow",
                  duplicate_scope: DuplicateScope = "name") -> None:
+        if not callable(fn):
+            raise TypeError(f"a function tool wraps a callable, got {fn!r}")
+        for arg, value in (("name", name), ("description", description)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"the tool's {arg} must be a str, got {value!r}")
         if on_duplicate not in _DUPLICATE_MODES:
             raise ValueError(f"on_duplicate must be one of {_DUPLICATE_MODES}, "
                              f"got {on_duplicate!r}")
@@ -262,11 +267,23 @@ class FunctionTool:
 
     def _init_raw(self, raw_schema: dict[str, Any], name: str | None,
                   description: str | None) -> None:
+        if not isinstance(raw_schema, Mapping):
+            raise TypeError("raw_schema must be a dict with 'name', 'description' and "
+                            f"'parameters', got {type(raw_schema).__name__}")
         if not (name or raw_schema.get("name")):
             raise ValueError("raw_schema must contain a 'name'")
         if "parameters" not in raw_schema:
             raise ValueError("raw_schema must contain 'parameters' (an empty object schema "
                              "for a tool without arguments)")
+        # what every LLM request would carry: a provider refuses the request
+        if not isinstance(raw_schema.get("name", ""), str):
+            raise TypeError(f"raw_schema's name must be a str, got {raw_schema['name']!r}")
+        if not isinstance(raw_schema.get("description", ""), (str, type(None))):
+            raise TypeError("raw_schema's description must be a str, got "
+                            f"{raw_schema['description']!r}")
+        if not isinstance(raw_schema["parameters"], Mapping):
+            raise TypeError("raw_schema's parameters must be a JSON schema object (a dict), "
+                            f"got {raw_schema['parameters']!r}")
         raw_schema = copy.deepcopy(raw_schema)
         if self.on_duplicate == "confirm":
             raw_schema["parameters"] = _with_confirm_param(raw_schema["parameters"])

@@ -22,6 +22,7 @@ from .agent_task import AgentTask
 from .chat import ChatContext
 from .chat_summary import summarize_chat_ctx
 from .models import LLM
+from .speech_args import check_callable, check_flag, check_str
 from .tools import FunctionTool, ToolFlag, function_tool
 
 logger = logging.getLogger("agents_trio")
@@ -67,6 +68,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     def __init__(self, *, summarize_chat_ctx: bool = True, return_exceptions: bool = False,
                  chat_ctx: ChatContext | None = None,
                  on_task_completed: Callable[[TaskCompletedEvent], Any] | None = None) -> None:
+        check_flag("summarize_chat_ctx", summarize_chat_ctx)
+        check_flag("return_exceptions", return_exceptions)
+        check_callable("on_task_completed", on_task_completed, allow_none=True)
         super().__init__(instructions="*empty*", chat_ctx=chat_ctx)
         self._steps: list[_Step] = []
         self._summarize = summarize_chat_ctx
@@ -76,6 +80,9 @@ class TaskGroup(AgentTask[TaskGroupResult]):
     def add(self, factory: Callable[[], AgentTask[Any]], *, id: str,
             description: str) -> TaskGroup:
         """Add a step: ``factory()`` builds its task when the step runs."""
+        check_callable("task_factory", factory)
+        check_str("id", id)
+        check_str("description", description)
         if any(s.id == id for s in self._steps):
             raise ValueError(f"a step with id {id!r} already exists")
         self._steps.append(_Step(id=id, factory=factory, description=description))
@@ -93,7 +100,16 @@ class TaskGroup(AgentTask[TaskGroupResult]):
         steps = {s.id: s for s in self._steps}
         while pending:
             step = steps[pending.pop(0)]
-            task = step.factory()
+            try:
+                task = self._build_step(step)
+            except Exception as e:
+                # a factory that fails (or builds no task) fails its step, as the task would:
+                # the awaiter is answered instead of waiting for a step that never runs
+                if not self._return_exceptions:
+                    self.complete(e)
+                    return
+                results[step.id] = e
+                continue
             # as update_chat_ctx does: calls of tools this step does not have are left out
             task.live_chat_ctx = self._chat_ctx.copy(exclude_instructions=True,
                                                      tools=task.tools)
@@ -102,28 +118,45 @@ class TaskGroup(AgentTask[TaskGroupResult]):
                 back = self._out_of_scope_tool(task, earlier, steps)
                 await task.update_tools([*task.tools, back])
             try:
-                results[step.id] = await task
+                try:
+                    results[step.id] = await task
+                except _OutOfScope:
+                    raise
+                except Exception as e:
+                    if not self._return_exceptions:
+                        self.complete(e)
+                        return
+                    results[step.id] = e
+                finally:
+                    self._chat_ctx.merge(task.live_chat_ctx, exclude_function_calls=False)
+                if step.id not in visited:
+                    visited.append(step.id)
+                if self._on_task_completed is not None:
+                    # LiveKit's callback is a coroutine function; a plain function works
+                    # too. As in LiveKit, its error is the step's.
+                    outcome = self._on_task_completed(TaskCompletedEvent(
+                        task_id=step.id, agent_task=task, result=results[step.id]))
+                    if inspect.isawaitable(outcome):
+                        await outcome
             except _OutOfScope as back:
                 pending = [*back.task_ids, step.id, *pending]
                 continue
-            except Exception as e:
+            except Exception as e:  # the callback's
                 if not self._return_exceptions:
                     self.complete(e)
                     return
                 results[step.id] = e
-            finally:
-                self._chat_ctx.merge(task.live_chat_ctx, exclude_function_calls=False)
-            if step.id not in visited:
-                visited.append(step.id)
-            if self._on_task_completed is not None:
-                # LiveKit's callback is a coroutine function; a plain function works too
-                outcome = self._on_task_completed(TaskCompletedEvent(
-                    task_id=step.id, agent_task=task, result=results[step.id]))
-                if inspect.isawaitable(outcome):
-                    await outcome
         if self._summarize:
             await self._summarize_chat_ctx()
         self.complete(TaskGroupResult(task_results=results))
+
+    @staticmethod
+    def _build_step(step: _Step) -> AgentTask[Any]:
+        task = step.factory()
+        if not isinstance(task, AgentTask):
+            raise TypeError(f"the task factory of step {step.id!r} must return an AgentTask, "
+                            f"got {type(task).__name__}")
+        return task
 
     def _out_of_scope_tool(self, task: AgentTask[Any], ids: list[str],
                            steps: dict[str, _Step]) -> FunctionTool:

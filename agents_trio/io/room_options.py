@@ -59,6 +59,9 @@ class TextInputOptions:
 
     text_input_cb: TextInputCallback = default_text_input
 
+    def __post_init__(self) -> None:
+        _callable("TextInputOptions.text_input_cb", self.text_input_cb)
+
 
 @dataclasses.dataclass
 class AudioInputOptions:
@@ -188,6 +191,12 @@ class RoomOptions:
                                              "the room I/O has no video input")
         for name in ("output_queue_ms", "text_input_max_messages", "text_input_max_chars"):
             _positive(f"RoomOptions.{name}", getattr(self, name))
+        _callable("RoomOptions.text_input_cb", self.text_input_cb)
+        if self.participant_identity is not None and not isinstance(
+                self.participant_identity, str):
+            # no participant's identity would ever equal it: the session would hear no one
+            raise TypeError("RoomOptions.participant_identity must be a str, got "
+                            f"{self.participant_identity!r}")
 
     def get_text_input_options(self) -> TextInputOptions | None:
         """The chat input's options, or None when it is off."""
@@ -226,6 +235,11 @@ class RoomOptions:
         if isinstance(self.text_output, TextOutputOptions):
             return self.text_output
         return TextOutputOptions()
+
+
+def _callable(name: str, value: object) -> None:
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {value!r}")
 
 
 def _positive(name: str, value: float) -> None:

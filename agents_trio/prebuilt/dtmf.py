@@ -25,6 +25,7 @@ from ..agent_task import AgentTask
 from ..chat import ChatContext
 from ..events import AgentStateChangedEvent, UserStateChangedEvent
 from ..job import get_job_context
+from ..options import check_non_negative
 from ..tools import function_tool
 
 logger = logging.getLogger("agents_trio")
@@ -102,10 +103,11 @@ class GetDtmfTask(AgentTask[GetDtmfResult]):
                  dtmf_input_timeout: float = 4.0, dtmf_stop_event: DtmfEvent = DtmfEvent.POUND,
                  chat_ctx: ChatContext | NotGiven = NOT_GIVEN,
                  extra_instructions: str | NotGiven = NOT_GIVEN) -> None:
+        if isinstance(num_digits, bool) or not isinstance(num_digits, int):
+            raise TypeError(f"num_digits must be an int, got {num_digits!r}")
         if num_digits <= 0:
             raise ValueError("num_digits must be greater than 0")
-        if dtmf_input_timeout < 0:
-            raise ValueError("dtmf_input_timeout must not be negative")
+        check_non_negative("dtmf_input_timeout", dtmf_input_timeout)  # NaN too
         self._num_digits = num_digits
         self._confirm = ask_for_confirmation
         self._timeout = dtmf_input_timeout
