@@ -326,7 +326,7 @@ class AgentSession(Generic[Userdata_T]):
         self._userdata = userdata
         # session.on's wrappers of callbacks called without the event, for off()
         self._event_wrappers: dict[tuple[str, Callable[..., object]],
-                                   list[Callable[[Any], object]]] = {}
+                                   Callable[[Any], object]] = {}
         self.tts_text_transforms = resolve_transforms(tts_text_transforms)
         self.close_grace = close_grace
         self.min_consecutive_speech_delay = min_consecutive_speech_delay
@@ -500,7 +500,8 @@ class AgentSession(Generic[Userdata_T]):
             return register
         registered = check_event_callback(callback)
         if registered is not callback:
-            self._event_wrappers.setdefault((name, callback), []).append(registered)
+            # one wrapper per callback and event: registered once, as the callback itself is
+            registered = self._event_wrappers.setdefault((name, callback), registered)
         self.conversation.events.on(name, registered)
         return callback
 
@@ -522,12 +523,7 @@ class AgentSession(Generic[Userdata_T]):
         return register(callback) if callback is not None else register
 
     def off(self, name: str, callback: Callable[[Any], Any]) -> None:
-        registered: Callable[[Any], Any] = callback
-        wrappers = self._event_wrappers.get((name, callback))
-        if wrappers:
-            registered = wrappers.pop()
-            if not wrappers:
-                del self._event_wrappers[(name, callback)]
+        registered = self._event_wrappers.pop((name, callback), callback)
         self.conversation.events.off(name, registered)
 
     def events(self) -> _EventIterator:

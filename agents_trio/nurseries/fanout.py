@@ -148,7 +148,9 @@ class EventFanout:
 
     def on(self, name: str, callback: CallbackT | None = None
            ) -> CallbackT | Callable[[CallbackT], CallbackT]:
-        """Register ``callback`` for ``name``; without one, return a decorator.
+        """Register ``callback`` for ``name``; without one, return a decorator. A callback
+        already registered for ``name`` stays registered once (as LiveKit's emitter keeps
+        them), in its first place.
 
         Returns:
             ``callback`` itself, or a decorator registering and returning it.
@@ -157,11 +159,13 @@ class EventFanout:
             def register(cb: CallbackT) -> CallbackT:
                 return self.on(name, cb)
             return register
-        self._callbacks.setdefault(name, []).append(callback)
+        callbacks = self._callbacks.setdefault(name, [])
+        if callback not in callbacks:
+            callbacks.append(callback)
         return callback
 
     def off(self, name: str, callback: Callback) -> None:
-        """Unregister one registration of ``callback`` for ``name``, if present."""
+        """Unregister ``callback`` for ``name``, if present."""
         callbacks = self._callbacks.get(name, [])
         if callback in callbacks:
             callbacks.remove(callback)
