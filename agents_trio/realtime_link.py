@@ -139,7 +139,7 @@ class RealtimeLink:
         live), so neither waits for a server that does not answer.
 
         A connection that fails (opening it, sending it the agent's state, its events or its
-        close raise) is an ``error`` event from the model, as a LiveKit realtime plugin
+        close raise, or its events end: the server ended the session) is an ``error`` event from the model, as a LiveKit realtime plugin
         reports its own: a failure the provider marks retryable (an :class:`APIError` with
         ``retryable``) is reported as recoverable and the connection is made again after
         0.1 s, then after the model's ``conn_options.retry_interval``, up to its
@@ -221,7 +221,11 @@ class RealtimeLink:
                 went_live = True
                 self._started()
                 await self._consume_events(rt)
-                await trio.sleep_forever()  # the server ended its events: wait for the end
+                # the server ended the session (its events ended, no error): a connection
+                # closed unexpectedly, retried as the OpenAI plugin retries one, not a dead
+                # session to stay on, deaf and mute
+                raise APIConnectionError("the realtime server ended the session",
+                                         retryable=True)
         except Exception as failure:  # the connection's group of errors
             return went_live, _first_error(failure)
         except BaseExceptionGroup as group:  # errors and a cancellation: the cancellation wins

@@ -520,3 +520,28 @@ def test_a_connection_failure_surfaces_once_and_never_escapes(scenario, stage, k
     assert all(e.source is model for e in rec.errors)
     assert rec.paired()
     assert model.live_sessions == [] and model.violations == []
+
+
+async def test_a_server_that_ends_the_session_cleanly_is_reconnected_to(autojump_clock):
+    """The server closes the session (its events end without an error): the agent must not
+    stay on the dead session, deaf and mute; as a connection closed unexpectedly is in the
+    OpenAI plugin, it is a retryable loss: reported as recoverable, connected again."""
+    model = FakeRealtimeModel()
+    model.add_response("hello", "Hi there.", audio_duration=0.5)
+    session = _session(model)
+    rec = Recorder(session)
+    with trio.fail_after(10):
+        async with session:
+            await session.start(Helper(rec.hooks))
+            model.sessions[0].end_events()
+            await trio.sleep(1)
+            first, second = model.sessions
+            assert first.closed and not second.closed
+            assert second.instructions == "You help."
+            result = await session.run(user_input="hello")
+            assert [e.item.text_content for e in result.events if e.type == "message"] == [
+                "Hi there."]
+    assert rec.recoverable == [True]
+    assert isinstance(rec.errors[0].error, APIConnectionError)
+    assert rec.closes[0].reason != CloseReason.ERROR
+    assert model.live_sessions == [] and model.violations == []

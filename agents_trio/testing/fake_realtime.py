@@ -343,6 +343,11 @@ class FakeRealtimeSession:
         """The connection drops: the events stream raises ``error`` after what is queued."""
         self._events_send.send_nowait(_Failure(error))
 
+    def end_events(self) -> None:
+        """The server closes the session cleanly: the events stream ends after what is
+        queued (nothing more can be emitted)."""
+        self._events_send.close()
+
     # -- internals -----------------------------------------------------------------------------
     async def _server_latency(self, call: str) -> None:
         if self.closed:
