@@ -110,8 +110,15 @@ class MCPConnection:
             raise RuntimeError(f"the connection to {self.server!r} is closed")
         if self._raw_tools is None:
             self._raw_tools = list((await client.list_tools()).tools)
-        return self.server.offered([self._tool(t.name, t.description, t.input_schema, t.meta)
-                                    for t in self._raw_tools])
+        tools = []
+        for t in self._raw_tools:
+            try:
+                tools.append(self._tool(t.name, t.description, t.input_schema, t.meta))
+            except (TypeError, ValueError) as e:
+                # a tool no LLM provider would take (its name, its schema): offered, it
+                # would fail every request; the server's other tools stay
+                logger.warning("MCP tool %r of %r is left out: %s", t.name, self.server, e)
+        return self.server.offered(tools)
 
     def aclose_nowait(self) -> None:
         """Ask :meth:`MCPServer.run` to close this connection."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import (AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping,
-                             Sequence)
+from collections.abc import (AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable,
+                             Mapping, Sequence)
 from typing import cast
 
 _MARKDOWN = re.compile(r"(\*\*|__|\*|`{1,3}|^#{1,6}\s*|^>\s*)", re.MULTILINE)
@@ -121,16 +121,31 @@ BUILTIN: dict[str, TextTransform] = {"filter_markdown": filter_markdown,
 DEFAULT = ("filter_markdown", "filter_emoji")
 
 
-def resolve(transforms: Sequence[str | TextTransform] | None) -> list[TextTransform]:
-    """Turn names or callables into callables; unknown names raise ValueError."""
+def resolve(transforms: Sequence[str | TextTransform] | None, *,
+            name: str = "tts_text_transforms") -> list[TextTransform]:
+    """Turn names or callables into callables (``name``: the argument, for the errors).
+
+    Raises:
+        TypeError: ``transforms`` is not a list (a single name would be read letter by
+            letter), or an item is neither a name nor a callable.
+        ValueError: An unknown name.
+    """
+    if transforms is None:
+        return []
+    if isinstance(transforms, (str, bytes)) or not isinstance(transforms, Iterable):
+        raise TypeError(f"{name} must be a list of transform names or callables (e.g. "
+                        f"[{transforms!r}]), got {transforms!r}")
     out: list[TextTransform] = []
-    for t in transforms or ():
+    for t in transforms:
         if callable(t):
             out.append(t)
+        elif not isinstance(t, str):
+            raise TypeError(f"{name}: a transform is a name or a callable, got {t!r}")
         elif t in BUILTIN:
             out.append(BUILTIN[t])
         else:
-            raise ValueError(f"unknown text transform {t!r}; known: {sorted(BUILTIN)}")
+            raise ValueError(f"{name}: unknown text transform {t!r}; known: "
+                             f"{sorted(BUILTIN)}")
     return out
 
 

@@ -44,12 +44,22 @@ def mock_tools(agent: type, mocks: Mapping[str, Callable[..., Any]], *,
     Returns:
         Without ``session``, a context manager whose block the mocks apply in; with it, None.
 
+    A name the class does not define is accepted, as in LiveKit: the agent may get the
+    tool per instance (``tools=[...]``) or later (``update_tools``).
+
     Raises:
-        TypeError: ``agent`` is not a class, or a mock is not callable.
+        TypeError: ``agent`` is not a class, ``mocks`` is not a dict of tool names, or a
+            mock is not callable (LiveKit fails at the tool's call on the first two).
     """
     if not isinstance(agent, type):
         raise TypeError(f"mock_tools takes the agent's class, got {agent!r}")
+    if not isinstance(mocks, Mapping):
+        raise TypeError("mock_tools: mocks must be a dict of tool names to callables, got "
+                        f"{mocks!r}")
     for name, mock in mocks.items():
+        if not isinstance(name, str):
+            raise TypeError(f"mock_tools: mocks must be keyed by tool name (a str), got "
+                            f"{name!r}")
         if not callable(mock):
             raise TypeError(f"the mock of {name!r} is not callable: {mock!r}")
     if session is not None:

@@ -20,6 +20,7 @@ import dataclasses
 import enum
 import inspect
 import logging
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -205,6 +206,27 @@ class RawFunctionToolInfo:
     duplicate_scope: DuplicateScope = "name"
 
 
+#: the names some major provider accepts: OpenAI's and Anthropic's ``[a-zA-Z0-9_-]``,
+#: with Gemini's ``.`` and ``:``, up to Anthropic's (and Vertex's) 128 characters
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}", re.ASCII)
+
+
+def check_tool_name(name: str) -> str:
+    """``name`` if an LLM provider can take it as a tool's name; every major provider
+    refuses the others (a space, ``/``, ``<lambda>``, a non-ASCII letter, over 128
+    characters), and with them every request offering the tool.
+
+    Raises:
+        ValueError: No major provider accepts ``name``.
+    """
+    if not _TOOL_NAME.fullmatch(name):
+        raise ValueError(
+            f"tool name {name!r} is refused by LLM providers: use letters, digits, '_' and "
+            "'-' (OpenAI's and Anthropic's rule; Gemini also takes '.' and ':'), at most 128 "
+            "characters (64 for OpenAI and Gemini); function_tool(name=...) renames it")
+    return name
+
+
 class FunctionTool:
     """A function the LLM can call, with its name, description and JSON schemas.
 
@@ -257,7 +279,7 @@ class FunctionTool:
 
     def _init_from_signature(self, name: str | None, description: str | None) -> None:
         summary, arg_docs = docstring_summary(self.fn)
-        self.name = name or self.fn.__name__
+        self.name = check_tool_name(name or self.fn.__name__)
         self.description = description or summary or ""
         signature = self._signature = _Signature(
             self.fn, is_method=self.is_method, arg_docs=arg_docs,
@@ -288,7 +310,7 @@ class FunctionTool:
         if self.on_duplicate == "confirm":
             raw_schema["parameters"] = _with_confirm_param(raw_schema["parameters"])
         self.raw_schema = raw_schema
-        self.name = name or raw_schema["name"]
+        self.name = check_tool_name(name or raw_schema["name"])
         self.description = (description if description is not None
                             else raw_schema.get("description") or "")
         self.parameters_schema = copy.deepcopy(raw_schema["parameters"])

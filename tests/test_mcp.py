@@ -119,3 +119,21 @@ def test_http_transport_is_chosen_from_the_url_as_livekit_does() -> None:
     assert "transport=sse" in repr(MCPServerHTTP("http://h/other"))
     assert "streamable_http" in repr(MCPServerHTTP("http://h/sse", transport_type="streamable_http"))
     assert "allowed_tools=['add']" in repr(MCPServerHTTP("http://h/mcp", allowed_tools=["add"]))
+
+
+async def test_a_server_tool_no_provider_accepts_is_left_out_and_the_others_stay(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # offered, it would fail every LLM request; refusing it must not take the server's other
+    # tools with it
+    odd = MCPServerStdio(sys.executable, [str(Path(__file__).parent / "data" /
+                                              "mcp_odd_names_server.py")],
+                         client_session_timeout_seconds=30)
+    agent = Recording(mcp_servers=[odd])
+    a = calls(("add", '{"a": 2, "b": 3}', "c1"))
+    async with AgentSession(llm=FakeLLM(a.llm_responses)) as session:
+        await session.start(agent)
+        with trio.fail_after(60):
+            await session.run(user_input="go")
+    assert agent.seen[0] == ["add"]
+    assert any("get weather" in r.getMessage() for r in caplog.records
+               if r.levelno >= logging.WARNING)

@@ -7,7 +7,9 @@ Each part of the link (text input, audio input, video input, audio output, text 
 turns it on and configures it. ``RoomOptions.get_*_options()`` resolves a part to its options
 object, or None when it is off.
 
-What this runtime cannot honour is refused when the options are built, naming the option:
+A value of the wrong type is refused when the options are built, naming the option (only
+``False`` turns a part off, so ``audio_input=0`` would have left it on). What this runtime
+cannot honour is refused too:
 video input, noise cancellation and automatic gain control on the input, JSON transcription,
 a transcription speed factor other than 1, and deleting the room on
 close. Pre-connect audio (``pre_connect_audio``, on by default) is accepted and has no effect:
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from livekit import rtc
 
+from ..speech_args import check_flag, check_str
 from .audio import TextOutput
 from .room_chat import TextInputCallback, default_text_input
 
@@ -84,10 +88,14 @@ class AudioInputOptions:
         _positive("AudioInputOptions.sample_rate", self.sample_rate)
         _positive("AudioInputOptions.num_channels", self.num_channels)
         _positive("AudioInputOptions.frame_size_ms", self.frame_size_ms)
+        _positive("AudioInputOptions.pre_connect_audio_timeout",
+                  self.pre_connect_audio_timeout, allow_zero=True)
+        _flag("AudioInputOptions.auto_gain_control", self.auto_gain_control, allow_none=True)
+        _flag("AudioInputOptions.pre_connect_audio", self.pre_connect_audio)
         if self.noise_cancellation is not None:
             raise UnsupportedRoomOptionError(
                 "AudioInputOptions.noise_cancellation", "no audio filter runs on the input")
-        if self.auto_gain_control:
+        if self.auto_gain_control is True:
             raise UnsupportedRoomOptionError(
                 "AudioInputOptions.auto_gain_control", "no audio filter runs on the input")
 
@@ -111,6 +119,7 @@ class AudioOutputOptions:
     def __post_init__(self) -> None:
         _positive("AudioOutputOptions.sample_rate", self.sample_rate)
         _positive("AudioOutputOptions.num_channels", self.num_channels)
+        check_str("AudioOutputOptions.track_name", self.track_name, allow_none=True)
 
 
 @dataclasses.dataclass
@@ -128,6 +137,8 @@ class TextOutputOptions:
     json_format: bool = False
 
     def __post_init__(self) -> None:
+        _flag("TextOutputOptions.sync_transcription", self.sync_transcription, allow_none=True)
+        _flag("TextOutputOptions.json_format", self.json_format)
         if self.transcription_speed_factor != 1.0:
             raise UnsupportedRoomOptionError(
                 "TextOutputOptions.transcription_speed_factor",
@@ -186,11 +197,22 @@ class RoomOptions:
     text_input_max_chars: int = 16_000
 
     def __post_init__(self) -> None:
+        for name, kind in (("text_input", TextInputOptions), ("audio_input", AudioInputOptions),
+                           ("video_input", VideoInputOptions),
+                           ("audio_output", AudioOutputOptions),
+                           ("text_output", TextOutputOptions)):
+            _part(f"RoomOptions.{name}", getattr(self, name), kind)
+        for name in ("close_on_disconnect", "delete_room_on_close", "transcription",
+                     "agent_state"):
+            _flag(f"RoomOptions.{name}", getattr(self, name))
         if self.video_input is True or isinstance(self.video_input, VideoInputOptions):
             raise UnsupportedRoomOptionError("RoomOptions.video_input",
                                              "the room I/O has no video input")
-        for name in ("output_queue_ms", "text_input_max_messages", "text_input_max_chars"):
+        for name in ("output_queue_ms", "text_input_max_messages", "text_input_max_chars",
+                     "input_sample_rate", "input_num_channels", "input_frame_ms",
+                     "output_sample_rate", "output_num_channels"):
             _positive(f"RoomOptions.{name}", getattr(self, name))
+        check_str("RoomOptions.track_name", self.track_name)
         _callable("RoomOptions.text_input_cb", self.text_input_cb)
         if self.participant_identity is not None and not isinstance(
                 self.participant_identity, str):
@@ -242,9 +264,32 @@ def _callable(name: str, value: object) -> None:
         raise TypeError(f"{name} must be callable, got {value!r}")
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
+def _positive(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """A number > 0 (>= 0 when ``allow_zero``): a str or a bool is a ``TypeError``, NaN,
+    infinity and what is out of range a ``ValueError``, naming the option."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else 'positive'}, "
+                         f"got {value!r}")
+
+
+def _not_given(value: object) -> bool:
+    """Whether ``value`` is ``NOT_GIVEN`` (LiveKit's default of the option fields; this
+    runtime's, or LiveKit's own), which means the default here as None does."""
+    return type(value).__name__ == "NotGiven"
+
+
+def _flag(name: str, value: object, *, allow_none: bool = False) -> None:
+    if not (allow_none and _not_given(value)):
+        check_flag(name, value, allow_none=allow_none)
+
+
+def _part(name: str, value: object, options: type) -> None:
+    """A part of the link: a bool, None/``NOT_GIVEN`` (the default), or its options."""
+    if value is None or isinstance(value, (bool, options)) or _not_given(value):
+        return
+    raise TypeError(f"{name} must be a bool, None or a {options.__name__}, got {value!r}")
 
 
 # -- LiveKit's deprecated options ---------------------------------------------------------------
@@ -269,6 +314,13 @@ class RoomInputOptions:
     close_on_disconnect: bool = True
     delete_room_on_close: bool = False
 
+    def __post_init__(self) -> None:
+        # checked here, where they are given (the rest when they become a RoomOptions)
+        for name in ("text_enabled", "audio_enabled", "video_enabled"):
+            _flag(f"RoomInputOptions.{name}", getattr(self, name), allow_none=True)
+        for name in ("pre_connect_audio", "close_on_disconnect", "delete_room_on_close"):
+            _flag(f"RoomInputOptions.{name}", getattr(self, name))
+
 
 @dataclasses.dataclass
 class RoomOutputOptions:
@@ -284,6 +336,10 @@ class RoomOutputOptions:
     audio_track_name: str | None = None
     sync_transcription: bool | None = None
     transcription_speed_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("transcription_enabled", "audio_enabled", "sync_transcription"):
+            _flag(f"RoomOutputOptions.{name}", getattr(self, name), allow_none=True)
 
 
 def resolve_room_options(options: RoomOptions | None = None, *,

@@ -28,12 +28,40 @@ from ..chat import ChatContext
 from ..instructions import Instructions
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
+from ..speech_args import check_flag, check_str
 from ..tools import FunctionTool, ToolFlag, function_tool
 
 T = TypeVar("T")
 
 #: the sentence telling the model how to finish a capture that needs a confirmation
 CONFIRM_RULE = "Once the user says the {subject} is right, call `{tool}`."
+
+
+def check_task_args(*, flags: dict[str, object] | None = None,
+                    strs: dict[str, object] | None = None) -> None:
+    """A prebuilt task's bools and strings (each may also be ``NOT_GIVEN``), checked at
+    construction: a truthy ``"no"`` would turn an option on, a wrong type be ignored.
+
+    Raises:
+        TypeError: naming the argument.
+    """
+    for name, value in (flags or {}).items():
+        if not isinstance(value, NotGiven):
+            check_flag(name, value)
+    for name, value in (strs or {}).items():
+        if not isinstance(value, NotGiven):
+            check_str(name, value)
+
+
+def task_tools(tools: object) -> list[Any]:
+    """A prebuilt task's extra ``tools``: a list or tuple (None or ``NOT_GIVEN``: none), as
+    LiveKit's ``[*(tools or []), ...]`` takes them; the tools themselves are checked by the
+    agent."""
+    if tools is None or isinstance(tools, NotGiven):
+        return []
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError(f"tools must be a list of tools, got {tools!r}")
+    return list(tools)
 
 
 def update_flags(require_explicit_ask: bool) -> ToolFlag:

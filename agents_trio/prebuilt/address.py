@@ -11,7 +11,8 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
+from ._capture import (CONFIRM_RULE, CaptureTask, check_task_args, confirm_tool,
+                       decline_tool, task_tools, update_flags)
 
 logger = logging.getLogger("agents_trio")
 
@@ -80,6 +81,11 @@ class GetAddressTask(CaptureTask[GetAddressResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False, extra_instructions: str = "") -> None:
+        check_task_args(
+            flags={"require_confirmation": require_confirmation,
+                   "require_explicit_ask": require_explicit_ask},
+            strs={"instructions": instructions, "extra_instructions": extra_instructions})
+        extra_tools = task_tools(tools)
         if isinstance(instructions, str):
             if extra_instructions:
                 logger.warning("extra_instructions is ignored when instructions is given")
@@ -98,8 +104,7 @@ class GetAddressTask(CaptureTask[GetAddressResult]):
                         "the conversation, record it with update_address instead of asking "
                         "again."),
             confirm_tool="confirm_address", require_confirmation=require_confirmation,
-            tools=[*(tools if isinstance(tools, list) else []),
-                   self._update_tool(require_explicit_ask),
+            tools=[*extra_tools, self._update_tool(require_explicit_ask),
                    decline_tool(name="decline_address_capture", what="address", task=self)],
             chat_ctx=chat_ctx, turn_detection=turn_detection, stt=stt, vad=vad, llm=llm,
             tts=tts, allow_interruptions=allow_interruptions)

@@ -22,7 +22,8 @@ from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, ToolFlag, function_tool
 from ..workflows import TaskGroup
-from ._capture import CaptureTask, turn_handling_for, update_flags
+from ._capture import (CaptureTask, check_task_args, task_tools, turn_handling_for,
+                       update_flags)
 from .name import GetNameResult, GetNameTask
 
 #: the issuer by the card number's first digit
@@ -169,6 +170,9 @@ class GetCardNumberTask(_CardStep):
     def __init__(self, *, chat_ctx: ChatContext | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False, extra_instructions: str = "") -> None:
+        check_task_args(flags={"require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"extra_instructions": extra_instructions})
         self._number = ""
 
         async def update_card_number(card_number: str) -> str | None:
@@ -229,6 +233,9 @@ class GetSecurityCodeTask(_CardStep):
     def __init__(self, *, chat_ctx: ChatContext | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False, extra_instructions: str = "") -> None:
+        check_task_args(flags={"require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"extra_instructions": extra_instructions})
         async def update_security_code(security_code: str) -> str | None:
             """Record the card's security code.
 
@@ -282,6 +289,9 @@ class GetExpirationDateTask(_CardStep):
     def __init__(self, *, chat_ctx: ChatContext | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False, extra_instructions: str = "") -> None:
+        check_task_args(flags={"require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"extra_instructions": extra_instructions})
         async def update_expiration_date(expiration_month: int,
                                          expiration_year: int) -> str | None:
             """Record the card's expiry date; get both the month and the year as numbers.
@@ -351,9 +361,11 @@ class GetCreditCardTask(AgentTask[GetCreditCardResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  extra_instructions: str = "") -> None:
+        check_task_args(flags={"require_confirmation": require_confirmation},
+                        strs={"extra_instructions": extra_instructions})
         super().__init__(
             instructions="*none*", chat_ctx=None if isinstance(chat_ctx, NotGiven) else chat_ctx,
-            tools=tools if isinstance(tools, list) else [], stt=stt, vad=vad, llm=llm, tts=tts,
+            tools=task_tools(tools), stt=stt, vad=vad, llm=llm, tts=tts,
             turn_handling=turn_handling_for(turn_detection),
             allow_interruptions=(None if isinstance(allow_interruptions, NotGiven)
                                  else allow_interruptions))

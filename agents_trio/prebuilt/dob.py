@@ -13,7 +13,8 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
+from ._capture import (CONFIRM_RULE, CaptureTask, check_task_args, confirm_tool,
+                       decline_tool, task_tools, update_flags)
 
 TEMPLATE = """\
 Your only job, as one step of a larger system, is to get the user's date of birth.
@@ -69,6 +70,11 @@ class GetDOBTask(CaptureTask[GetDOBResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False) -> None:
+        check_task_args(flags={"include_time": include_time,
+                               "require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"extra_instructions": extra_instructions})
+        extra_tools = task_tools(tools)
         extra = f"\n{extra_instructions}" if extra_instructions else ""
         voice, text = (TEMPLATE.format(
             modality=modality, extra=extra, time=TIME_RULE if include_time else "",
@@ -87,7 +93,7 @@ class GetDOBTask(CaptureTask[GetDOBResult]):
         super().__init__(
             voice_instructions=voice, text_instructions=text, ask_prompt=prompt,
             confirm_tool="confirm_dob", require_confirmation=require_confirmation,
-            tools=[*(tools if isinstance(tools, list) else []), *own,
+            tools=[*extra_tools, *own,
                    decline_tool(name="decline_dob_capture", what="date of birth", task=self)],
             chat_ctx=chat_ctx, turn_detection=turn_detection, stt=stt, vad=vad, llm=llm,
             tts=tts, allow_interruptions=allow_interruptions)

@@ -26,6 +26,7 @@ from ..chat import ChatContext
 from ..events import AgentStateChangedEvent, UserStateChangedEvent
 from ..job import get_job_context
 from ..options import check_non_negative
+from ..speech_args import check_flag, check_str
 from ..tools import function_tool
 
 logger = logging.getLogger("agents_trio")
@@ -108,6 +109,9 @@ class GetDtmfTask(AgentTask[GetDtmfResult]):
         if num_digits <= 0:
             raise ValueError("num_digits must be greater than 0")
         check_non_negative("dtmf_input_timeout", dtmf_input_timeout)  # NaN too
+        check_flag("ask_for_confirmation", ask_for_confirmation)
+        if not isinstance(extra_instructions, NotGiven):
+            check_str("extra_instructions", extra_instructions)
         self._num_digits = num_digits
         self._confirm = ask_for_confirmation
         self._timeout = dtmf_input_timeout

@@ -13,7 +13,8 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
+from ._capture import (CONFIRM_RULE, CaptureTask, check_task_args, confirm_tool,
+                       decline_tool, task_tools, update_flags)
 
 logger = logging.getLogger("agents_trio")
 
@@ -94,6 +95,12 @@ class GetEmailTask(CaptureTask[GetEmailResult]):
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False, verify_spelling: bool = False,
                  extra_instructions: str = "") -> None:
+        check_task_args(
+            flags={"require_confirmation": require_confirmation,
+                   "require_explicit_ask": require_explicit_ask,
+                   "verify_spelling": verify_spelling},
+            strs={"instructions": instructions, "extra_instructions": extra_instructions})
+        extra_tools = task_tools(tools)
         if isinstance(instructions, str):
             if extra_instructions:
                 logger.warning("extra_instructions is ignored when instructions is given")
@@ -111,7 +118,7 @@ class GetEmailTask(CaptureTask[GetEmailResult]):
                         "instead of asking again."),
             confirm_tool="confirm_email_address",
             require_confirmation=require_confirmation, verify_spelling=verify_spelling,
-            tools=[*(tools if isinstance(tools, list) else []), update,
+            tools=[*extra_tools, update,
                    decline_tool(name="decline_email_capture", what="email address",
                                 task=self)],
             chat_ctx=chat_ctx, turn_detection=turn_detection, stt=stt, vad=vad, llm=llm,

@@ -21,7 +21,7 @@ from ..events import CloseEvent, SpeechCreatedEvent
 from ..job import get_job_context
 from ..realtime import is_realtime_model
 from ..run_context import RunContext
-from ..speech_args import check_callable, check_str
+from ..speech_args import check_callable, check_flag, check_str
 from ..speech_handle import SpeechHandle
 from ..tools import ToolFlag, function_tool
 from ..toolsets import Toolset
@@ -67,6 +67,8 @@ class EndCallTool(Toolset):
                  ) -> None:
         # checked here: the tool would fail when called, and the call would not end
         check_str("extra_description", extra_description)
+        check_flag("delete_room", delete_room)
+        check_flag("ignore_on_enter", ignore_on_enter)
         check_str("end_instructions", end_instructions, allow_none=True)
         check_callable("on_tool_called", on_tool_called, allow_none=True)
         check_callable("on_tool_completed", on_tool_completed, allow_none=True)

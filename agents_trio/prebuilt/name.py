@@ -12,7 +12,8 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
+from ._capture import (CONFIRM_RULE, CaptureTask, check_task_args, confirm_tool,
+                       decline_tool, task_tools, update_flags)
 
 TEMPLATE = """\
 Your only job, as one step of a larger system, is to get the user's name, in the form \
@@ -98,6 +99,13 @@ class GetNameTask(CaptureTask[GetNameResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False) -> None:
+        check_task_args(flags={"first_name": first_name, "last_name": last_name,
+                               "middle_name": middle_name, "verify_spelling": verify_spelling,
+                               "require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"name_format": name_format,
+                              "extra_instructions": extra_instructions})
+        extra_tools = task_tools(tools)
         if not (first_name or middle_name or last_name):
             raise ValueError("ask for at least one of first_name, middle_name, last_name")
         self._wanted = {"first": first_name, "middle": middle_name, "last": last_name}
@@ -119,8 +127,7 @@ class GetNameTask(CaptureTask[GetNameResult]):
             voice_instructions=voice, text_instructions=text,
             ask_prompt=ASK.format(name_format=self._name_format),
             confirm_tool="confirm_name", require_confirmation=require_confirmation,
-            tools=[*(tools if isinstance(tools, list) else []),
-                   self._update_tool(require_explicit_ask),
+            tools=[*extra_tools, self._update_tool(require_explicit_ask),
                    decline_tool(name="decline_name_capture", what="name", task=self)],
             chat_ctx=chat_ctx, turn_detection=turn_detection, stt=stt, vad=vad, llm=llm,
             tts=tts, allow_interruptions=allow_interruptions)

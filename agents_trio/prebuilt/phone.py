@@ -13,7 +13,8 @@ from ..chat import ChatContext
 from ..models import LLM, STT, TTS, VAD
 from ..realtime import RealtimeModel
 from ..tools import FunctionTool, function_tool
-from ._capture import CONFIRM_RULE, CaptureTask, confirm_tool, decline_tool, update_flags
+from ._capture import (CONFIRM_RULE, CaptureTask, check_task_args, confirm_tool,
+                       decline_tool, task_tools, update_flags)
 
 #: an optional +, then 7 to 15 digits not starting with 0 (E.164's shape)
 PHONE_REGEX = r"^\+?[1-9]\d{6,14}$"
@@ -70,6 +71,10 @@ class GetPhoneNumberTask(CaptureTask[GetPhoneNumberResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  require_confirmation: bool | NotGiven = NOT_GIVEN,
                  require_explicit_ask: bool = False) -> None:
+        check_task_args(flags={"require_confirmation": require_confirmation,
+                               "require_explicit_ask": require_explicit_ask},
+                        strs={"extra_instructions": extra_instructions})
+        extra_tools = task_tools(tools)
         extra = f"\n{extra_instructions}" if extra_instructions else ""
         voice, text = (TEMPLATE.format(
             modality=modality, extra=extra,
@@ -84,8 +89,7 @@ class GetPhoneNumberTask(CaptureTask[GetPhoneNumberResult]):
                         "in the conversation, record it with update_phone_number instead of "
                         "asking again."),
             confirm_tool="confirm_phone_number", require_confirmation=require_confirmation,
-            tools=[*(tools if isinstance(tools, list) else []),
-                   self._update_tool(require_explicit_ask),
+            tools=[*extra_tools, self._update_tool(require_explicit_ask),
                    decline_tool(name="decline_phone_number_capture", what="phone number",
                                 task=self)],
             chat_ctx=chat_ctx, turn_detection=turn_detection, stt=stt, vad=vad, llm=llm,

@@ -60,8 +60,10 @@ from ..io.room_options import RoomOptions
 from ..io.server_api import ServerAPI, open_server_api
 from ..job import JobContext, RoomOpener, get_job_context
 from ..models import LLM, STT, TTS, VAD
+from ..options import check_non_negative
 from ..realtime import RealtimeModel
 from ..session import AgentSession
+from ..speech_args import check_str
 from ..tools import FunctionTool, ToolFlag, function_tool
 
 __all__ = ["HUMAN_AGENT_IDENTITY", "WarmTransferResult", "WarmTransferTask"]
@@ -191,6 +193,16 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
                  allow_interruptions: bool | NotGiven = NOT_GIVEN,
                  extra_instructions: str = "",
                  target_phone_number: str | NotGiven = NOT_GIVEN) -> None:
+        # checked here: a wrong one would fail the dial, with the caller already on hold
+        for name, value, allow_none in (
+                ("sip_call_to", sip_call_to, False), ("sip_trunk_id", sip_trunk_id, True),
+                ("sip_number", sip_number, False), ("dtmf", dtmf, True),
+                ("extra_instructions", extra_instructions, False),
+                ("target_phone_number", target_phone_number, False)):
+            if not isinstance(value, NotGiven):
+                check_str(name, value, allow_none=allow_none)
+        if not isinstance(ringing_timeout, NotGiven):
+            check_non_negative("ringing_timeout", ringing_timeout, allow_none=True)
         if isinstance(instructions, NotGiven):
             history = conversation_transcript(
                 None if isinstance(chat_ctx, NotGiven) else chat_ctx)
@@ -230,11 +242,8 @@ class WarmTransferTask(AgentTask[WarmTransferResult]):
         self.sip_headers: dict[str, str] = ({} if isinstance(sip_headers, NotGiven)
                                             else dict(sip_headers))
         self.dtmf: str | None = None if isinstance(dtmf, NotGiven) else dtmf
-        timeout = None if isinstance(ringing_timeout, NotGiven) else ringing_timeout
-        if timeout is not None and not timeout >= 0:
-            raise ValueError(f"WarmTransferTask: ringing_timeout must be >= 0 seconds, "
-                             f"got {timeout!r}")
-        self.ringing_timeout: float | None = timeout
+        self.ringing_timeout: float | None = (None if isinstance(ringing_timeout, NotGiven)
+                                              else ringing_timeout)  # checked above
         self.hold_audio: AudioSource | AudioConfig | list[AudioConfig] | None = (
             AudioConfig(BuiltinAudioClip.HOLD_MUSIC, volume=0.8)
             if isinstance(hold_audio, NotGiven) else hold_audio)
