@@ -11,13 +11,15 @@
 logging), serving this server's Trio entrypoint; they need ``LIVEKIT_URL``,
 ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` (or ``--url``, ``--api-key``,
 ``--api-secret``). ``console`` runs here, see :mod:`agents_trio.console`: it exits with
-status 0 once the input ended and the job finished, 130 when interrupted (Ctrl-C).
+status 0 once the input ended and the job finished, 130 when interrupted (Ctrl-C: the job
+shuts down gracefully; a second Ctrl-C exits at once with status 1, as LiveKit's console).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import warnings
@@ -29,6 +31,7 @@ import trio
 from .console import ConsoleIO, run_console
 from .job import Entrypoint
 from .job_process import JobProcess
+from .nurseries import open_unwrapping_nursery
 from .server import AgentServer
 from .worker_options import WorkerOptions
 
@@ -163,37 +166,61 @@ def _console(server: AgentServer, args: argparse.Namespace) -> int:
             return 1
         console = AudioConsole(input_device=_device(args.input_device),
                                output_device=_device(args.output_device))
-    proc = server.prewarm()
+    from .io.local_audio import LocalAudioUnavailable
+
     try:
-        return trio.run(_run_console_until_interrupted, entrypoint, console, proc)
+        proc = server.prewarm()
+        status = trio.run(_run_console_until_interrupted, entrypoint, console, proc)
+    except KeyboardInterrupt:  # Ctrl-C while prewarming, or before the watcher took it
+        return 130
+    except LocalAudioUnavailable as e:   # a device that would not open
+        print(f"error: {e}; `console --text` runs the agent in text mode", file=sys.stderr)
+        return 1
     except OSError as e:
         where = f" at {args.connect_addr}" if args.connect_addr else ""
         print(f"error: the console{where} failed: {e}", file=sys.stderr)
         return 1
+    if getattr(console, "failure", None) is not None and status == 0:
+        return 1   # a device lost mid-session ended it (reported when it happened)
+    return status
 
 
 async def _run_console_until_interrupted(entrypoint: Entrypoint, console: ConsoleIO,
                                          proc: JobProcess) -> int:
-    """The console job; Ctrl-C (or SIGTERM) shuts it down gracefully (status 130).
+    """The console job; Ctrl-C (or SIGTERM) shuts it down gracefully (status 130), a second
+    one while it shuts down exits at once (status 1), as LiveKit's console.
 
     Cancellation: as the console job: cancelling shuts it down."""
     interrupted = False
+    # the watcher owns the signals for the whole run: none is left queued for Trio to
+    # re-raise as a KeyboardInterrupt on the way out
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
+        async with open_unwrapping_nursery() as nursery:  # the job's error, as raised
             job_scope = trio.CancelScope()
 
             async def stop_on_signal() -> None:
                 nonlocal interrupted
                 async for _ in signals:
+                    if interrupted:
+                        _exit_now()
                     interrupted = True
+                    print("shutting down (Ctrl-C again to quit at once)", file=sys.stderr,
+                          flush=True)
                     job_scope.cancel()  # the job shuts down: sessions close, callbacks run
-                    break
 
             nursery.start_soon(stop_on_signal)
             with job_scope:
                 await run_console(entrypoint, console, proc=proc)
             nursery.cancel_scope.cancel()
     return 130 if interrupted else 0
+
+
+def _exit_now() -> NoReturn:
+    """The second Ctrl-C: the graceful shutdown (sessions' close, the entrypoint's and the
+    shutdown callbacks' graces) is abandoned, as LiveKit's console does."""
+    print("exiting forcefully", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
 
 
 def _missing_audio_devices() -> str | None:

@@ -27,16 +27,17 @@ progress, then closes the session; the job ends when its entrypoint has returned
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import trio
 from livekit import rtc
 
 from .chat import AgentHandoff, ChatMessage
-from .events import ConversationItemAddedEvent, FunctionToolsExecutedEvent
+from .events import CloseReason, ConversationItemAddedEvent, FunctionToolsExecutedEvent
 from .io.bridge import AsyncioBridge
 from .job import JobContext
 from .job_process import JobProcess
@@ -55,15 +56,82 @@ LineSource = Callable[[], Awaitable[str | None]]
 
 
 def stdin_lines(stream: TextIO | None = None) -> LineSource:
-    """Lines of ``stream`` (default: standard input), read in a worker thread, so a pipe and
-    a terminal both work."""
+    """Lines of ``stream`` (default: standard input), a pipe, a file or a terminal.
+
+    A stream with a file descriptor (on Unix) is read with Trio's own readiness wait, no
+    thread: a cancelled read leaves nothing behind (no reader blocked on the terminal that
+    would eat the next line, or hold the process at exit until Enter is pressed). Bytes that
+    are not text in the stream's encoding become U+FFFD; they end no conversation. Other
+    streams (and Windows) are read in a worker thread.
+    """
     source = stream or sys.stdin
+    fd = _pollable_fd(source)
+    if fd is not None:
+        return _FdLines(fd, getattr(source, "encoding", None) or "utf-8")
 
     async def next_line() -> str | None:
         line = await trio.to_thread.run_sync(source.readline, abandon_on_cancel=True)
         return None if line == "" else line.rstrip("\r\n")
 
     return next_line
+
+
+def _pollable_fd(stream: TextIO) -> int | None:
+    if sys.platform == "win32":   # Trio waits for sockets only there
+        return None
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is an OSError
+        return None
+
+
+class _FdLines:
+    """The lines of a file descriptor, read when it is readable (see :func:`stdin_lines`).
+
+    Owns the bytes read past the line returned (the next lines), so nothing read is lost
+    between calls. Cancellation: a checkpoint; a cancelled call has consumed nothing.
+    """
+
+    def __init__(self, fd: int, encoding: str) -> None:
+        self._fd = fd
+        self._encoding = encoding
+        self._pending = bytearray()
+        self._ended = False
+        self._pollable = True   # False for a regular file or /dev/null: they never block
+
+    async def __call__(self) -> str | None:
+        while True:
+            end = self._pending.find(b"\n")
+            if end >= 0 or (self._ended and self._pending):
+                cut = end + 1 if end >= 0 else len(self._pending)
+                raw = bytes(self._pending[:cut])
+                del self._pending[:cut]
+                await trio.lowlevel.checkpoint()
+                return raw.decode(self._encoding, errors="replace").rstrip("\r\n")
+            if self._ended:
+                await trio.lowlevel.checkpoint()
+                return None
+            await self._readable()
+            try:
+                chunk = os.read(self._fd, 65536)   # readable: returns at once
+            except BlockingIOError:   # a non-blocking descriptor another reader emptied
+                continue
+            except OSError as e:   # e.g. EIO: the terminal hung up; the input has ended
+                logger.warning("standard input failed (%s): end of input", e)
+                chunk = b""
+            if chunk:
+                self._pending += chunk
+            else:
+                self._ended = True
+
+    async def _readable(self) -> None:
+        if self._pollable:
+            try:
+                await trio.lowlevel.wait_readable(self._fd)
+                return
+            except PermissionError:   # epoll refuses regular files, which never block
+                self._pollable = False
+        await trio.lowlevel.checkpoint()
 
 
 class ConsoleIO(Protocol):
@@ -229,6 +297,10 @@ class AudioConsole:
     """Audio mode: the machine's microphone and speaker are the session's audio; the
     conversation is printed to ``out``.
 
+    A device lost while the session runs (unplugged, a PortAudio error) is reported once
+    (logged) and ends the session (reason ``error``), never a deaf or mute agent that looks
+    alive; :attr:`failure` keeps it (the command line exits with status 1).
+
     Args:
         input_device, output_device: sounddevice device ids or names (default devices if
             None).
@@ -240,6 +312,9 @@ class AudioConsole:
         self.input_device = input_device
         self.output_device = output_device
         self.printer = TranscriptPrinter(self.out)
+        #: the device failure that ended the session, if one did
+        self.failure: Exception | None = None
+        self._devices: list[Any] = []
 
     @asynccontextmanager
     async def attach(self, session: AgentSession) -> AsyncIterator[None]:
@@ -256,12 +331,37 @@ class AudioConsole:
                 SpeakerOutput(device=self.output_device) as speaker:
             session.input.audio = mic
             session.output.audio = speaker
-            async with self.printer.printing(session):
-                yield
+            self._devices = [mic, speaker]
+            try:
+                async with self.printer.printing(session):
+                    yield
+            finally:
+                self._devices = []
 
-    def serve(self, session: AgentSession) -> AbstractAsyncContextManager[object]:
-        """Nothing to do: the session listens to the microphone itself."""
-        return _nothing()
+    @asynccontextmanager
+    async def serve(self, session: AgentSession) -> AsyncIterator[None]:
+        """Watch the devices while the block runs (the session listens to the microphone
+        itself): the first one lost ends the session.
+
+        Cancellation: leaving the block, cancelled or not, stops watching.
+        """
+        async with trio.open_nursery() as nursery:
+            for device in self._devices:
+                watch = getattr(device, "watch", None)
+                if watch is not None:
+                    nursery.start_soon(self._end_on_loss, session, watch)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _end_on_loss(self, session: AgentSession, watch: Any) -> None:  # noqa: ANN401
+        error = await watch.wait_lost()
+        if self.failure is not None:   # the other device's loss already ended the session
+            return
+        self.failure = error
+        logger.error("%s: the session ends", error)
+        session.shutdown(drain=False, reason=CloseReason.ERROR)
 
 
 class _ConsoleParticipant:

@@ -70,6 +70,59 @@ def device_available(kind: str = "output") -> bool:
     return bool(info) and channels > 0
 
 
+class LocalAudioLost(AgentsTrioError):
+    """A device stopped while in use: unplugged, a PortAudio error, its callback failed."""
+
+
+class _DeviceWatch:
+    """Whether a device's stream ended without being asked to (the owner of that fact).
+
+    PortAudio calls the stream's ``finished_callback`` on its own thread when the stream
+    becomes inactive: after :meth:`stopping` (our close), that is expected; otherwise the
+    device was lost, which is handed to Trio and kept in :attr:`error`. Waiters of
+    :meth:`wait_lost` are woken once.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.error: LocalAudioLost | None = None
+        self._lost = trio.Event()
+        self._stopping = False
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    def bind(self) -> None:
+        """From the Trio thread, before the stream starts."""
+        self._token = trio.lowlevel.current_trio_token()
+
+    def stopping(self) -> None:
+        """The stream is being closed on purpose: its end is no loss."""
+        self._stopping = True
+
+    def finished(self) -> None:
+        """PortAudio's thread: the stream became inactive."""
+        if self._stopping or self._token is None:
+            return
+        try:
+            self._token.run_sync_soon(self._on_lost)
+        except trio.RunFinishedError:
+            pass
+
+    def _on_lost(self) -> None:
+        if self._stopping or self.error is not None:
+            return
+        self.error = LocalAudioLost(f"the {self.what} stopped (unplugged, or a PortAudio "
+                                    "error)")
+        self._lost.set()
+
+    async def wait_lost(self) -> LocalAudioLost:
+        """Wait until the device is lost (never, if it is closed first).
+
+        Cancellation: a checkpoint only."""
+        await self._lost.wait()
+        assert self.error is not None
+        return self.error
+
+
 class MicrophoneInput(AudioInput):
     """The default (or given) input device: 20 ms frames of mono 16-bit audio.
 
@@ -80,8 +133,8 @@ class MicrophoneInput(AudioInput):
             are dropped (counted in ``dropped``).
 
     Use as ``async with``: the stream starts on entry and stops on exit (``aclose``).
-    Entering is not a checkpoint. Cancellation: leaving the block by a cancellation does not
-    stop the stream today (see :meth:`aclose`).
+    Entering is not a checkpoint. Cancellation: leaving the block by a cancellation stops
+    and closes the stream all the same (:meth:`aclose` is shielded).
     """
 
     def __init__(self, *, sample_rate: int = 16000, device: int | str | None = None,
@@ -94,6 +147,8 @@ class MicrophoneInput(AudioInput):
         self._stream: Any = None
         self._token: trio.lowlevel.TrioToken | None = None
         self.dropped = 0
+        #: the device's loss (unplugged, a PortAudio error): ``wait_lost()``, ``error``
+        self.watch = _DeviceWatch("microphone")
 
     async def __aenter__(self) -> MicrophoneInput:
         self.start()
@@ -107,10 +162,12 @@ class MicrophoneInput(AudioInput):
         """Open and start the input stream (from the Trio thread)."""
         sd = import_sounddevice()
         self._token = trio.lowlevel.current_trio_token()
+        self.watch.bind()
         try:
             self._stream = sd.InputStream(samplerate=self.sample_rate, channels=1,
                                           dtype="int16", blocksize=self._block,
-                                          device=self.device, callback=self._callback)
+                                          device=self.device, callback=self._callback,
+                                          finished_callback=self.watch.finished)
             self._stream.start()
         except Exception as e:
             raise LocalAudioUnavailable(f"cannot open the microphone: {e}") from e
@@ -140,6 +197,7 @@ class MicrophoneInput(AudioInput):
         a cancellation) still waits the few milliseconds it takes: the device is closed and
         the frames end.
         """
+        self.watch.stopping()
         stream, self._stream = self._stream, None
         if stream is not None:
             await _close_stream(stream)
@@ -177,8 +235,8 @@ class SpeakerOutput(AudioOutput):
     the flushed segment; ``clear_buffer`` drops what the device has not taken yet.
 
     Use as ``async with`` (or ``start``/``aclose``). Entering is not a checkpoint.
-    Cancellation: leaving the block by a cancellation does not stop the stream today (see
-    :meth:`aclose`).
+    Cancellation: leaving the block by a cancellation stops and closes the stream all the
+    same (:meth:`aclose` is shielded).
     """
 
     def __init__(self, *, sample_rate: int = 48000, device: int | str | None = None,
@@ -199,6 +257,9 @@ class SpeakerOutput(AudioOutput):
         self._flushed = False
         self._playing = False
         self._finished: PlaybackFinishedEvent | None = None
+        #: the device's loss (unplugged, a PortAudio error): ``wait_lost()``, ``error``;
+        #: once lost, a segment counts as played up to where the device stopped
+        self.watch = _DeviceWatch("speaker")
 
     async def __aenter__(self) -> SpeakerOutput:
         self.start()
@@ -212,10 +273,12 @@ class SpeakerOutput(AudioOutput):
         """Open and start the output stream (from the Trio thread)."""
         sd = import_sounddevice()
         self._token = trio.lowlevel.current_trio_token()
+        self.watch.bind()
         try:
             self._stream = sd.OutputStream(samplerate=self.rate, channels=1, dtype="int16",
                                            blocksize=self._block, device=self.device,
-                                           callback=self._callback)
+                                           callback=self._callback,
+                                           finished_callback=self._device_finished)
             self._stream.start()
         except Exception as e:
             raise LocalAudioUnavailable(f"cannot open the speaker: {e}") from e
@@ -226,11 +289,20 @@ class SpeakerOutput(AudioOutput):
         Cancellation: the stop is shielded, so a cancelled caller (an ``async with`` left by
         a cancellation) still waits the few milliseconds it takes: the device is closed.
         """
+        self.watch.stopping()
         stream, self._stream = self._stream, None
         if stream is not None:
             await _close_stream(stream)
 
     # -- PortAudio's thread ----------------------------------------------------------------
+    def _device_finished(self) -> None:
+        self.watch.finished()
+        if self._token is not None:   # a playout waiting for the device ends
+            try:
+                self._token.run_sync_soon(self._wake)
+            except trio.RunFinishedError:
+                pass
+
     def _callback(self, outdata: np.ndarray, frames: int, time: object, status: object) -> None:
         out = outdata[:, 0] if outdata.ndim == 2 else outdata
         filled = 0
@@ -325,6 +397,14 @@ class SpeakerOutput(AudioOutput):
                 self._reset()
                 return ev
             changed = self._changed
+            if self.watch.error is not None and self._playing:
+                # the device is gone: what it played is all that will be heard
+                with self._lock:
+                    played = self._played
+                    self._queue.clear()
+                    self._queued = 0
+                self._finish(played, interrupted=True)
+                continue
             if self._flushed:
                 with self._lock:
                     played, queued = self._played, self._queued

@@ -19,7 +19,7 @@ from agents_trio.io.wav import frame_samples, pcm_frames, rms
 
 class FakeStream:
     def __init__(self, *, samplerate: int, channels: int, dtype: str, callback: Any,
-                 blocksize: int = 0, device: Any = None) -> None:
+                 blocksize: int = 0, device: Any = None, finished_callback: Any = None) -> None:
         assert dtype == "int16"
         self.samplerate, self.channels, self.callback = samplerate, channels, callback
         self.blocksize = blocksize or 320
