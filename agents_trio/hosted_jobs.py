@@ -193,7 +193,9 @@ class HostedJob:
                 error = e
             try:
                 loop.call_soon_threadsafe(deliver, error)
-            except RuntimeError:  # the loop is closed: nobody waits for it any more
+            # the loop ended: nobody waits for it any more (asyncio's closed loop raises
+            # RuntimeError; trio-asyncio's, between its exit and its close, AttributeError)
+            except (RuntimeError, AttributeError):
                 if error is not None:
                     logger.error("an abandoned set-up of a hosted job failed",
                                  exc_info=error, extra=extra)

@@ -433,3 +433,40 @@ def test_the_pool_keeps_its_contract_under_any_interleaving(
                             JobStatus.FAILED if failed else JobStatus.SUCCESS], (job_id, seen)
 
     asyncio.run(main())
+
+
+
+def test_a_set_up_that_fails_after_its_trio_asyncio_loop_ended_is_logged_not_raised(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The worker's loop is a trio-asyncio one: once it has exited (before ``close()``), its
+    ``call_soon_threadsafe`` raises ``AttributeError`` (its Trio token is gone), not asyncio's
+    ``RuntimeError``. That escaped from the set-up's thread as an unhandled thread exception
+    (CI printed it); the late failure must be logged instead."""
+    set_up = BlockingSetUp(fail="the model failed to load, after the worker ended")
+    unhandled: list[BaseException | None] = []
+    previous_hook = threading.excepthook
+    threading.excepthook = lambda args: unhandled.append(args.exc_value)
+
+    def ended_trio_asyncio_loop(*_: object) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'run_sync_soon'")
+
+    async def main() -> None:
+        job = HostedJob(entrypoint=Entrypoint("return"), setup=set_up, inference_executor=None,
+                        http_proxy=None, initialize_timeout=0.05)
+        await job.start()
+        with pytest.raises(TimeoutError):
+            await job.initialize()
+        # the loop ends as trio-asyncio's does
+        asyncio.get_running_loop().call_soon_threadsafe = ended_trio_asyncio_loop  # type: ignore[method-assign]
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="agents_trio.hosted_jobs"):
+            asyncio.run(main())
+            thread = next(t for t in threading.enumerate()
+                          if t.name.startswith("agents_trio set-up"))
+            set_up.release.set()
+            thread.join(10)
+    finally:
+        threading.excepthook = previous_hook
+    assert unhandled == []
+    assert "after the worker ended" in caplog.text
