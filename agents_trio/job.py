@@ -43,7 +43,7 @@ from livekit import rtc
 
 from .io.bridge import AsyncioBridge, open_bridge
 from .io.plugin_http import PluginHttpSession
-from .io.server_api import ServerAPI, open_server_api
+from .io.server_api import BridgedLiveKitAPI, ServerAPI, open_server_api
 from .io.room import (RoomConnectError, RoomDisconnectedError, RoomIO, RoomOptions, mint_token,
                       open_room, open_room_io)
 
@@ -177,6 +177,22 @@ class JobContext:
         """Whether the job has no LiveKit server behind it (the console): its server calls
         are then skipped with a warning, as in LiveKit's console."""
         return self.url is None
+
+    @functools.cached_property
+    def api(self) -> BridgedLiveKitAPI:
+        """LiveKit's server API for the job (LiveKit's ``ctx.api``, livekit-api's
+        ``LiveKitAPI``) called from Trio: ``await ctx.api.room.delete_room(
+        api.DeleteRoomRequest(room=ctx.room.name))``; each call runs on the bridge. The server
+        is the job's (else ``LIVEKIT_URL``); key and secret come from ``LIVEKIT_API_KEY`` and
+        ``LIVEKIT_API_SECRET``. Unlike :meth:`delete_room`, the calls also run in the console.
+
+        Raises:
+            ValueError: No server URL is known (as livekit-api's ``url must be set``).
+        """
+        url = self.url or os.environ.get("LIVEKIT_URL")
+        if not url:
+            raise ValueError("url must be set")
+        return BridgedLiveKitAPI(url, self.bridge)
 
     def delete_room(self, room_name: str | None = None) -> ServerRequest[None]:
         """Delete the room (the job's by default), disconnecting everyone in it (LiveKit's

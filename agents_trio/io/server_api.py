@@ -24,7 +24,7 @@ import trio
 
 from .bridge import AsyncioBridge, current_bridge
 
-__all__ = ["ServerAPI", "http_url", "open_server_api"]
+__all__ = ["BridgedLiveKitAPI", "ServerAPI", "http_url", "open_server_api"]
 
 logger = logging.getLogger("agents_trio.server_api")
 
@@ -106,6 +106,15 @@ class ServerAPI:
         await self._bridge.run(self._client.room.move_participant, api.MoveParticipantRequest(
             room=room, identity=identity, destination_room=destination_room))
 
+    async def call(self, service: str, method: str, *args: object, **kwargs: object
+                   ) -> Any:  # noqa: ANN401 - livekit-api's reply
+        """Any call of livekit-api's client: ``await client.<service>.<method>(*args, ...)``.
+
+        Cancellation: cancels the HTTP request (the server may still act on it).
+        """
+        bound = getattr(getattr(self._client, service), method)
+        return await self._bridge.run(bound, *args, **kwargs)
+
     async def delete_room(self, room: str) -> None:
         """Delete ``room``, disconnecting everyone in it (``DeleteRoom``).
 
@@ -114,6 +123,66 @@ class ServerAPI:
         from livekit import api
 
         await self._bridge.run(self._client.room.delete_room, api.DeleteRoomRequest(room=room))
+
+
+#: the services of livekit-api's ``LiveKitAPI`` (its properties)
+_SERVICES = ("room", "ingress", "egress", "sip", "agent_dispatch", "connector")
+
+
+class BridgedLiveKitAPI:
+    """livekit-api's ``LiveKitAPI`` called from Trio, as LiveKit's ``JobContext.api``:
+    ``await ctx.api.room.delete_room(api.DeleteRoomRequest(room=...))``. Each call opens a
+    client on the bridge (key and secret from ``LIVEKIT_API_KEY``/``LIVEKIT_API_SECRET``, as
+    there), sends the request, closes the client and returns livekit-api's reply.
+
+    Cancellation: a call's cancellation cancels its HTTP request (the server may still act).
+    """
+
+    def __init__(self, url: str, bridge: AsyncioBridge) -> None:
+        self._url = url
+        self._bridge = bridge
+
+    def __getattr__(self, name: str) -> _BridgedService:
+        if name not in _SERVICES:
+            raise AttributeError(f"LiveKitAPI has no service {name!r}")
+        return _BridgedService(self, name)
+
+    async def aclose(self) -> None:
+        """Nothing to close: each call closes its own client (LiveKit's ``aclose()``).
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+
+    async def call_service(self, service: str, method: str, *args: object,
+                           **kwargs: object) -> Any:  # noqa: ANN401 - livekit-api's reply
+        """``await LiveKitAPI().<service>.<method>(*args, **kwargs)`` with a client of its own.
+
+        Cancellation: cancels the HTTP request (the server may still act on it).
+        """
+        async with open_server_api(self._url, bridge=self._bridge) as server:
+            return await server.call(service, method, *args, **kwargs)
+
+
+class _BridgedService:
+    def __init__(self, owner: BridgedLiveKitAPI, name: str) -> None:
+        self._owner = owner
+        self._name = name
+
+    def __getattr__(self, method: str) -> Any:  # noqa: ANN401
+        import typing
+
+        from livekit import api
+
+        service_type = typing.get_type_hints(getattr(api.LiveKitAPI, self._name).fget)["return"]
+        if method.startswith("_") or not callable(getattr(service_type, method, None)):
+            raise AttributeError(f"LiveKitAPI.{self._name} has no method {method!r}")
+
+        async def call(*args: object, **kwargs: object) -> Any:  # noqa: ANN401
+            return await self._owner.call_service(self._name, method, *args, **kwargs)
+
+        call.__name__ = method
+        return call
 
 
 @asynccontextmanager
