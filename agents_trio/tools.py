@@ -690,7 +690,11 @@ def outcome_from_value(call: FunctionCall, value: object,
                        is_agent: Callable[[Any], bool] = _never_agent) -> ToolOutcome:
     """Map a tool's return value to its outcome, as LiveKit does: the output text is
     ``str()`` of the value ("" for None); a value with nothing to say (None, a bare handoff)
-    asks for no reply unless it is a :class:`ToolResult` saying otherwise."""
+    asks for no reply unless it is a :class:`ToolResult` saying otherwise. An exception
+    returned (not raised; a mock's ``lambda: ToolError("…")``) is taken as raised, as
+    LiveKit takes it."""
+    if isinstance(value, Exception):
+        return _outcome_from_exception(call, value)
     agents, rest = _split_agent(value, is_agent)
     if len(agents) > 1:
         logger.error("tool %r returned more than one agent; its output is ignored", call.name)
@@ -709,14 +713,14 @@ def outcome_from_value(call: FunctionCall, value: object,
 
 
 def _outcome_from_exception(call: FunctionCall, exc: Exception) -> ToolOutcome:
-    """Map an exception raised by a tool to its outcome."""
+    """Map an exception raised (or returned) by a tool to its outcome."""
     leaf = single_leaf(exc)
     if isinstance(leaf, ToolError):
         return tool_error_outcome(call, leaf.message)
     if isinstance(leaf, StopResponse):  # silence, but the call is still answered
         return ToolOutcome(output=_output(call, "", reply_required=False))
-    logger.exception("exception occurred while executing tool %r", call.name,
-                     extra={"function": call.name, "call_id": call.call_id})
+    logger.error("exception occurred while executing tool %r", call.name, exc_info=exc,
+                 extra={"function": call.name, "call_id": call.call_id})
     return ToolOutcome(output=_output(call, INTERNAL_ERROR_OUTPUT, is_error=True),
                        exception=exc)
 

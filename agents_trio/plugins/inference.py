@@ -83,6 +83,14 @@ class _GatewayModel:
 
 
 class _ClosedOnBridge(_GatewayModel):
+    async def __aenter__(self) -> Self:
+        """``async with inference.LLM(...) as llm:``, as LiveKit's models are used."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the model (:meth:`aclose`), as LiveKit's ``__aexit__`` does."""
+        await self.aclose()
+
     async def aclose(self) -> None:
         """Close LiveKit's model: its clients and open streams.
 

@@ -50,7 +50,8 @@ __all__ += ["ActionOutcome", "ConversationRecord", "ConversationViolation", "DEF
 # The expect DSL (what ``result.expect`` returns)
 from .expect import (AgentHandoffAssert, ChatMessageAssert, EventAssert,  # noqa: E402
                      EventRangeAssert, FunctionCallAssert, FunctionCallOutputAssert, RunAssert,
-                     format_events)
+                     format_events, judge_chat_context, judge_request_text, judge_verdict)
 
 __all__ += ["AgentHandoffAssert", "ChatMessageAssert", "EventAssert", "EventRangeAssert",
-            "FunctionCallAssert", "FunctionCallOutputAssert", "RunAssert", "format_events"]
+            "FunctionCallAssert", "FunctionCallOutputAssert", "RunAssert", "format_events",
+            "judge_chat_context", "judge_request_text", "judge_verdict"]

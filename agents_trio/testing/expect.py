@@ -21,9 +21,17 @@ from ..run_events import (AgentHandoffEvent, ChatMessageEvent, EventType, Functi
                           FunctionCallOutputEvent, RunEvent)
 
 if TYPE_CHECKING:
-    from ..chat import ChatRole, FunctionCall, FunctionCallOutput
+    from ..chat import ChatContext, ChatRole, FunctionCall, FunctionCallOutput
+    from ..models import FunctionToolCall
+    from ..tools import FunctionTool
 
 _CONTENT_PREVIEW = 200
+
+
+def _given(value: object) -> bool:
+    """Whether a criterion was given: None and a ``NOT_GIVEN`` (this runtime's or LiveKit's,
+    both classes named ``NotGiven``: LiveKit's signatures default to it) are not."""
+    return value is not None and type(value).__name__ != "NotGiven"
 
 
 class _HasEvents(Protocol):
@@ -325,7 +333,7 @@ class EventAssert:
         __tracebackhide__ = True
         self._expect_type(ChatMessageEvent, "message")
         item = self._event.item
-        if role is not None and item.role != role:  # type: ignore[union-attr]
+        if _given(role) and item.role != role:  # type: ignore[union-attr]
             self._raise(f"Expected role {role!r}, got {item.role!r}")  # type: ignore
         return ChatMessageAssert(self._event, self._parent, self._index)
 
@@ -343,9 +351,10 @@ class EventAssert:
         __tracebackhide__ = True
         self._expect_type(FunctionCallEvent, "function_call")
         item: FunctionCall = self._event.item  # type: ignore[assignment]
-        if name is not None and item.name != name:
+        if _given(name) and item.name != name:
             self._raise(f"Expected function call name {name!r}, got {item.name!r}")
-        if arguments is not None:
+        if _given(arguments):
+            assert arguments is not None
             try:
                 actual = json.loads(item.arguments or "{}")
             except ValueError:
@@ -369,9 +378,9 @@ class EventAssert:
         __tracebackhide__ = True
         self._expect_type(FunctionCallOutputEvent, "function_call_output")
         item: FunctionCallOutput = self._event.item  # type: ignore[assignment]
-        if output is not None and item.output != output:
+        if _given(output) and item.output != output:
             self._raise(f"Expected output {output!r}, got {item.output!r}")
-        if is_error is not None and item.is_error != is_error:
+        if _given(is_error) and item.is_error != is_error:
             self._raise(f"Expected is_error={is_error}, got {item.is_error}")
         return FunctionCallOutputAssert(self._event, self._parent, self._index)
 
@@ -384,7 +393,8 @@ class EventAssert:
         __tracebackhide__ = True
         self._expect_type(AgentHandoffEvent, "agent_handoff")
         new_agent = self._event.new_agent  # type: ignore[union-attr]
-        if new_agent_type is not None and not isinstance(new_agent, new_agent_type):
+        if (new_agent_type is not None and _given(new_agent_type)
+                and not isinstance(new_agent, new_agent_type)):
             self._raise(f"Expected new_agent of type {new_agent_type.__name__}, "
                         f"got {_describe_agent(new_agent)}")
         return AgentHandoffAssert(self._event, self._parent, self._index)
@@ -395,6 +405,104 @@ class ChatMessageAssert(EventAssert):
 
     def event(self) -> ChatMessageEvent:
         return self._event  # type: ignore[return-value]
+
+    async def judge(self, llm: object, *, intent: str) -> ChatMessageAssert:
+        """Ask ``llm`` whether the message fulfills ``intent`` (LiveKit's ``judge``).
+
+        The LLM gets an evaluator prompt (:func:`judge_chat_context`; this runtime's words,
+        to the effect of LiveKit's) and must call
+        ``check_intent(success: bool, reason: str)`` (``tool_choice="required"``); its first
+        tool call is the verdict. ``llm`` is what ``AgentSession(llm=...)`` takes: a Trio
+        model (``agents_trio.testing.FakeLLM`` scripted with the verdict, see
+        :func:`judge_verdict`), a LiveKit plugin LLM or a model string. Unlike LiveKit, no
+        ``temperature=0`` is sent (the Trio LLM protocol has no ``extra_kwargs``).
+
+        Returns:
+            This assert, for chaining.
+
+        Raises:
+            AssertionError: The message has no text, ``intent`` is empty, the LLM made no
+                tool call, or its verdict is a failure (``Judgement failed: <reason>``).
+            TypeError: ``llm`` is no LLM.
+
+        Cancellation: cancels the LLM request.
+        """
+        __tracebackhide__ = True
+        msg_content = self.event().item.text_content
+        if not msg_content:
+            self._raise("The chat message is empty.")
+        if not intent:
+            self._raise("Intent is required to judge the message.")
+        assert msg_content is not None
+        from ..model_resolution import resolve_model
+        model: Any = resolve_model("judge", "llm", llm)
+        if model is None:
+            raise TypeError("judge() takes an LLM, got None")
+        tool = _check_intent_tool()
+        arguments: str | None = None
+        async with model.chat(chat_ctx=judge_chat_context(intent, msg_content), tools=[tool],
+                              tool_choice="required") as stream:
+            async for chunk in stream:
+                if chunk.delta is not None and chunk.delta.tool_calls:
+                    arguments = chunk.delta.tool_calls[0].arguments
+        if not arguments:
+            self._raise("LLM did not return any arguments for evaluation.")
+        assert arguments is not None
+        from ..tools import parse_arguments
+        verdict = parse_arguments(tool, arguments)
+        if not verdict["success"]:
+            self._raise(f"Judgement failed: {verdict['reason']}")
+        return self
+
+
+_JUDGE_SYSTEM = (
+    "You grade one reply of a conversational agent against a goal.\n"
+    "Read the goal and the reply, then decide whether the reply achieves the goal.\n"
+    "Answer only by calling `check_intent(success: bool, reason: str)`.\n"
+    "Grade strictly: unless the reply plainly achieves the goal, set `success` to false and "
+    "say why.")
+
+
+def judge_request_text(intent: str, message: str) -> str:
+    """The user turn of a ``judge()`` request: the text a ``FakeLLM`` script keys its verdict
+    on (the last item of the request)."""
+    return ("Does this reply achieve the goal?\n\n"
+            f"Goal:\n{intent}\n\n"
+            f"Reply:\n{message}")
+
+
+def judge_chat_context(intent: str, message: str) -> ChatContext:
+    """The chat context ``judge()`` sends: the evaluator's instructions, then
+    :func:`judge_request_text`."""
+    from ..chat import ChatContext
+    ctx = ChatContext()
+    ctx.add_message(role="system", content=_JUDGE_SYSTEM)
+    ctx.add_message(role="user", content=judge_request_text(intent, message))
+    return ctx
+
+
+def judge_verdict(success: bool, reason: str) -> FunctionToolCall:
+    """The tool call a judge LLM answers with: script it in a ``FakeLLM``
+    (``actions.add_llm("", [judge_verdict(True, "…")], input=judge_request_text(…))``)."""
+    from ..models import FunctionToolCall
+    return FunctionToolCall(name="check_intent", call_id="judge",
+                            arguments=json.dumps({"success": success, "reason": reason}))
+
+
+def _check_intent_tool() -> FunctionTool:
+    from ..tools import function_tool
+
+    @function_tool
+    async def check_intent(success: bool, reason: str) -> tuple[bool, str]:
+        """Report whether the reply achieves the goal.
+
+        Args:
+            success: True when the reply achieves the goal.
+            reason: Why, in one sentence.
+        """
+        return success, reason
+
+    return check_intent
 
 
 class FunctionCallAssert(EventAssert):
@@ -459,7 +567,7 @@ class EventRangeAssert:
                 return cand.is_message(role=role)
             except AssertionError:
                 pass
-        self._fail("message" + (f" with role={role!r}" if role is not None else ""))
+        self._fail("message" + (f" with role={role!r}" if _given(role) else ""))
         raise AssertionError("unreachable")
 
     def contains_function_call(self, *, name: str | None = None,
@@ -476,7 +584,7 @@ class EventRangeAssert:
             except AssertionError:
                 pass
         crit = ", ".join(f"{k}={v!r}" for k, v in (("name", name), ("arguments", arguments))
-                         if v is not None)
+                         if _given(v))
         self._fail("function_call" + (f" with {crit}" if crit else ""))
         raise AssertionError("unreachable")
 
@@ -494,7 +602,7 @@ class EventRangeAssert:
             except AssertionError:
                 pass
         crit = ", ".join(f"{k}={v!r}" for k, v in (("output", output), ("is_error", is_error))
-                         if v is not None)
+                         if _given(v))
         self._fail("function_call_output" + (f" with {crit}" if crit else ""))
         raise AssertionError("unreachable")
 
@@ -511,7 +619,7 @@ class EventRangeAssert:
                 return cand.is_agent_handoff(new_agent_type=new_agent_type)
             except AssertionError:
                 pass
-        suffix = f" to {new_agent_type.__name__}" if new_agent_type is not None else ""
+        suffix = f" to {new_agent_type.__name__}" if _given(new_agent_type) else ""  # type: ignore[union-attr]
         self._fail("agent_handoff" + suffix)
         raise AssertionError("unreachable")
 
@@ -519,4 +627,5 @@ class EventRangeAssert:
 __all__ = [
     "AgentHandoffAssert", "ChatMessageAssert", "EventAssert", "EventRangeAssert", 
     "FunctionCallAssert", "FunctionCallOutputAssert", "RunAssert", "format_events",
+    "judge_chat_context", "judge_request_text", "judge_verdict",
 ]

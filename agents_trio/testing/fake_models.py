@@ -227,6 +227,13 @@ class FakeLLM:
                 return r
         return None
 
+    async def __aenter__(self) -> FakeLLM:
+        """``async with FakeLLM(...) as llm:``, as a LiveKit LLM is used (nothing to open)."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        pass
+
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
                    tool_choice: ToolChoice | None = None
