@@ -436,19 +436,29 @@ def test_the_pool_keeps_its_contract_under_any_interleaving(
 
 
 
+
+class _EndsLikeTrioAsyncio(asyncio.SelectorEventLoop):
+    """An asyncio loop whose ``call_soon_threadsafe`` fails once it has closed as
+    trio-asyncio's does once it has exited (its Trio token is gone): ``AttributeError``, not
+    asyncio's ``RuntimeError``."""
+
+    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:  # noqa: ANN401
+        if self.is_closed():
+            raise AttributeError("'NoneType' object has no attribute 'run_sync_soon'")
+        return super().call_soon_threadsafe(callback, *args, context=context)
+
+
 def test_a_set_up_that_fails_after_its_trio_asyncio_loop_ended_is_logged_not_raised(
         caplog: pytest.LogCaptureFixture) -> None:
-    """The worker's loop is a trio-asyncio one: once it has exited (before ``close()``), its
-    ``call_soon_threadsafe`` raises ``AttributeError`` (its Trio token is gone), not asyncio's
-    ``RuntimeError``. That escaped from the set-up's thread as an unhandled thread exception
-    (CI printed it); the late failure must be logged instead."""
+    """The worker's loop is a trio-asyncio one: a set-up abandoned by its timeout that fails
+    once the loop has ended met ``AttributeError`` from ``call_soon_threadsafe``, which escaped
+    from the set-up's thread as an unhandled thread exception (CI printed it). It must be
+    logged instead."""
     set_up = BlockingSetUp(fail="the model failed to load, after the worker ended")
     unhandled: list[BaseException | None] = []
     previous_hook = threading.excepthook
     threading.excepthook = lambda args: unhandled.append(args.exc_value)
-
-    def ended_trio_asyncio_loop(*_: object) -> None:
-        raise AttributeError("'NoneType' object has no attribute 'run_sync_soon'")
+    before = set(threading.enumerate())
 
     async def main() -> None:
         job = HostedJob(entrypoint=Entrypoint("return"), setup=set_up, inference_executor=None,
@@ -456,16 +466,20 @@ def test_a_set_up_that_fails_after_its_trio_asyncio_loop_ended_is_logged_not_rai
         await job.start()
         with pytest.raises(TimeoutError):
             await job.initialize()
-        # the loop ends as trio-asyncio's does
-        asyncio.get_running_loop().call_soon_threadsafe = ended_trio_asyncio_loop  # type: ignore[method-assign]
 
+    loop = _EndsLikeTrioAsyncio()
     try:
         with caplog.at_level(logging.ERROR, logger="agents_trio.hosted_jobs"):
-            asyncio.run(main())
-            thread = next(t for t in threading.enumerate()
-                          if t.name.startswith("agents_trio set-up"))
+            try:
+                loop.run_until_complete(main())
+                loop.run_until_complete(loop.shutdown_default_executor())
+            finally:
+                loop.close()
+            [thread] = [t for t in threading.enumerate()
+                        if t not in before and t.name.startswith("agents_trio set-up")]
             set_up.release.set()
             thread.join(10)
+            assert not thread.is_alive()
     finally:
         threading.excepthook = previous_hook
     assert unhandled == []
