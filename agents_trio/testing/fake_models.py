@@ -228,11 +228,17 @@ class FakeLLM:
         return None
 
     async def __aenter__(self) -> FakeLLM:
-        """``async with FakeLLM(...) as llm:``, as a LiveKit LLM is used (nothing to open)."""
+        """``async with FakeLLM(...) as llm:``, as a LiveKit LLM is used (nothing to open).
+
+        Cancellation: not a checkpoint; nothing to cancel.
+        """
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        pass
+        """Nothing to close.
+
+        Cancellation: not a checkpoint; nothing to cancel.
+        """
 
     @asynccontextmanager
     async def chat(self, *, chat_ctx: ChatContext, tools: list[Any] | None = None,
