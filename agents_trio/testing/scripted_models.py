@@ -277,24 +277,36 @@ class UserAudioScript:
     def speeches(self) -> list[UserSpeech]:
         return [a for a in self.schedule.actions if isinstance(a, UserSpeech)]
 
+    def vad_runs(self) -> list[tuple[float, float]]:
+        """The stretches of speech the VAD hears, ``(start, end)``: utterances less than
+        ``min_silence`` apart are one stretch, as a real VAD hears them (it ends a speech only
+        after that much silence)."""
+        runs: list[tuple[float, float]] = []
+        for s in sorted(self.speeches(), key=lambda s: s.at):
+            end = s.at + s.duration
+            if runs and s.at < runs[-1][1] + self.min_silence:
+                runs[-1] = (runs[-1][0], max(runs[-1][1], end))
+            else:
+                runs.append((s.at, end))
+        return runs
+
     def vad_timeline(self) -> list[tuple[float, VADEvent]]:
         out: list[tuple[float, Any]] = []
-        for s in self.speeches():
-            end = s.at + s.duration
+        for start, end in self.vad_runs():
             eos = end + self.min_silence
-            out.append((s.at + self.min_speech, VADEvent(
+            out.append((start + self.min_speech, VADEvent(
                 type=VADEventType.START_OF_SPEECH, speech_duration=self.min_speech,
                 speaking=True)))
-            t = s.at + 0.25
+            t = start + 0.25
             while t < eos - 0.1:  # an inference every 0.25 s is enough for the thresholds
                 out.append((t, VADEvent(type=VADEventType.INFERENCE_DONE,
-                                        speech_duration=min(t, end) - s.at,
+                                        speech_duration=min(t, end) - start,
                                         silence_duration=max(0.0, t - end),
                                         raw_accumulated_speech=0.25 if t <= end else 0.0,
                                         raw_accumulated_silence=max(0.0, t - end))))
                 t += 0.25
             out.append((eos, VADEvent(type=VADEventType.END_OF_SPEECH,
-                                      speech_duration=s.duration,
+                                      speech_duration=end - start,
                                       silence_duration=self.min_silence)))
         return out
 
