@@ -26,7 +26,7 @@ from typing import Any
 
 from livekit import rtc
 
-from ..speech_args import check_flag, check_str
+from ..speech_args import check_callable, check_flag, check_str
 from .audio import TextOutput
 from .room_chat import TextInputCallback, default_text_input
 
@@ -64,7 +64,7 @@ class TextInputOptions:
     text_input_cb: TextInputCallback = default_text_input
 
     def __post_init__(self) -> None:
-        _callable("TextInputOptions.text_input_cb", self.text_input_cb)
+        check_callable("TextInputOptions.text_input_cb", self.text_input_cb)
 
 
 @dataclasses.dataclass
@@ -213,7 +213,7 @@ class RoomOptions:
                      "output_sample_rate", "output_num_channels"):
             _positive(f"RoomOptions.{name}", getattr(self, name))
         check_str("RoomOptions.track_name", self.track_name)
-        _callable("RoomOptions.text_input_cb", self.text_input_cb)
+        check_callable("RoomOptions.text_input_cb", self.text_input_cb)
         if self.participant_identity is not None and not isinstance(
                 self.participant_identity, str):
             # no participant's identity would ever equal it: the session would hear no one
@@ -257,11 +257,6 @@ class RoomOptions:
         if isinstance(self.text_output, TextOutputOptions):
             return self.text_output
         return TextOutputOptions()
-
-
-def _callable(name: str, value: object) -> None:
-    if not callable(value):
-        raise TypeError(f"{name} must be callable, got {value!r}")
 
 
 def _positive(name: str, value: object, *, allow_zero: bool = False) -> None:
