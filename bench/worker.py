@@ -11,9 +11,11 @@ server's loop and the job host's hand-over. Jobs are dispatched on the same sche
 the lag probe runs in the job host's Trio loop.
 
 Every runtime (``trio``: agents_trio, ``asyncio``: LiveKit Agents, ``pipecat``: Pipecat) goes
-through the same steps in the same order: warm-up session, ``gc.collect()``
-(then ``gc.freeze()`` with ``--gc freeze``; with ``--gc off`` also ``gc.disable()``, a
-diagnosis of what the cyclic collector's pauses cost; with ``--gc young`` the young threshold
+through the same steps in the same order: warm-up session, the N sessions' scripts and probes
+(the harness's input and records, made before measuring, so that with ``--gc freeze`` the
+collector does not walk them in the measured phase: they are the benchmark's, not the
+runtime's), ``gc.collect()`` (then ``gc.freeze()`` with ``--gc freeze``; with ``--gc off``
+also ``gc.disable()``, a diagnosis of what the cyclic collector's pauses cost; with ``--gc young`` the young threshold
 the job host sets, for every runtime), RSS baseline, 1 s idle CPU baseline (reported, not
 subtracted), then the measured phase (N sessions started over min(4 s, 0.04·N)), sampling
 RSS, live sessions and event-loop lag every 200 ms. CPU per session-second is the whole
@@ -237,8 +239,8 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
     import trio
 
     await side.warm_up(network)
-    _prepare_gc(args.gc)
     rounds = make_probes(args.n, args.script, args.rounds)
+    _prepare_gc(args.gc)
     probes = [p for r in rounds for p in r]
     meter = Meter(probes)
     meter.baseline()
@@ -281,8 +283,8 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
     network = side.Network()
     net_task = asyncio.create_task(network.run())
     await side.warm_up(network)
-    _prepare_gc(args.gc)
     rounds = make_probes(args.n, args.script, args.rounds)
+    _prepare_gc(args.gc)
     probes = [p for r in rounds for p in r]
     meter = Meter(probes)
     meter.baseline()
@@ -400,8 +402,8 @@ async def _worker_mode(args: argparse.Namespace) -> tuple[list[core.Probe], Mete
     try:
         await run_jobs([(core.Probe(index=0, script=core.warmup_script()), side.Warmup())],
                        0.0)
-        _prepare_gc(args.gc)
         rounds = make_probes(args.n, args.script, args.rounds)
+        _prepare_gc(args.gc)
         probes = [p for r in rounds for p in r]
         meter = Meter(probes)
         meter.baseline()
