@@ -458,10 +458,17 @@ class Agent:
 
     async def transcription_node(self, text: AsyncIterable[str], model_settings: ModelSettings
                                  ) -> AsyncIterator[str]:
-        """Transform the text sent to the transcription output (passthrough by default).
+        """Transform the agent's text shown and remembered (passthrough by default).
 
-        Cancellation: the forwarding is cancelled when the session's close grace ends; the
-        text it was transforming is then lost.
+        The node gets each segment of a reply (LLM, ``say()`` or realtime) as it is generated
+        and runs once the speech plays. What it yields is the transcription output's text
+        (paced by the transcript synchronizer) and the assistant message the history keeps,
+        cut at the played position when the reply is interrupted, as in LiveKit. The TTS
+        still gets the text itself. A failing node is an ``error`` event; the segment then
+        keeps what the node yielded before failing.
+
+        Cancellation: interrupting the speech (or closing the session) cancels the iteration
+        and closes the node; what it yielded so far is what the played part is cut from.
         """
         async for chunk in text:
             yield chunk

@@ -14,17 +14,15 @@ around a state change).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Protocol
 
 import trio
 
 from ._errors import APIError
-from ._iterators import aclosing, node_output
 from .chat import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from .events import (AgentState, AgentStateChangedEvent, ConversationItemAddedEvent, ErrorEvent,
                      SpeechCreatedEvent, UserState, UserStateChangedEvent)
-from .models import ModelSettings
 from .nurseries import EventFanout, Flag, Pipe, Wakeup
 from .run_result import RunHold, RunResult
 from .speech_handle import SpeechHandle
@@ -48,13 +46,6 @@ class TextSink(Protocol):
         ...
 
     def flush(self) -> None: ...
-
-
-class TranscriptionNode(Protocol):
-    """The current agent's ``transcription_node``."""
-
-    def __call__(self, text: AsyncIterator[str], model_settings: ModelSettings
-                 ) -> AsyncIterator[str]: ...
 
 
 class ErrorPolicy(Protocol):
@@ -216,13 +207,14 @@ class Conversation:
             await self._progress.wait()
 
     # -- transcription --------------------------------------------------------------------
-    def open_transcription(self, nursery: trio.Nursery, output: Callable[[], TextSink | None],
-                           node: Callable[[], TranscriptionNode | None]) -> None:
-        """Deliver the agent's transcription from now on, in order, through the current
-        agent's transcription node (one node stream per segment), to ``output()``: each
+    def open_transcription(self, nursery: trio.Nursery,
+                           output: Callable[[], TextSink | None]) -> None:
+        """Deliver the agent's transcription from now on, in order, to ``output()``: each
         segment by a task of ``nursery``, which must outlive the session's work (so texts
-        sent while closing are delivered too)."""
-        self._transcripts = TranscriptForwarding(nursery, output, node, self._on_transcript_error)
+        sent while closing are delivered too). The texts sent are already what the agent's
+        transcription node made of its replies (the speech runs the node)."""
+        self._transcripts = TranscriptForwarding(nursery, output,
+                                                 self.report_transcription_error)
 
     def close_transcription(self) -> None:
         """No more texts: a segment still open ends with what it got."""
@@ -254,31 +246,30 @@ class Conversation:
         if self._transcripts is not None:
             self._transcripts.cancel()
 
-    def _on_transcript_error(self, error: Exception, sink: TextSink) -> None:
-        logger.error("forwarding the agent's transcription failed", exc_info=error)
-        self.emit("error", ErrorEvent(error=error, source=sink))
+    def report_transcription_error(self, error: Exception, source: object) -> None:
+        """The agent's transcription node or the transcription output failed: logged and
+        emitted as an ``error`` event from ``source``; it never closes the session."""
+        logger.error("the agent's transcription failed", exc_info=error)
+        self.emit("error", ErrorEvent(error=error, source=source))
 
 
 class TranscriptForwarding:
     """The agent's transcription on its way to the output, one segment at a time.
 
-    A segment begins with its first text: its output and node are taken then (none of
-    them: the segment is dropped), and a task of the borrowed nursery delivers it, once the
-    segment before it was delivered; its texts reach that task through a channel, and a
-    ``final`` text ends it. Between segments nothing runs: no task waits for the next text.
-    Each delivery runs in a cancel scope of its own, so :meth:`cancel` stops them all while
-    the nursery lives on.
+    A segment begins with its first text: its output is taken then (none: the segment is
+    dropped), and a task of the borrowed nursery delivers it, once the segment before it was
+    delivered; its texts reach that task through a channel, and a ``final`` text ends it.
+    Between segments nothing runs: no task waits for the next text. Each delivery runs in a
+    cancel scope of its own, so :meth:`cancel` stops them all while the nursery lives on.
     """
 
     def __init__(self, nursery: trio.Nursery, output: Callable[[], TextSink | None],
-                 node: Callable[[], TranscriptionNode | None],
                  on_error: Callable[[Exception, TextSink], None]) -> None:
         self._nursery = nursery
         self._output = output
-        self._node = node
         self._on_error = on_error
         self._parts: Pipe[str] | None = None  # the open segment's
-        self._skipping = False  # no output or node when the open segment began: drop it
+        self._skipping = False  # no output when the open segment began: drop it
         self._delivered: Flag | None = None  # the last segment's
         self._deliveries: set[trio.CancelScope] = set()
         self._closed = False
@@ -319,43 +310,34 @@ class TranscriptForwarding:
             scope.cancel()
 
     def _begin_segment(self) -> None:
-        sink, transform = self._output(), self._node()
-        if sink is None or transform is None:
+        sink = self._output()
+        if sink is None:
             self._skipping = True
             return
         self._parts = parts = Pipe[str]()
         before, self._delivered = self._delivered, Flag()
         scope = trio.CancelScope()
         self._deliveries.add(scope)
-        self._nursery.start_soon(self._deliver, scope, sink, transform, parts, before,
-                                 self._delivered)
+        self._nursery.start_soon(self._deliver, scope, sink, parts, before, self._delivered)
 
     def _end_segment(self) -> None:
         parts, self._parts = self._parts, None
         if parts is not None:
             parts.close()
 
-    async def _deliver(self, scope: trio.CancelScope, sink: TextSink,
-                       transform: TranscriptionNode, parts: Pipe[str],
+    async def _deliver(self, scope: trio.CancelScope, sink: TextSink, parts: Pipe[str],
                        before: Flag | None, delivered: Flag) -> None:
         try:
             with scope:
                 if before is not None:
                     await before.wait()  # segments reach the output in order
                 try:
-                    async with aclosing(node_output(
-                            transform(_received(parts), ModelSettings()))) as chunks:
-                        async for chunk in chunks:
-                            await sink.capture_text(chunk)
+                    async for text in parts:
+                        await sink.capture_text(text)
                     sink.flush()
-                except Exception as e:  # a failing node or output loses this segment only
+                except Exception as e:  # a failing output loses this segment only
                     self._on_error(e, sink)
         finally:
             self._deliveries.discard(scope)
             delivered.set()
-
-
-async def _received(parts: Pipe[str]) -> AsyncIterator[str]:
-    async for text in parts:
-        yield text
 

@@ -28,6 +28,7 @@ from .io.resample import FrameResampler, output_sample_rate
 from .io.transcript_sync import TimedWord, heard_text, next_start, timed_words, word_starts
 from .events import LLMMetrics, PlaybackStartedEvent, TTSMetrics
 from .hosts import ActivityBasics
+from .agent import Agent
 from .models import (ChatChunk, CompletionUsage, FlushSentinel, FunctionToolCall, ModelSettings,
                      ToolChoice)
 from .speech_handle import SpeechHandle
@@ -49,8 +50,26 @@ class FrameQueue(Pipe[rtc.AudioFrame]):
     __slots__ = ()
 
 
+class NodeTranscript:
+    """A segment's transcript as the agent's overridden ``transcription_node`` makes it: the
+    node reads the segment's text as it is generated and what it yields is the transcript."""
+
+    __slots__ = ("input", "text", "ended", "scope")
+
+    def __init__(self) -> None:
+        self.input: Pipe[str] = Pipe()  # the segment's text as generated, to the node
+        self.text = ""  # what the node yielded so far
+        self.ended = Flag()  # the node's output ended (or the node failed, or was cancelled)
+        self.scope = trio.CancelScope()  # the node's run (cancelled when the playout is cut)
+
+
 class Segment:
-    """Text between two flushes, and the audio synthesized for it."""
+    """Text between two flushes, and the audio synthesized for it.
+
+    The TTS gets the text; everything else (the transcript synchronizer, the transcription
+    output, the history) gets the *transcript*, the text as the agent's transcription node
+    made it: the text itself for an agent that keeps the default node (``node`` is None).
+    """
 
     def __init__(self) -> None:
         self.text = ""
@@ -67,6 +86,19 @@ class Segment:
         self.playback_started = Flag()
         self.pacing = trio.CancelScope()  # the synchronizer's work on it (ended by playout)
         self.cut = False  # playout ended early (interrupted or stalled)
+        self.node: NodeTranscript | None = None  # an overridden transcription node's output
+
+    @property
+    def transcript(self) -> str:
+        """The transcript so far."""
+        node = self.node
+        return self.text if node is None else node.text
+
+    @property
+    def transcript_complete(self) -> bool:
+        """Nothing is added to the transcript any more."""
+        node = self.node
+        return self.text_ended_at is not None if node is None else node.ended.is_set()
 
     def on_playback_started(self, _: object) -> None:
         self.playback_started.set()
@@ -233,6 +265,9 @@ class Generation:
         # this step's own list: llm_node may add a tool for this call only, and the step's
         # tool calls are looked up in it; the next step starts again from request.tools
         self.tools = with_cancel_tools(flatten_tools(request.tools))
+        # the agent's transcription node, when it overrides the default (which changes
+        # nothing: without an override, a segment's transcript is its text)
+        self.transcription_node = _overridden_transcription_node(activity.agent)
 
     async def run(self, tool_nursery: trio.Nursery) -> None:
         """Generate, wait for the scheduler, play; tools start in ``tool_nursery``.
@@ -277,7 +312,7 @@ class Generation:
             if activity.session.output.active_transcription is not None:
                 paced = Pipe()
                 nursery.start_soon(self._pace_transcripts, paced)
-            await self._play_audio(played, paced)
+            await self._play_audio(played, paced, nursery)
         else:
             await self._play_text(segments)
 
@@ -297,7 +332,7 @@ class Generation:
         ttft: float | None = None
         usage: CompletionUsage | None = None
         request_id = ""
-        segment = Segment()
+        segment = self._new_segment()
         async with segments, tool_calls:
             segments.send_nowait(segment)
             try:
@@ -305,7 +340,7 @@ class Generation:
                     async for chunk in chunks:
                         if isinstance(chunk, FlushSentinel):
                             self._end_segment(segment)
-                            segment = Segment()
+                            segment = self._new_segment()
                             segments.send_nowait(segment)
                             continue
                         text, calls = _chunk_parts(chunk)
@@ -317,6 +352,8 @@ class Generation:
                                 ttft = trio.current_time() - started
                             segment.text += text
                             segment.text_chunks.send_nowait(text)
+                            if segment.node is not None:
+                                segment.node.input.send_nowait(text)
                         for call in calls:
                             tool_calls.send_nowait(call)
             except Exception as e:  # a failing model: stored on the handle, emitted, no reply
@@ -338,11 +375,19 @@ class Generation:
                 chat_ctx, self.tools, self.settings), text=True)
         return _text_source(self.request.say_text)
 
+    def _new_segment(self) -> Segment:
+        segment = Segment()
+        if self.transcription_node is not None:
+            segment.node = NodeTranscript()
+        return segment
+
     @staticmethod
     def _end_segment(segment: Segment) -> None:
         if segment.text_ended_at is None:
             segment.text_ended_at = trio.current_time()
             segment.text_chunks.close()
+            if segment.node is not None:
+                segment.node.input.close()
 
     def _flush_metrics(self) -> None:
         # A preemptive step reports its metrics only once it is used (scheduled).
@@ -417,13 +462,18 @@ class Generation:
         return ttfb
 
     # -- playout -----------------------------------------------------------------------------
-    async def _play_audio(self, played: Pipe[Segment],
-                          paced: Pipe[Segment] | None) -> None:
+    async def _play_audio(self, played: Pipe[Segment], paced: Pipe[Segment] | None,
+                          nursery: trio.Nursery) -> None:
+        """Play the segments; their transcription nodes (if overridden) run in ``nursery``.
+
+        Cancellation: what was played is recorded and the output is cleared (see
+        ``_play_segment``); then the cancellation propagates.
+        """
         output = self.activity.session.output.active_audio
         assert output is not None  # played only with an audio output
         output.on("playback_started", self._on_playback_started)
         try:
-            await self._play_segments(output, played, paced)
+            await self._play_segments(output, played, paced, nursery)
         finally:
             output.off("playback_started", self._on_playback_started)
 
@@ -434,12 +484,21 @@ class Generation:
 
     async def _play_segments(self, output: AudioOutput,
                              played: Pipe[Segment],
-                             paced: Pipe[Segment] | None) -> None:
+                             paced: Pipe[Segment] | None,
+                             nursery: trio.Nursery) -> None:
+        """Play each segment in turn; its transcription node (if overridden) runs in
+        ``nursery`` from the start of its playout until its end (cut: until the cut).
+
+        Cancellation: as ``_play_segment``.
+        """
         timeout = self.activity.session.audio_write_timeout
         async with paced if paced is not None else nullcontext():
             async for segment in played:
                 assert segment.frames is not None
                 self.step.current_message_id = segment.message_id
+                node = segment.node
+                if node is not None:
+                    nursery.start_soon(self._transcribe, node, None)
                 output.on("playback_started", segment.on_playback_started)
                 if paced is not None:
                     paced.send_nowait(segment)  # its words are released as it plays
@@ -449,6 +508,8 @@ class Generation:
                     output.off("playback_started", segment.on_playback_started)
                     segment.pacing.cancel()
                 if segment.cut:
+                    if node is not None:
+                        node.scope.cancel()  # what it made by the cut was recorded
                     return
 
     async def _play_segment(self, output: AudioOutput, segment: Segment,
@@ -476,6 +537,8 @@ class Generation:
                     segment.cut = True
                     self._record_played(segment, ev.playback_position)
                     return
+            if segment.node is not None:
+                await segment.node.ended.wait()  # all of it was played: all of its transcript
             self._record_played(segment, math.inf)
         except trio.Cancelled:
             self._clear_output(output, segment)
@@ -494,22 +557,57 @@ class Generation:
         self._record_played(segment, self.step.heard_seconds)
 
     async def _play_text(self, segments: Pipe[Segment]) -> None:
-        # Text-only output: the agent is speaking from its first forwarded text.
+        # Text-only output: the agent is speaking from its first forwarded text (the
+        # transcription node's first output, when the agent overrides the node).
         async for segment in segments:
-            async for text in segment.text_chunks:
-                if self.step.started_speaking_at is None:
-                    self.step.started_speaking_at = trio.current_time()
-                    self.activity.on_text_playback_started(self.handle)
-                self.step.played_text += text
-            self.activity.forward_transcription_nowait(segment.text)
+            if segment.node is None:
+                async for text in segment.text_chunks:
+                    if self.step.started_speaking_at is None:
+                        self.step.started_speaking_at = trio.current_time()
+                        self.activity.on_text_playback_started(self.handle)
+                    self.step.played_text += text
+            else:
+                await self._transcribe(segment.node, self._text_played)
+            self.activity.forward_transcription_nowait(segment.transcript)
+
+    def _text_played(self, text: str) -> None:
+        if self.step.started_speaking_at is None:
+            self.step.started_speaking_at = trio.current_time()
+            self.activity.on_text_playback_started(self.handle)
+        self.step.played_text += text
+
+    async def _transcribe(self, node: NodeTranscript,
+                          on_text: Callable[[str], None] | None) -> None:
+        """Run the agent's transcription node over a segment's text as it is generated:
+        what it yields is the segment's transcript (and goes to ``on_text``). A failing node
+        is an ``error`` event; the transcript is then what it yielded before failing.
+
+        Cancellation: the node is closed; the transcript is what it yielded so far.
+        """
+        transform = self.transcription_node
+        assert transform is not None
+        try:
+            with node.scope:
+                async with aclosing(await node_items(
+                        transform(_WaitingText(node.input), self.settings))) as chunks:
+                    async for chunk in chunks:
+                        node.text += chunk
+                        if on_text is not None:
+                            on_text(chunk)
+        except Exception as e:
+            self.activity.session.conversation.report_transcription_error(
+                e, self.activity.agent)
+        finally:
+            node.ended.set()
 
     def _record_played(self, segment: Segment, position: float) -> None:
+        transcript = segment.transcript
         if position <= 0.0:
             text = ""
         elif position >= segment.audio_duration:
-            text = segment.text
+            text = transcript
         else:
-            text = played_prefix(segment.text, position, segment.audio_duration)
+            text = played_prefix(transcript, position, segment.audio_duration)
         self.step.played_text += text
         # the synchronizer released part of it already: the rest, and the segment's end
         rest = text[len(segment.forwarded):] if text.startswith(segment.forwarded) else ""
@@ -532,10 +630,11 @@ class Generation:
 
     async def _forward_as_generated(self, segment: Segment) -> None:
         while True:
-            if len(segment.text) > len(segment.forwarded):
-                segment.release_transcript(segment.text[len(segment.forwarded):], final=False,
+            transcript = segment.transcript
+            if len(transcript) > len(segment.forwarded):
+                segment.release_transcript(transcript[len(segment.forwarded):], final=False,
                                            forward=self.activity.forward_transcription_nowait)
-            if segment.text_ended_at is not None and segment.forwarded == segment.text:
+            if segment.transcript_complete and segment.forwarded == transcript:
                 await trio.sleep_forever()  # all sent; the playout's end cancels this
             await trio.sleep(_PACE_POLL)
 
@@ -548,12 +647,13 @@ class Generation:
         starts: list[tuple[str, float]] = []
         while True:
             position = trio.current_time() - start
-            complete = segment.audio_complete and segment.text_ended_at is not None
-            now_inputs = (len(segment.text), len(segment.timestamps), complete,
+            transcript = segment.transcript
+            complete = segment.audio_complete and segment.transcript_complete
+            now_inputs = (len(transcript), len(segment.timestamps), complete,
                           segment.audio_duration if complete else None)
             if now_inputs != inputs:
                 inputs = now_inputs
-                starts = word_starts(segment.text, audio_duration=segment.audio_duration,
+                starts = word_starts(transcript, audio_duration=segment.audio_duration,
                                      complete=complete, timestamps=segment.timestamps)
             # up to the end of the last word begun: its trailing space comes with the next
             heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
@@ -580,3 +680,11 @@ class Generation:
                                 extra=dict(tool_call.extra) if tool_call.extra else {})
             self.activity.dispatch_tool(self.handle, call, self.step, self.tools,
                                         tool_nursery)
+
+
+def _overridden_transcription_node(agent: Agent) -> Callable[..., object] | None:
+    """``agent``'s ``transcription_node`` if it overrides the default (which passes the text
+    through unchanged), else None."""
+    if type(agent).transcription_node is Agent.transcription_node:
+        return None
+    return agent.transcription_node

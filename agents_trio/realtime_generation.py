@@ -78,7 +78,7 @@ class RealtimeGeneration(Generation):
                 if activity.session.output.active_audio is not None:
                     paced: Pipe[Segment] = Pipe()
                     nursery.start_soon(self._pace_transcripts, paced)
-                    await self._play_audio(played, paced)
+                    await self._play_audio(played, paced, nursery)
                 else:
                     await self._play_text_segments(played)
             except trio.Cancelled:
@@ -143,7 +143,7 @@ class RealtimeGeneration(Generation):
         async with trio.open_nursery() as nursery:
             async for message in messages:
                 response.progress()
-                segment = Segment()
+                segment = self._new_segment()
                 segment.message_id = message.message_id
                 frames_send = segment.frames = FrameQueue()
                 played.send_nowait(segment)
@@ -158,9 +158,13 @@ class RealtimeGeneration(Generation):
                 async for delta in message.text_stream:
                     response.progress()
                     segment.text += delta
+                    if segment.node is not None:
+                        segment.node.input.send_nowait(delta)
             finally:  # also when the response's scope ended: the text is what arrived
                 segment.text_ended_at = trio.current_time()
                 segment.text_complete.set()
+                if segment.node is not None:
+                    segment.node.input.close()
 
         async def audio() -> None:
             # the model's audio goes through the agent's realtime_audio_output_node
@@ -181,11 +185,13 @@ class RealtimeGeneration(Generation):
             async for _ in segment.frames:
                 pass
             await segment.text_complete.wait()  # the transcript may lag the audio
+            if segment.node is not None:
+                await self._transcribe(segment.node, None)
             if self.step.started_speaking_at is None:
                 self.step.started_speaking_at = trio.current_time()
                 self.activity.on_text_playback_started(self.handle)
-            self.step.played_text += segment.text
-            self.activity.forward_transcription_nowait(segment.text)
+            self.step.played_text += segment.transcript
+            self.activity.forward_transcription_nowait(segment.transcript)
 
     async def _dispatch_functions(self, calls: AsyncIterable[FunctionCall],
                                   tool_nursery: trio.Nursery,

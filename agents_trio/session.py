@@ -30,7 +30,7 @@ from ._errors import SessionClosedError
 from .activity import Activity
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
-from .conversation import Conversation, TranscriptionNode
+from .conversation import Conversation
 from .floor import Floor
 from .events import (AgentMetrics, AgentState, CloseEvent, CloseOverrun, CloseReason,
                      PlaybackFinishedEvent, PlaybackStartedEvent, UserState)
@@ -758,8 +758,8 @@ class AgentSession(Generic[Userdata_T]):
         # nursery)
         starting: trio.TaskStatus[None] | None = task_status
         del task_status
-        self.conversation.open_transcription(
-            self._nursery, lambda: self.output.active_transcription, self._transcription_node)
+        self.conversation.open_transcription(self._nursery,
+                                             lambda: self.output.active_transcription)
         try:
             with self._work_scope:
                 async with trio.open_nursery() as nursery:
@@ -1160,11 +1160,6 @@ class AgentSession(Generic[Userdata_T]):
     def _push_realtime_audio(self, frame: rtc.AudioFrame) -> None:
         if self._activity is not None:
             self._activity.push_realtime_audio(frame)
-
-    def _transcription_node(self) -> TranscriptionNode | None:
-        """The current agent's transcription node (each segment goes through the one of the
-        agent speaking when it began)."""
-        return self._agent.transcription_node if self._agent is not None else None
 
 
 def _overridden_stt_node(agent: Agent) -> SttNode | None:

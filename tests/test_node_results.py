@@ -166,8 +166,10 @@ async def test_transcription_node_coroutine_returning_an_async_iterable(autojump
     a.add_tts(1.0)
     session = create_session(a)
     await run_session(session, TranscriptionViaCoroutine())
-    # the node's stream carries the segment's words as the synchronizer releases them (each
-    # chunk bracketed), one stream and one message per segment
+    # the node's stream carries the segment's text as the LLM generates it (each chunk
+    # bracketed), one stream and one message per segment; the history keeps its output
     [message] = session.output.transcription.messages
-    assert message.startswith("<Hi") and message.endswith("there.>")
+    assert message.startswith("<Hi") and message.endswith(">")
     assert message.replace("<", "").replace(">", "") == "Hi there."
+    assert [m.text_content for m in session.history.messages()
+            if m.role == "assistant"] == [message]

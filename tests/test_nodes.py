@@ -60,7 +60,11 @@ async def test_nodes_can_transform_and_delegate_to_the_default(autojump_clock):
     assert finals == ["HELLO THERE"]
     assert agent.llm_inputs == ["HELLO THERE"]
     assert agent.frames == 100  # 1.0 s of 10 ms frames
-    assert session.output.transcription.messages == ["[General Kenobi!]"]
+    # the transcription node gets the LLM's chunks (three characters each, from the fake),
+    # as on LiveKit; what it makes is shown and kept in the history
+    assert session.output.transcription.messages == ["[Gen][era][l K][eno][bi!]"]
+    assert [m.text_content for m in session.history.messages()
+            if m.role == "assistant"] == ["[Gen][era][l K][eno][bi!]"]
     assert [round(ev.playback_position, 2)
             for ev in session.output.audio.playback_finished_events] == [1.0]
 

@@ -1,15 +1,13 @@
 """The agent's transcription on its way to the output: segments in order, nothing running
-between them, close and cancel."""
+between them, close and cancel. (The texts are already the transcription node's output: the
+speech runs the node, see test_transcription_node_history.py.)"""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
 
 import trio
 import trio.testing
 
 from agents_trio.conversation import TranscriptForwarding
-from agents_trio.models import ModelSettings
 
 
 class Sink:
@@ -25,11 +23,6 @@ class Sink:
         self.log.append(("|", trio.current_time()))
 
 
-async def passthrough(text: AsyncIterator[str], _: ModelSettings) -> AsyncIterator[str]:
-    async for part in text:
-        yield part
-
-
 def _errors() -> tuple[list[Exception], object]:
     seen: list[Exception] = []
     return seen, lambda error, sink: seen.append(error)
@@ -40,7 +33,7 @@ async def test_segments_reach_the_output_in_order_and_nothing_runs_between_them(
     sink = Sink(delay=1.0)  # the first segment is still being delivered when the second ends
     errors, on_error = _errors()
     async with trio.open_nursery() as nursery:
-        forwarding = TranscriptForwarding(nursery, lambda: sink, lambda: passthrough, on_error)
+        forwarding = TranscriptForwarding(nursery, lambda: sink, on_error)
         assert nursery.child_tasks == frozenset()
         forwarding.send("one ", final=False)
         forwarding.send("two", final=True)
@@ -52,13 +45,12 @@ async def test_segments_reach_the_output_in_order_and_nothing_runs_between_them(
     assert errors == []
 
 
-async def test_a_segment_without_output_or_node_is_dropped(autojump_clock):
+async def test_a_segment_without_output_is_dropped(autojump_clock):
     sink = Sink()
     outputs: list[Sink | None] = [None, sink]
     errors, on_error = _errors()
     async with trio.open_nursery() as nursery:
-        forwarding = TranscriptForwarding(nursery, lambda: outputs[0], lambda: passthrough,
-                                          on_error)
+        forwarding = TranscriptForwarding(nursery, lambda: outputs[0], on_error)
         forwarding.send("lost ", final=False)
         outputs[0] = sink  # an output appearing mid-segment does not take the rest of it
         forwarding.send("too", final=True)
@@ -71,7 +63,7 @@ async def test_close_ends_the_open_segment_and_ignores_later_texts(autojump_cloc
     sink = Sink()
     errors, on_error = _errors()
     async with trio.open_nursery() as nursery:
-        forwarding = TranscriptForwarding(nursery, lambda: sink, lambda: passthrough, on_error)
+        forwarding = TranscriptForwarding(nursery, lambda: sink, on_error)
         forwarding.send("cut ", final=False)
         forwarding.close()
         forwarding.send("after", final=True)
@@ -83,7 +75,7 @@ async def test_cancel_stops_the_deliveries_in_progress_and_later_ones(autojump_c
     sink = Sink(delay=10.0)
     errors, on_error = _errors()
     async with trio.open_nursery() as nursery:
-        forwarding = TranscriptForwarding(nursery, lambda: sink, lambda: passthrough, on_error)
+        forwarding = TranscriptForwarding(nursery, lambda: sink, on_error)
         forwarding.send("slow", final=True)
         forwarding.send("queued", final=True)
         await trio.sleep(1)
@@ -95,21 +87,20 @@ async def test_cancel_stops_the_deliveries_in_progress_and_later_ones(autojump_c
     assert errors == []
 
 
-async def test_a_failing_node_loses_its_segment_only(autojump_clock):
-    sink = Sink()
+class FailingOnce(Sink):
+    async def capture_text(self, text: str) -> None:
+        if text == "broken":
+            raise RuntimeError("output broke")
+        await super().capture_text(text)
+
+
+async def test_a_failing_output_loses_its_segment_only(autojump_clock):
+    sink = FailingOnce()
     errors, on_error = _errors()
-
-    async def failing(text: AsyncIterator[str], _: ModelSettings) -> AsyncIterator[str]:
-        async for _part in text:
-            raise RuntimeError("node broke")
-        yield ""  # pragma: no cover - a generator
-
-    nodes = [failing]
     async with trio.open_nursery() as nursery:
-        forwarding = TranscriptForwarding(nursery, lambda: sink, lambda: nodes[0], on_error)
+        forwarding = TranscriptForwarding(nursery, lambda: sink, on_error)
         forwarding.send("broken", final=True)
-        nodes[0] = passthrough
         forwarding.send("fine", final=True)
         await forwarding.wait_delivered()
     assert [text for text, _ in sink.log] == ["fine", "|"]
-    assert [str(e) for e in errors] == ["node broke"]
+    assert [str(e) for e in errors] == ["output broke"]

@@ -87,8 +87,6 @@ def test_multi_agent_hands_off_to_a_realtime_story_agent_as_on_livekit(tmp_path:
     check_both("multi_agent", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="bug, not fixed: the assistant message in the history "
-                   "is the LLM's raw text, not the transcription_node's output as in LiveKit")
 def test_structured_output_keeps_the_transcription_nodes_text_as_on_livekit(
         tmp_path: Path) -> None:
     check_both("structured_output", tmp_path)
