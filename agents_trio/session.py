@@ -11,6 +11,7 @@ the last event.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import enum
 import logging
@@ -27,7 +28,7 @@ from livekit import rtc
 from .instructions import InputModality, Instructions
 from .mcp import MCPServer, check_mcp_servers
 from ._errors import SessionClosedError
-from .activity import Activity
+from .activity import Activity, ActivityState, current_inline
 from .agent import Agent
 from .chat import AgentHandoff, ChatContext, ChatMessage
 from .conversation import Conversation
@@ -383,6 +384,9 @@ class AgentSession(Generic[Userdata_T]):
         # handoff the close meets is not completed (no agent starts in a closing session, as
         # in LiveKit)
         self._switch_scope: trio.CancelScope | None = None
+        # the inputs of session.run() calls not sent yet, oldest first: each is sent once the
+        # conversation waits for the user, or to the agent it waits for if that one hands off
+        self._waiting_inputs: collections.deque[_WaitingInput] = collections.deque()
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession[Userdata_T]:
@@ -910,10 +914,35 @@ class AgentSession(Generic[Userdata_T]):
             return  # not started, or the close began
         if self._activity is not None:
             self._activity.block_new_turns()
+            self._send_waiting_input_before_handoff(self._activity)
             self._activity.end_realtime()
         # the active run stays open until the new agent runs (taken now: the old speech may
         # finish before the host picks the request up)
         self._switches.submit(_SwitchRequest(agent, self.conversation.hold_run()))
+
+    def _send_waiting_input_before_handoff(self, activity: Activity) -> None:
+        """A handoff leaves ``activity``, the agent the oldest waiting ``session.run()`` input
+        waits for: that agent answers it, before it drains (its queued speeches play before
+        the handoff completes), and the run, begun now, watches the handoff.
+
+        This is LiveKit's order: there ``run()`` gives its input at once to the current
+        agent, whose queue the drain plays out. Waiting instead for the agent the handoff
+        leads to could be forever: agents whose greetings hand off again never wait for the
+        user. A realtime agent takes nothing more once a handoff is asked for (its session
+        ends now): the input then waits for the next agent.
+        """
+        if (not self._waiting_inputs or self.conversation.active_run is not None
+                or activity.state is not ActivityState.RUNNING or activity.realtime is not None):
+            return
+        waiting = self._waiting_inputs.popleft()
+        # the user's turn, not a reply of the tool or hook that asked for the handoff
+        token = current_inline.set(None)
+        try:
+            self._send_input(waiting)
+        except Exception as e:  # as generate_reply() would have raised it to the caller
+            waiting.run.fail(e)
+        finally:
+            current_inline.reset(token)
 
     async def drain(self) -> None:
         """Let the current agent finish its speeches and run ``on_exit``.
@@ -1096,6 +1125,11 @@ class AgentSession(Generic[Userdata_T]):
         queued and playing speeches and its running tools. It goes to that agent, and the run
         ends when the conversation waits for the user again.
 
+        If the agent the input waits for hands off first, that agent takes the input when
+        the handoff is asked for, and answers it before the handoff completes (as in
+        LiveKit, where the input is queued at once on the current agent); the run then
+        follows the handoff, until the conversation waits for the user again.
+
         Returns:
             The run's events (assistant messages, tool calls and outputs, handoffs).
 
@@ -1115,25 +1149,43 @@ class AgentSession(Generic[Userdata_T]):
             if self.closing:
                 raise SessionClosedError("session closed")
             raise RuntimeError("the session is not running")
-        run: RunResult[Any] = RunResult(user_input=user_input)
-        # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run
-        await self._wait_settled()
-        if self.closing:
-            raise SessionClosedError("session closed")
-        if self.conversation.active_run is not None:
-            raise RuntimeError("nested runs are not supported")
-        self.conversation.begin_run(run)
-        self.generate_reply(user_input=user_input, input_modality=input_modality)
-        await run
-        return run
+        waiting = _WaitingInput(RunResult(user_input=user_input), user_input, input_modality)
+        self._waiting_inputs.append(waiting)
+        try:
+            # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run;
+            # the input leaves the queue once sent (by a handoff, see update_agent)
+            await self.conversation.wait_until(
+                lambda: waiting not in self._waiting_inputs or self._waits_for_user())
+        except BaseException:
+            if waiting in self._waiting_inputs:
+                self._waiting_inputs.remove(waiting)
+            raise
+        if waiting in self._waiting_inputs:  # the conversation waits for the user
+            self._waiting_inputs.remove(waiting)
+            if self.closing:
+                raise SessionClosedError("session closed")
+            if self.conversation.active_run is not None:
+                raise RuntimeError("nested runs are not supported")
+            self._send_input(waiting)
+        await waiting.run
+        return waiting.run
 
-    async def _wait_settled(self) -> None:
-        """Wait until the conversation waits for the user: the current (innermost) agent's
+    def _waits_for_user(self) -> bool:
+        """Whether the conversation waits for the user: the current (innermost) agent's
         on_enter returned or handed the floor to an AgentTask, and it has nothing queued,
-        generating or running — whatever depth of AgentTasks is open. The input then goes to
-        the agent that asked for it (Agent → TaskGroup → task → nested task)."""
-        await self.conversation.wait_until(
-            lambda: self.closing or self._activity is None or self._activity.settled)
+        generating or running — whatever depth of AgentTasks is open. A waiting input then
+        goes to the agent that asked for it (Agent → TaskGroup → task → nested task)."""
+        return self.closing or self._activity is None or self._activity.settled
+
+    def _send_input(self, waiting: _WaitingInput) -> None:
+        """Begin ``waiting``'s run and give its input to the current agent (raises as
+        ``generate_reply`` does); it has left the queue of waiting inputs."""
+        self.conversation.begin_run(waiting.run)
+        try:
+            self.generate_reply(user_input=waiting.user_input,
+                                input_modality=waiting.input_modality)
+        finally:
+            self.conversation.progressed()  # the waiting run() calls look again
 
     def _close_for_error(self, error: BaseException) -> None:
         """Close the session for ``error`` (reason ``error``, the error on ``close``), unless
@@ -1209,6 +1261,16 @@ def owning_sessions(owner: SessionOwner) -> Iterator[None]:
         yield
     finally:
         _session_owner.reset(token)
+
+
+class _WaitingInput:
+    """The input of a ``session.run()`` call, waiting to be sent to an agent."""
+
+    def __init__(self, run: RunResult[Any], user_input: str,
+                 input_modality: InputModality) -> None:
+        self.run = run
+        self.user_input = user_input
+        self.input_modality: InputModality = input_modality
 
 
 class _SwitchRequest:

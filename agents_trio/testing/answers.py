@@ -249,8 +249,7 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
     schedule = record.schedule
     if record.close_requested_at is None:
         return []
-    closes = [at for _, at in record.events_named("close")]
-    close_at = record.t(min(closes)) if closes else schedule.close_at
+    close_at = _close_at(record)
     switches = _switch_spans(record)
     window = _answer_window(schedule)
     outcomes = {id(o.action): o for o in record.actions}
@@ -277,6 +276,31 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
     return out
 
 
+def _close_at(record: ConversationRecord) -> float:
+    """When the close came (schedule seconds)."""
+    closes = [at for _, at in record.events_named("close")]
+    return record.t(min(closes)) if closes else record.schedule.close_at
+
+
+def _run_due(record: ConversationRecord, quiet: QuietInput) -> float | None:
+    """When the quiet run ``quiet`` must have returned; None when it may stay open until
+    the close.
+
+    A run watches each handoff asked for while it is open, the new agent's ``on_enter`` and
+    the speeches made meanwhile (in LiveKit, ``update_agent`` and ``_update_activity_task``
+    hand them to the active run), so agents whose greetings hand off again keep it open for
+    as long as they go on: each switch that begins before the run is due moves its due time
+    to when the new agent's greeting has had time to settle.
+    """
+    schedule = record.schedule
+    after_switch = _answer_window(schedule) + _chain_time(schedule.greeting) + 5.0
+    due = quiet.end
+    for begun, handed in sorted(_switch_spans(record)):
+        if quiet.start <= begun <= due:
+            due = max(due, handed + after_switch)
+    return due if due < _close_at(record) else None
+
+
 def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
     """An input with time to be answered is answered, and a ``session.run`` with time to
     settle returns.
@@ -290,7 +314,9 @@ def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
     window ends. The window starts when the turn is committed (text: at once; speech: 1.5 s
     after its end) and lasts long enough for one queued tool reply and the input's own reply
     to start playing (a run: also for its tool rounds). Answered means: a user message holding
-    the input's words is committed and a generation answering it shows in the history.
+    the input's words is committed and a generation answering it shows in the history. A run
+    follows the handoffs asked for while it is open: each moves the time it must return by
+    (a chain of them that lasts until the close excuses it).
     """
     visible = _visible_requests(record)
     users = _user_messages(record)
@@ -310,8 +336,9 @@ def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
             yield (f"the input {_describe_message(record, message)} was never answered "
                    f"(nothing else happened until {end:.2f})")
         ended = quiet.outcome.ended_at
-        if isinstance(quiet.action, RunInput) and (ended is None or record.t(ended) > end):
-            yield (f"session.run({words!r}) at {start:.2f} did not return by {end:.2f} "
+        due = _run_due(record, quiet) if isinstance(quiet.action, RunInput) else None
+        if due is not None and (ended is None or record.t(ended) > due):
+            yield (f"session.run({words!r}) at {start:.2f} did not return by {due:.2f} "
                    f"(returned at {record.t(ended):.2f})")
 
 
