@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents_trio.nurseries import PriorityQueue
@@ -103,6 +103,7 @@ ops = st.lists(
 )
 
 
+@settings(deadline=None)  # a pure model check: no wall-clock deadline on a loaded machine
 @given(ops)
 def test_matches_sorted_list_model(operations):
     q: PriorityQueue[int] = PriorityQueue()
