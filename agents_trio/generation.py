@@ -18,7 +18,7 @@ import trio
 from livekit import rtc
 
 from .model_capabilities import audio_frame_of
-from .text_transforms import apply, played_prefix
+from .text_transforms import apply
 from ._iterators import aclosing, node_items
 from ._ids import short_id
 from .chat import INSTRUCTIONS_ID, ChatContext, ChatItem, ChatMessage, FunctionCall
@@ -78,7 +78,7 @@ class Segment:
         self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
-        self.text_complete = Flag()  # realtime: the message's text stream ended
+        self.text_complete = Flag()  # its text ended (a realtime message's text stream too)
         self.audio_complete = False  # the TTS finished the segment
         self.timestamps: list[TimedWord] = []  # word timings given by the TTS, if any
         self.forwarded = ""  # the transcription released so far (paced by the playback)
@@ -97,8 +97,30 @@ class Segment:
     @property
     def transcript_complete(self) -> bool:
         """Nothing is added to the transcript any more."""
+        return self._transcript_ended.is_set()
+
+    @property
+    def _transcript_ended(self) -> Flag:
         node = self.node
-        return self.text_ended_at is not None if node is None else node.ended.is_set()
+        return self.text_complete if node is None else node.ended
+
+    async def wait_transcript_complete(self) -> None:
+        """Wait until nothing is added to the transcript any more: the text ended, or the
+        transcription node did (it failed, or was cancelled).
+
+        Cancellation: a checkpoint only.
+        """
+        await self._transcript_ended.wait()
+
+    def word_starts(self) -> list[tuple[str, float]]:
+        """When each word of the transcript so far starts in the segment's audio, at the
+        transcript synchronizer's pace (see ``io.transcript_sync``): the words it shows by a
+        position are the words a cut there keeps. A last word the transcript may still add
+        to is not counted yet."""
+        text_complete = self.transcript_complete
+        return word_starts(self.transcript, audio_duration=self.audio_duration,
+                           complete=self.audio_complete and text_complete,
+                           text_complete=text_complete, timestamps=self.timestamps)
 
     def on_playback_started(self, _: object) -> None:
         self.playback_started.set()
@@ -386,6 +408,7 @@ class Generation:
         if segment.text_ended_at is None:
             segment.text_ended_at = trio.current_time()
             segment.text_chunks.close()
+            segment.text_complete.set()
             if segment.node is not None:
                 segment.node.input.close()
 
@@ -514,6 +537,34 @@ class Generation:
 
     async def _play_segment(self, output: AudioOutput, segment: Segment,
                             timeout: float | None) -> None:
+        """Play ``segment``'s audio, then wait for the rest of its transcript.
+
+        Two phases, each recording what was played if it is cut: while the audio plays, a
+        cut clears the output and keeps the transcript up to the played position; once all
+        of it played (the user heard it all), the speech waits for the rest of the
+        transcript (a realtime message's text may lag its audio; the transcription node may
+        lag the text), as LiveKit waits for its text forwarding, and a cut then keeps all the
+        transcript so far (the output has nothing left to clear).
+
+        Cancellation: what was played is recorded (the output cleared while the audio
+        plays); then the cancellation propagates.
+        """
+        if not await self._play_out(output, segment, timeout):
+            return
+        self.step.heard_seconds = segment.audio_duration  # all of it (for truncation)
+        try:
+            await segment.wait_transcript_complete()
+        finally:
+            self._record_played(segment, math.inf)
+
+    async def _play_out(self, output: AudioOutput, segment: Segment,
+                        timeout: float | None) -> bool:
+        """Play ``segment``'s audio: True once all of it played, False when its playout was
+        cut (interrupted by the output, or stalled: the speech is interrupted), what was
+        heard recorded.
+
+        Cancellation: the output is cleared and what was heard is recorded.
+        """
         frames = segment.frames
         assert frames is not None
         try:
@@ -536,10 +587,8 @@ class Generation:
                 if ev.interrupted:
                     segment.cut = True
                     self._record_played(segment, ev.playback_position)
-                    return
-            if segment.node is not None:
-                await segment.node.ended.wait()  # all of it was played: all of its transcript
-            self._record_played(segment, math.inf)
+                    return False
+            return True
         except trio.Cancelled:
             self._clear_output(output, segment)
             raise
@@ -550,6 +599,7 @@ class Generation:
             self._clear_output(output, segment)
             self.handle.interrupt(force=True)
             self.activity.report_model_error(self.handle, e, source=output)
+            return False
 
     def _clear_output(self, output: AudioOutput, segment: Segment) -> None:
         ev = output.clear_buffer()
@@ -560,21 +610,39 @@ class Generation:
         # Text-only output: the agent is speaking from its first forwarded text (the
         # transcription node's first output, when the agent overrides the node).
         async for segment in segments:
-            if segment.node is None:
-                async for text in segment.text_chunks:
-                    if self.step.started_speaking_at is None:
-                        self.step.started_speaking_at = trio.current_time()
-                        self.activity.on_text_playback_started(self.handle)
-                    self.step.played_text += text
-            else:
-                await self._transcribe(segment.node, self._text_played)
-            self.activity.forward_transcription_nowait(segment.transcript)
+            await self._show_segment(segment, segment.text_chunks)
 
-    def _text_played(self, text: str) -> None:
+    async def _show_segment(self, segment: Segment, text: AsyncIterable[str]) -> None:
+        """Text-only output: show ``segment`` as its transcript is made (the node's output,
+        else ``text``). Each piece is said at once, both kept for the history and sent to the
+        transcription output, as LiveKit's text forwarding sends each piece; the segment
+        ends on the output with its transcript.
+
+        Cancellation: what was shown is what was said; the segment ends on the output there
+        (one that showed nothing is not sent at all).
+        """
+        try:
+            if segment.node is None:
+                async for piece in text:
+                    self._say_text(segment, piece)
+            else:
+                await self._transcribe(segment.node,
+                                       lambda piece: self._say_text(segment, piece))
+        except BaseException:
+            if segment.forwarded:
+                segment.release_transcript("", final=True,
+                                           forward=self.activity.forward_transcription_nowait)
+            raise
+        segment.release_transcript("", final=True,
+                                   forward=self.activity.forward_transcription_nowait)
+
+    def _say_text(self, segment: Segment, text: str) -> None:
         if self.step.started_speaking_at is None:
             self.step.started_speaking_at = trio.current_time()
             self.activity.on_text_playback_started(self.handle)
         self.step.played_text += text
+        segment.release_transcript(text, final=False,
+                                   forward=self.activity.forward_transcription_nowait)
 
     async def _transcribe(self, node: NodeTranscript,
                           on_text: Callable[[str], None] | None) -> None:
@@ -601,13 +669,24 @@ class Generation:
             node.ended.set()
 
     def _record_played(self, segment: Segment, position: float) -> None:
+        """Record what ``position`` seconds of ``segment``'s playout said, and end its
+        transcription: all of its transcript once the audio played to its end; cut before,
+        the words started by then at the synchronizer's pace (``Segment.word_starts``), and
+        never less than the transcription output already showed (the synchronizer's pace
+        may have changed since it released them: the text or the audio completed), so the
+        history keeps what the output shows, as LiveKit keeps the synchronizer's
+        ``synchronized_transcript`` (an unsynchronized output's text is all the node made,
+        which LiveKit keeps too). Nothing played, nothing is kept."""
         transcript = segment.transcript
         if position <= 0.0:
             text = ""
         elif position >= segment.audio_duration:
             text = transcript
         else:
-            text = played_prefix(transcript, position, segment.audio_duration)
+            heard = heard_text(segment.word_starts(), position,
+                               audio_duration=segment.audio_duration).rstrip()
+            # both are prefixes of the transcript (it only grows): the longer one
+            text = max(heard, segment.forwarded, key=len)
         self.step.played_text += text
         # the synchronizer released part of it already: the rest, and the segment's end
         rest = text[len(segment.forwarded):] if text.startswith(segment.forwarded) else ""
@@ -647,14 +726,13 @@ class Generation:
         starts: list[tuple[str, float]] = []
         while True:
             position = trio.current_time() - start
-            transcript = segment.transcript
-            complete = segment.audio_complete and segment.transcript_complete
-            now_inputs = (len(transcript), len(segment.timestamps), complete,
-                          segment.audio_duration if complete else None)
+            text_complete = segment.transcript_complete
+            complete = segment.audio_complete and text_complete
+            now_inputs = (len(segment.transcript), len(segment.timestamps), text_complete,
+                          complete, segment.audio_duration if complete else None)
             if now_inputs != inputs:
                 inputs = now_inputs
-                starts = word_starts(transcript, audio_duration=segment.audio_duration,
-                                     complete=complete, timestamps=segment.timestamps)
+                starts = segment.word_starts()
             # up to the end of the last word begun: its trailing space comes with the next
             heard = heard_text(starts, position, audio_duration=segment.audio_duration).rstrip()
             if len(heard) > len(segment.forwarded) and heard.startswith(segment.forwarded):

@@ -16,7 +16,7 @@ still received for earlier speeches: that is what a newer turn does.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -180,18 +180,19 @@ class RealtimeGeneration(Generation):
             nursery.start_soon(audio)
 
     async def _play_text_segments(self, played: Pipe[Segment]) -> None:
+        """Text-only output: each message's text is shown once it is complete (the
+        transcript may lag the audio), or, through the agent's transcription node, as the
+        node makes it (``_show_segment``)."""
         async for segment in played:
             assert segment.frames is not None
             async for _ in segment.frames:
                 pass
-            await segment.text_complete.wait()  # the transcript may lag the audio
-            if segment.node is not None:
-                await self._transcribe(segment.node, None)
-            if self.step.started_speaking_at is None:
+            if segment.node is None:
+                await segment.text_complete.wait()
+            await self._show_segment(segment, _whole(segment))
+            if self.step.started_speaking_at is None:  # a message with no text
                 self.step.started_speaking_at = trio.current_time()
                 self.activity.on_text_playback_started(self.handle)
-            self.step.played_text += segment.transcript
-            self.activity.forward_transcription_nowait(segment.transcript)
 
     async def _dispatch_functions(self, calls: AsyncIterable[FunctionCall],
                                   tool_nursery: trio.Nursery,
@@ -209,3 +210,8 @@ class RealtimeGeneration(Generation):
             self.activity.dispatch_tool(self.handle, call, self.step,
                                         with_cancel_tools(flatten_tools(self.request.tools)),
                                         tool_nursery)
+
+
+async def _whole(segment: Segment) -> AsyncIterator[str]:
+    """A realtime message's text, complete, as one piece."""
+    yield segment.text

@@ -214,8 +214,10 @@ async def _non_empty(text: AsyncIterable[str]) -> AsyncIterator[str]:
 
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
 _NOT_LETTER = re.compile(r"[^a-z]")
-TOKENS = re.compile(r"\S+\s*")
-"""A word with its trailing space (how transcripts are paced)."""
+TOKENS = re.compile(r"\s*\S+\s*")
+"""A word with its trailing space, the first one with the text's leading space too (how
+transcripts are paced): the words of a text join into it, so the words heard by a moment
+are a prefix of it."""
 
 
 @functools.lru_cache(maxsize=4096)

@@ -60,9 +60,10 @@ def timed_words(frame: rtc.AudioFrame) -> list[TimedWord]:
 
 
 def word_starts(text: str, *, audio_duration: float, complete: bool,
-                timestamps: Sequence[TimedWord] = (), speed: float = 1.0
-                ) -> list[tuple[str, float]]:
-    """The words of ``text`` (each with its trailing space) and when each starts.
+                timestamps: Sequence[TimedWord] = (), speed: float = 1.0,
+                text_complete: bool = True) -> list[tuple[str, float]]:
+    """The words of ``text`` (each with its trailing space, the first with any leading
+    space too: together they are ``text``) and when each starts.
 
     Args:
         text: The segment's text so far.
@@ -71,8 +72,12 @@ def word_starts(text: str, *, audio_duration: float, complete: bool,
             audio).
         timestamps: Word timestamps from the TTS, in word order.
         speed: Multiplies the standard speaking rate used before the segment is complete.
+        text_complete: No more text comes. While more may, a last word with no space after
+            it may not be whole yet: it is left out until it is.
     """
     tokens = TOKENS.findall(text)
+    if not text_complete and tokens and not tokens[-1][-1].isspace():
+        tokens.pop()
     counts = [syllables(t) for t in tokens]
     total = sum(counts)
     if complete and audio_duration > 0 and total > 0:
