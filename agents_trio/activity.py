@@ -139,6 +139,10 @@ class Activity:
         self.background = BackgroundTools(self)  # calls answered by an update, still running
         # per speech, its calls not answered yet: a speech waiting only for them holds no floor
         self._unanswered: dict[SpeechHandle, int] = {}
+        # the speeches whose step dispatched calls it has not committed yet: until then their
+        # outcomes may hand off, so the agent is not settled (a realtime agent too, whose
+        # replies do not hold an input back otherwise)
+        self._tool_rounds: set[SpeechHandle] = set()
         self.preemptive = PreemptiveGeneration(self)
         self.realtime = RealtimeLink(self, self.llm) if is_realtime_model(self.llm) else None
         self.scheduling_closed = Flag()
@@ -287,15 +291,16 @@ class Activity:
         its tool rounds and tool replies are: between a step that called tools and their
         dispatch nothing runs, but the turn is not over), and no tool of this agent runs (a
         tool that awaits an AgentTask has handed the floor to the task's activity, which is
-        then current).
+        then current) nor waits for its step to commit its outcome, which may hand off.
 
         An activity a handoff was requested from (its turns are blocked), or that drains or
         closed, is never settled: the conversation waits for the user again once the next
         agent is current and settled."""
         # with a realtime model the server owns the turn: a new input ends the response in
-        # progress (see RealtimeLink), so only tools and on_enter hold an input back
+        # progress (see RealtimeLink), so only tools (until their step committed them) and
+        # on_enter hold an input back
         return (self.accepts_turns and self.turns.open and self.enter_finished.is_set()
-                and not self.tools_running
+                and not self.tools_running and not self._tool_rounds
                 and (self.realtime is not None or not self.replying))
 
     @property
@@ -616,6 +621,7 @@ class Activity:
                 raise cancelled from None
         finally:
             self._speeches.discard(handle)
+            self._tool_rounds.discard(handle)
             self._pending_user_messages.pop(handle, None)
             self.interruption.release(handle)
             handle.mark_done()
@@ -692,6 +698,7 @@ class Activity:
         """Start one function call of ``step`` in the step's tool nursery; it counts as
         running from now."""
         step.calls.append(call)
+        self._tool_rounds.add(handle)
         # running from dispatch: no gap between a step's generation ending and its tools
         # starting in which the agent looks idle
         self.session.running_tools.add(call, owner=self)
@@ -901,6 +908,10 @@ class Activity:
         False: the session closes)."""
         if not step.calls:
             return None
+        # committed below, the handoff asked for with them: no checkpoint until then, so
+        # nothing sees the agent settled before the handoff blocks its turns
+        self._tool_rounds.discard(handle)
+        self._note_progress()
         interrupted = handle.interrupted or not may_reply
         outcomes = [step.outcomes.get(c.call_id) for c in step.calls]
         outputs: list[FunctionCallOutput | None] = []

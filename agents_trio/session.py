@@ -11,7 +11,6 @@ the last event.
 
 from __future__ import annotations
 
-import collections
 import contextvars
 import enum
 import logging
@@ -384,9 +383,11 @@ class AgentSession(Generic[Userdata_T]):
         # handoff the close meets is not completed (no agent starts in a closing session, as
         # in LiveKit)
         self._switch_scope: trio.CancelScope | None = None
-        # the inputs of session.run() calls not sent yet, oldest first: each is sent once the
-        # conversation waits for the user, or to the agent it waits for if that one hands off
-        self._waiting_inputs: collections.deque[_WaitingInput] = collections.deque()
+        # the input of the session.run() call not sent yet: it is sent once the conversation
+        # waits for the user, or to the agent it waits for if that one hands off first. One
+        # run at a time, as in LiveKit: a run is the session's run from its call on (waiting
+        # here, then the conversation's active run)
+        self._waiting_input: _WaitingInput | None = None
 
     # -- context manager ----------------------------------------------------------------------
     async def __aenter__(self) -> AgentSession[Userdata_T]:
@@ -921,9 +922,9 @@ class AgentSession(Generic[Userdata_T]):
         self._switches.submit(_SwitchRequest(agent, self.conversation.hold_run()))
 
     def _send_waiting_input_before_handoff(self, activity: Activity) -> None:
-        """A handoff leaves ``activity``, the agent the oldest waiting ``session.run()`` input
-        waits for: that agent answers it, before it drains (its queued speeches play before
-        the handoff completes), and the run, begun now, watches the handoff.
+        """A handoff leaves ``activity``, the agent the waiting ``session.run()`` input waits
+        for: that agent answers it, before it drains (its queued speeches play before the
+        handoff completes), and the run, begun now, watches the handoff.
 
         This is LiveKit's order: there ``run()`` gives its input at once to the current
         agent, whose queue the drain plays out. Waiting instead for the agent the handoff
@@ -931,10 +932,11 @@ class AgentSession(Generic[Userdata_T]):
         user. A realtime agent takes nothing more once a handoff is asked for (its session
         ends now): the input then waits for the next agent.
         """
-        if (not self._waiting_inputs or self.conversation.active_run is not None
-                or activity.state is not ActivityState.RUNNING or activity.realtime is not None):
+        waiting = self._waiting_input
+        if (waiting is None or activity.state is not ActivityState.RUNNING
+                or activity.realtime is not None):
             return
-        waiting = self._waiting_inputs.popleft()
+        self._waiting_input = None
         # the user's turn, not a reply of the tool or hook that asked for the handoff
         token = current_inline.set(None)
         try:
@@ -1135,7 +1137,9 @@ class AgentSession(Generic[Userdata_T]):
 
         Raises:
             ValueError: ``user_input`` is empty or blank.
-            RuntimeError: a previous run is still active, or the session closed.
+            RuntimeError: a previous run is still active or still waits for its turn (as in
+                LiveKit, where a run is the session's run from its call), or the session
+                closed.
             Exception: the error of a failed model call of the turn.
 
         Cancellation: cancelling the wait before the input is sent sends nothing; after, the
@@ -1143,29 +1147,29 @@ class AgentSession(Generic[Userdata_T]):
         until it has).
         """
         _check_user_input(user_input)
-        if self.conversation.active_run is not None:
+        # a run waiting for its turn is the session's run already (LiveKit's run() is, from
+        # its call): a second one is refused whether the first was sent or not
+        if self.conversation.active_run is not None or self._waiting_input is not None:
             raise RuntimeError("nested runs are not supported")
         if self._state is not SessionState.RUNNING:
             if self.closing:
                 raise SessionClosedError("session closed")
             raise RuntimeError("the session is not running")
         waiting = _WaitingInput(RunResult(user_input=user_input), user_input, input_modality)
-        self._waiting_inputs.append(waiting)
+        self._waiting_input = waiting
         try:
             # the bootstrap chain (Agent → TaskGroup → first task) is not part of the run;
-            # the input leaves the queue once sent (by a handoff, see update_agent)
+            # the input stops waiting once sent (by a handoff, see update_agent)
             await self.conversation.wait_until(
-                lambda: waiting not in self._waiting_inputs or self._waits_for_user())
+                lambda: self._waiting_input is not waiting or self._waits_for_user())
         except BaseException:
-            if waiting in self._waiting_inputs:
-                self._waiting_inputs.remove(waiting)
+            if self._waiting_input is waiting:
+                self._waiting_input = None
             raise
-        if waiting in self._waiting_inputs:  # the conversation waits for the user
-            self._waiting_inputs.remove(waiting)
+        if self._waiting_input is waiting:  # the conversation waits for the user
+            self._waiting_input = None
             if self.closing:
                 raise SessionClosedError("session closed")
-            if self.conversation.active_run is not None:
-                raise RuntimeError("nested runs are not supported")
             self._send_input(waiting)
         await waiting.run
         return waiting.run
@@ -1179,7 +1183,7 @@ class AgentSession(Generic[Userdata_T]):
 
     def _send_input(self, waiting: _WaitingInput) -> None:
         """Begin ``waiting``'s run and give its input to the current agent (raises as
-        ``generate_reply`` does); it has left the queue of waiting inputs."""
+        ``generate_reply`` does); it no longer waits."""
         self.conversation.begin_run(waiting.run)
         try:
             self.generate_reply(user_input=waiting.user_input,
