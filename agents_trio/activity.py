@@ -156,6 +156,8 @@ class Activity:
         # set when on_enter returned, or handed the floor to an AgentTask it awaits
         self.enter_settled = Flag()
         self.enter_finished = Flag()
+        # on_enter's own scope: a close ends it before on_exit runs (finish_for_close)
+        self._enter_scope = trio.CancelScope()
         self._on_enter_hold: RunHold | None = None  # the active run waits for on_enter
         self._inline_task_lock: trio.Lock | None = None  # see inline_task_lock
 
@@ -270,11 +272,7 @@ class Activity:
             # on_exit follows on_enter: a handoff requested right after this agent started
             # waits for its on_enter to return (or hand the floor to an AgentTask)
             await self.enter_settled.wait()
-        await self._run_on_exit()
-        if self._state is ActivityState.RUNNING:
-            # states only move forward: a close during on_exit (which need not cancel this
-            # caller) left the activity CLOSED, and it stays so
-            self._state = ActivityState.DRAINING
+        await self._exit()
         # the speeches still to play: a queued handle that is done (its task ended, e.g.
         # cancelled by a close meanwhile) never plays, and nothing would wake this wait again
         while self._speeches or any(not h.done() for h in self._queue):
@@ -282,6 +280,54 @@ class Activity:
         await self.background.drain()
         self._stop_scope.cancel()
         await self._stopped.wait()
+
+    async def finish_for_close(self) -> None:
+        """The session closes without draining: stop what the agent is doing, then let it
+        say goodbye, as LiveKit's close does (it interrupts with ``force``, then drains).
+
+        ``on_enter`` still running is cancelled (``on_exit`` follows it); every speech is
+        interrupted, also one that disallows interruptions, and waited for until it stopped
+        playing (a speech waiting only for its running tools does not count: it may be the
+        speech of the tool that asked for the close); a scheduler paused for an AgentTask
+        (the close unwound the task) opens again. Then ``on_exit`` runs while the agent can
+        still speak, and what it says plays. The activity then drains (it takes no new
+        speech); its tools and everything else are left to the close's cancellation.
+
+        Cancellation: the caller bounds it (the close's grace): what is cut there is
+        interrupted (its played part kept), ``on_exit`` does not run again, and the activity
+        drains all the same.
+        """
+        if self._state is not ActivityState.RUNNING:
+            return  # draining (its own on_exit ran or runs) or closed
+        try:
+            self.preemptive.discard()
+            self.block_new_turns()
+            if self._hooks is _HookPhase.ENTERED and not self.enter_finished.is_set():
+                self._enter_scope.cancel()
+                await self.enter_finished.wait()
+            self.interrupt(force=True)
+            self._open_scheduling()
+            await self._wait_speeches_stopped()
+            await self._exit()
+            await self._wait_speeches_stopped()
+        finally:
+            if self._state is ActivityState.RUNNING:
+                self._state = ActivityState.DRAINING
+            self.interrupt(force=True)  # what the grace cut stops now
+
+    async def _exit(self) -> None:
+        """What a drain and a close share: ``on_exit`` (once), then the activity drains."""
+        await self._run_on_exit()
+        if self._state is ActivityState.RUNNING:
+            # states only move forward: a close during on_exit (which need not cancel this
+            # caller) left the activity CLOSED, and it stays so
+            self._state = ActivityState.DRAINING
+
+    async def _wait_speeches_stopped(self) -> None:
+        """Wait until no speech of this agent is queued or playing, or about to reply to its
+        tools (``floor_free``: a speech waiting for calls not answered yet does not count)."""
+        while not self.floor_free:
+            await self._speeches_changed.wait()
 
     @property
     def settled(self) -> bool:
@@ -338,7 +384,8 @@ class Activity:
     async def _run_on_enter(self) -> None:
         token = current_inline.set(InlineScope(activity=self, hook="on_enter"))
         try:
-            await self.agent.on_enter()
+            with self._enter_scope:
+                await self.agent.on_enter()
         except Exception:
             logger.exception("error in %s.on_enter", type(self.agent).__name__)
         finally:
@@ -393,12 +440,18 @@ class Activity:
 
     def resume(self) -> None:
         """Reopen the scheduler after an AgentTask returned (recorded as a config update)."""
-        if not self.scheduling_open.is_set():
-            self.scheduling_closed = Flag()
-            self.scheduling_open.set()
+        if self._open_scheduling():
             self.background.resumed()
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=function_tool_names(self.agent.tools)))
+
+    def _open_scheduling(self) -> bool:
+        """Let the scheduler authorize speeches again; False when it was not paused."""
+        if self.scheduling_open.is_set():
+            return False
+        self.scheduling_closed = Flag()
+        self.scheduling_open.set()
+        return True
 
     def instructions_text(self, modality: InputModality = "audio") -> str:
         """The agent's instructions rendered for a turn of ``modality``; the agent's context
@@ -658,7 +711,12 @@ class Activity:
         next_request = self._finish_tools(handle, request, step, may_reply=True)
         if realtime and step.calls:
             assert self.realtime is not None
-            await self.realtime.push_tool_outputs()
+            # the outputs go to the session in any case (marked now); an interruption (a
+            # barge-in, the close) ends only the wait for them: the reply that would follow
+            # is cut (else a session reconnecting holds the scheduler, and the close's
+            # goodbye, until it is live)
+            self.realtime.agent_changed("chat_ctx")
+            await handle.wait_if_not_interrupted([self.realtime.push_tool_outputs()])
         return next_request
 
     def _finish_generation(self, handle: SpeechHandle, request: ReplyRequest,

@@ -122,6 +122,10 @@ class AgentActivity(Protocol):
 
     def interrupt(self, *, force: bool = False) -> list[SpeechHandle]: ...
 
+    async def finish_for_close(self) -> None:
+        """The session closes: interrupt every speech, then run ``on_exit`` while the agent
+        can still speak (what it says plays). Cancellation: the caller bounds it."""
+
     def start_soon(self, async_fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``async_fn`` in the activity's nursery (cancelled when the activity ends)."""
 

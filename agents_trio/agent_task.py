@@ -118,6 +118,16 @@ class AgentTask(Agent, Generic[T]):
                 run.set_final_output(result)
         self._completed.set()
 
+    async def _finish_for_close(self) -> None:
+        """The session closes (its unwinding of the inline tasks): once the task's activity
+        runs, its speeches stop and its ``on_exit`` runs while it can still speak, as
+        LiveKit's close drains a cancelled task; ``cancel()`` follows.
+
+        Cancellation: the close bounds it (its grace); what is cut is interrupted.
+        """
+        if self._activity is not None:
+            await self._activity.finish_for_close()
+
     def cancel(self) -> None:
         """Interrupt the task's speeches and complete it with a ``ToolError``."""
         if self._activity is not None:
@@ -160,7 +170,7 @@ class AgentTask(Agent, Generic[T]):
             run.unwatch(handle)  # the run may end while the task waits for the user
         # on the session's stack from here: a close cancels it (ToolError for the awaiter),
         # even while the parent is still pausing or the task's activity is still starting
-        with session.inline_tasks.enter(self):
+        with session.inline_tasks.enter(self, self._finish_for_close):
             with hold:
                 with self._pause_scope:
                     await parent.pause()

@@ -9,9 +9,11 @@ reported instead).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
+
+import trio
 
 from .chat import FunctionCall
 from .nurseries import Wakeup
@@ -54,25 +56,43 @@ class InlineTaskStack:
     """
 
     def __init__(self) -> None:
-        self._tasks: list[Cancellable] = []
+        # each task with its goodbye (what the close awaits before cancelling it)
+        self._tasks: list[tuple[Cancellable, Callable[[], Awaitable[None]]]] = []
         self._changed = Wakeup()
 
     @contextmanager
-    def enter(self, task: Cancellable) -> Iterator[None]:
-        self._tasks.append(task)
+    def enter(self, task: Cancellable, goodbye: Callable[[], Awaitable[None]]
+              ) -> Iterator[None]:
+        """``task`` is on the stack for the block; the close awaits ``goodbye()`` (within
+        its grace) before it cancels the task."""
+        entry = (task, goodbye)
+        self._tasks.append(entry)
         try:
             yield
         finally:
-            self._tasks.remove(task)
+            self._tasks.remove(entry)
             self._changed.notify()
 
-    async def unwind(self) -> None:
-        """Cancel the tasks innermost first, each once its inner ones have returned.
+    async def unwind(self, grace: float) -> None:
+        """Close the tasks innermost first, each once its inner ones have returned: the task
+        says its goodbye (its speeches stop, its ``on_exit`` runs and what it says plays),
+        then it is cancelled (its awaiter gets a ``ToolError``).
 
-        Cancellation: a checkpoint; the tasks already cancelled stay cancelled.
+        Each task gets ``grace`` seconds for both. One still on the stack then (work shielded
+        from cancellation holds it) ends the unwinding: the close's cancellation takes over.
+
+        Cancellation: a checkpoint; the task being closed is cancelled, and the tasks
+        already cancelled stay cancelled.
         """
         while self._tasks:
-            task = self._tasks[-1]
-            task.cancel()
-            while task in self._tasks:
-                await self._changed.wait()
+            entry = self._tasks[-1]
+            task, goodbye = entry
+            with trio.move_on_after(grace):
+                try:
+                    await goodbye()
+                finally:
+                    task.cancel()
+                while entry in self._tasks:
+                    await self._changed.wait()
+            if entry in self._tasks:
+                return

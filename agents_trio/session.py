@@ -4,9 +4,10 @@
         await session.start(MyAgent())
         ...
 
-Leaving the block closes the session: the work tree is cancelled from the leaves up, every
-``on_exit`` with a matching ``on_enter`` runs once under a shielded grace, and ``close`` is
-the last event.
+Leaving the block closes the session: the agents' speeches are interrupted and each
+``on_exit`` with a matching ``on_enter`` runs once, innermost first, while its agent can still
+say goodbye (within ``close_grace``); then the work tree is cancelled from the leaves up, and
+``close`` is the last event.
 """
 
 from __future__ import annotations
@@ -413,9 +414,9 @@ class AgentSession(Generic[Userdata_T]):
                         exc: BaseException | None, tb: TracebackType | None) -> bool | None:
         """Close the session (``aclose``), then wait for every task it owns.
 
-        Cancellation: cancelling the block cancels the session's whole tree; the close still
-        runs its shielded cleanup (``on_exit``, the trailing transcript, clearing audio)
-        within ``close_grace``.
+        Cancellation: cancelling the block cancels the session's whole tree (a goodbye
+        too); the close still runs its shielded cleanup (``on_exit``, clearing audio, the
+        transcription owed) within ``close_grace``.
         """
         assert self._nursery_manager is not None
         try:
@@ -960,12 +961,19 @@ class AgentSession(Generic[Userdata_T]):
         await self._activity.drain()
 
     async def aclose(self) -> None:
-        """Close the session: cancel everything from the leaves up, then emit ``close``.
+        """Close the session: interrupt the agents, let each ``on_exit`` say goodbye, cancel
+        everything from the leaves up, then emit ``close``.
 
-        Cancellation: idempotent; when called from inside the session (a tool), the caller is
-        cancelled with the rest of the tree. Cancelling it while it waits for the trailing
-        transcript still closes the session (what was transcribed is committed); a later
-        ``aclose()`` waits for the end of that close.
+        The AgentTasks awaited inline go first, innermost first: each one's speeches stop,
+        its ``on_exit`` runs and what it says plays, then it is cancelled (its awaiter gets a
+        ``ToolError``). Then the current agent's speeches are interrupted (with ``force``)
+        and its ``on_exit`` plays what it says. Each goodbye gets ``close_grace``; what does
+        not fit is cut, and the close cancels the rest (running tools are answered).
+
+        Cancellation: idempotent; the close runs in the session's nursery, not in the caller,
+        and a later ``aclose()`` waits for its end. Called from inside the session (a tool),
+        the caller is cancelled with the rest of the tree, and the close goes on. Cancelling
+        the caller does not stop the close (leaving ``async with`` waits for it).
         """
         if self._state in (SessionState.CREATED, SessionState.ENTERED):
             if self._state is SessionState.ENTERED:
@@ -979,23 +987,40 @@ class AgentSession(Generic[Userdata_T]):
             self._end_handoffs()
             # before the cancellation completes the watched speeches, so the run can't pass
             self.conversation.fail_run(self._close_error or SessionClosedError("session closed"))
-            try:
-                if was_running:  # a start in progress is just cancelled: nothing ran yet
-                    with trio.move_on_after(self.close_grace):
-                        await self.inline_tasks.unwind()
-                    if self._recognition is not None and self._close_reason != "error":
-                        await self._recognition.finish_user_turn(
-                            self.session_close_transcript_timeout)
-            finally:
-                # even when the caller gives up on aclose(): a close half done would leave
-                # every later aclose() (leaving `async with`) waiting forever
-                self._commit_trailing_user_turn()
-                self._work_scope.cancel()
-            with trio.move_on_after(self.close_grace):
-                await self._closed.wait()
-            if not self._closed.is_set():
-                self._report_overrun()
+            assert self._nursery is not None  # started, hence entered
+            # outside the work the close cancels: a close asked for by a tool (of an
+            # AgentTask, too) goes on once that tool is cancelled
+            self._nursery.start_soon(self._close, was_running)
         await self._closed.wait()
+
+    async def _close(self, was_running: bool) -> None:
+        """The close itself, in the session's nursery (LiveKit's teardown): the inline
+        AgentTasks are unwound (each says its goodbye, then is cancelled), the current
+        agent's speeches are interrupted and its ``on_exit`` plays its goodbye, the trailing
+        user turn is committed; then the session's work is cancelled. A close during the
+        start only cancels the start: nothing ran yet.
+
+        Cancellation: the session's nursery is cancelled (the ``async with`` block was):
+        the goodbyes stop there, and the work is cancelled all the same.
+        """
+        try:
+            if was_running:
+                await self.inline_tasks.unwind(self.close_grace)
+                if self._activity is not None:
+                    with trio.move_on_after(self.close_grace):
+                        await self._activity.finish_for_close()
+                if self._recognition is not None and self._close_reason != "error":
+                    await self._recognition.finish_user_turn(
+                        self.session_close_transcript_timeout)
+        finally:
+            # even when the close is cancelled: a close half done would leave every
+            # aclose() (leaving `async with`) waiting forever
+            self._commit_trailing_user_turn()
+            self._work_scope.cancel()
+        with trio.move_on_after(self.close_grace):
+            await self._closed.wait()
+        if not self._closed.is_set():
+            self._report_overrun()
 
     def _report_overrun(self) -> None:
         """The close outlived its grace: only work shielded from cancellation can hold it up
@@ -1062,9 +1087,13 @@ class AgentSession(Generic[Userdata_T]):
 
     # -- speech -------------------------------------------------------------------------------
     def _activity_for_speech(self) -> Activity:
-        if self._state is not SessionState.RUNNING or self._activity is None:
+        activity = self._activity
+        # a close lets the agent speak until it drained: what on_exit says plays
+        if activity is None or not (self._state is SessionState.RUNNING or (
+                self._state is SessionState.CLOSING
+                and activity.state is ActivityState.RUNNING)):
             raise RuntimeError("the session is not running")
-        return self._activity
+        return activity
 
     def say(self, text: str | AsyncIterable[str], *,
             audio: AsyncIterable[rtc.AudioFrame] | None = None,
