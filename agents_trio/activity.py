@@ -660,6 +660,12 @@ class Activity:
         try:
             while request is not None:
                 request = await self._reply_step(handle, request)
+        except trio.Cancelled:
+            # the close cancels a speech it had not interrupted (one of an agent already
+            # draining, as on a handoff): it did not play out, so it ends interrupted, as
+            # every speech does that LiveKit's close interrupts
+            handle.interrupt(force=True)
+            raise
         except Exception as e:
             logger.exception("speech %s failed", handle.id)
             handle.set_error(e)
@@ -671,6 +677,7 @@ class Activity:
                 logger.error("speech %s failed", handle.id, exc_info=errors)
                 handle.set_error(single_leaf(errors))
             if cancelled is not None:
+                handle.interrupt(force=True)  # as for the cancellation alone
                 raise cancelled from None
         finally:
             self._speeches.discard(handle)

@@ -78,8 +78,12 @@ class InlineTaskStack:
         says its goodbye (its speeches stop, its ``on_exit`` runs and what it says plays),
         then it is cancelled (its awaiter gets a ``ToolError``).
 
-        Each task gets ``grace`` seconds for both. One still on the stack then (work shielded
-        from cancellation holds it) ends the unwinding: the close's cancellation takes over.
+        The goodbye gets ``grace`` seconds; the cancellation that follows gets its own
+        ``grace`` for the task to return (at once, unless work shielded from cancellation
+        holds it): a goodbye that used up its grace must not leave its task on the stack,
+        which would end the unwinding and cut the goodbyes of the agents below it. A task
+        still on the stack after that ends the unwinding: the close's cancellation takes
+        over.
 
         Cancellation: a checkpoint; the task being closed is cancelled, and the tasks
         already cancelled stay cancelled.
@@ -87,11 +91,12 @@ class InlineTaskStack:
         while self._tasks:
             entry = self._tasks[-1]
             task, goodbye = entry
-            with trio.move_on_after(grace):
-                try:
+            try:
+                with trio.move_on_after(grace):
                     await goodbye()
-                finally:
-                    task.cancel()
+            finally:
+                task.cancel()
+            with trio.move_on_after(grace):
                 while entry in self._tasks:
                     await self._changed.wait()
             if entry in self._tasks:

@@ -4,22 +4,102 @@ one. Every hook and tool is ordinary user code; the runner instruments them."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import trio
 from hypothesis import strategies as st
 
-from agents_trio import Agent, AgentTask, RunContext, ToolError, function_tool
+from agents_trio import Agent, AgentTask, RunContext, SpeechHandle, ToolError, function_tool
+
+GoodbyeMode = Literal["say", "reply", "both"]
 
 
-class Desk(Agent):
+@dataclass
+class Farewell:
+    """One goodbye an ``on_exit`` said: its words (``say``) or None (a generated reply), its
+    handle (None when saying it raised ``error``)."""
+
+    agent_id: str
+    kind: Literal["say", "reply"]
+    at: float
+    words: str | None = None
+    handle: SpeechHandle | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class Farewells:
+    """How the agents say goodbye in ``on_exit`` (``mode``; None: they do not), what they
+    said, and when one of their tools asked for the close."""
+
+    mode: GoodbyeMode | None = None
+    said: list[Farewell] = field(default_factory=list)
+    close_requests: list[float] = field(default_factory=list)
+
+    def goodbye(self, agent: Agent) -> None:
+        """Say goodbye as ``agent`` (from its ``on_exit``)."""
+        if self.mode in ("say", "both"):
+            words = f"goodbye from {agent.id}, and thank you for calling ({len(self.said)})."
+            self._speak(agent, "say", lambda: agent.session.say(words), words)
+        if self.mode in ("reply", "both"):
+            self._speak(agent, "reply", lambda: agent.session.generate_reply(
+                instructions=f"say goodbye as {agent.id}"), None)
+
+    def _speak(self, agent: Agent, kind: Literal["say", "reply"], speak: Any,
+               words: str | None) -> None:
+        farewell = Farewell(agent_id=agent.id, kind=kind, at=trio.current_time(), words=words)
+        self.said.append(farewell)
+        try:
+            farewell.handle = speak()
+        except RuntimeError as e:  # the agent can no longer speak: recorded, checked
+            farewell.error = e
+
+
+_SILENT = Farewells()
+
+
+class _Polite:
+    """The ``on_exit`` of the agents below: their goodbye, if they have one."""
+
+    farewells: Farewells
+
+    async def on_exit(self) -> None:
+        self.farewells.goodbye(self)  # type: ignore[arg-type]
+
+
+class _CloseTools:
+    """Tools that close the session from inside it, as a hang-up tool would."""
+
+    farewells: Farewells
+
+    @function_tool
+    async def hang_up(self, ctx: RunContext) -> str:
+        """End the call now."""
+        self.farewells.close_requests.append(trio.current_time())
+        ctx.session.shutdown(drain=False)
+        return "hanging up"
+
+    @function_tool
+    async def leave(self, ctx: RunContext) -> str:
+        """Close the session and wait for it."""
+        self.farewells.close_requests.append(trio.current_time())
+        await ctx.session.aclose()
+        return "left"  # not reached: the close cancels the tool that awaits it
+
+
+class Desk(_Polite, _CloseTools, Agent):
     """The front desk. With ``consent``, sales asks for consent in its ``on_enter`` (an
-    AgentTask awaited from a hook) and writes how that await ended to ``journal``."""
+    AgentTask awaited from a hook) and writes how that await ended to ``journal``. With
+    ``farewells``, every agent and task says goodbye in ``on_exit`` as it says, and the desk
+    and the details task may close the session from a tool (``hang_up``, ``leave``)."""
 
-    def __init__(self, *, consent: bool = False, journal: list[str] | None = None) -> None:
+    def __init__(self, *, consent: bool = False, journal: list[str] | None = None,
+                 farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="You are the front desk.", id="desk")
         self.consent = consent
         self.journal = journal if journal is not None else []
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the user")
@@ -44,26 +124,29 @@ class Desk(Agent):
     @function_tool
     async def transfer(self, ctx: RunContext) -> Any:
         """Transfer to sales."""
-        return Sales(consent=self.consent, journal=self.journal), "transferring you to sales"
+        return (Sales(consent=self.consent, journal=self.journal, farewells=self.farewells),
+                "transferring you to sales")
 
     @function_tool
     async def ask_details(self, ctx: RunContext) -> str:
         """Ask the user for details."""
-        return f"details: {await Details()}"
+        return f"details: {await Details(self.farewells)}"
 
 
-class Sales(Agent):
-    def __init__(self, *, consent: bool = False, journal: list[str] | None = None) -> None:
+class Sales(_Polite, Agent):
+    def __init__(self, *, consent: bool = False, journal: list[str] | None = None,
+                 farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="You are sales.", id="sales")
         self.consent = consent
         self.journal = journal if journal is not None else []
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the customer")
         if not self.consent:
             return
         try:
-            self.journal.append(f"consent: {await Consent()}")
+            self.journal.append(f"consent: {await Consent(self.farewells)}")
         except ToolError as e:
             self.journal.append(f"consent: ToolError {e}")
         except trio.Cancelled:
@@ -82,12 +165,13 @@ class Sales(Agent):
     @function_tool
     async def back(self, ctx: RunContext) -> Any:
         """Back to the front desk."""
-        return Desk(consent=self.consent, journal=self.journal)
+        return Desk(consent=self.consent, journal=self.journal, farewells=self.farewells)
 
 
-class Details(AgentTask[str]):
-    def __init__(self) -> None:
+class Details(_Polite, _CloseTools, AgentTask[str]):
+    def __init__(self, farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="Ask for the details.", id="details")
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="ask for the details")
@@ -104,12 +188,13 @@ class Details(AgentTask[str]):
     @function_tool
     async def deeper(self, ctx: RunContext) -> str:
         """Ask a follow-up question."""
-        return f"follow-up: {await Deeper()}"
+        return f"follow-up: {await Deeper(self.farewells)}"
 
 
-class Deeper(AgentTask[str]):
-    def __init__(self) -> None:
+class Deeper(_Polite, AgentTask[str]):
+    def __init__(self, farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="Ask a follow-up question.", id="deeper")
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="ask the follow-up question")
@@ -124,9 +209,10 @@ class Deeper(AgentTask[str]):
         self.complete(value)
 
 
-class Consent(AgentTask[bool]):
-    def __init__(self) -> None:
+class Consent(_Polite, AgentTask[bool]):
+    def __init__(self, farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="Ask for consent.", id="consent")
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="ask for consent")
@@ -149,3 +235,6 @@ TOOLS: dict[str, Any] = {
 }
 """What the LLM may call (the current agent may lack a tool: the runtime answers with an
 error output, which is part of the exploration)."""
+
+CLOSE_TOOLS: dict[str, Any] = {"hang_up": {}, "leave": {}}
+"""The tools that close the session from inside it (the desk's and the details task's)."""

@@ -277,8 +277,11 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
 
 
 def _close_at(record: ConversationRecord) -> float:
-    """When the close came (schedule seconds)."""
+    """When the close came (schedule seconds): when it was asked for (the close then
+    interrupts the agent to let it say goodbye), or its event if that came first."""
     closes = [at for _, at in record.events_named("close")]
+    if record.close_requested_at is not None:
+        closes.append(record.close_requested_at)
     return record.t(min(closes)) if closes else record.schedule.close_at
 
 
@@ -345,6 +348,8 @@ def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
 def _replies(schedule: Schedule) -> list[Reply]:
     out: list[Reply] = []
     pending = [a.reply for a in schedule.inputs()] + [schedule.greeting]
+    if schedule.goodbye is not None:
+        pending.append(schedule.goodbye)
     while pending:
         reply = pending.pop()
         out.append(reply)

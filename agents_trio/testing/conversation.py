@@ -328,6 +328,8 @@ def run_deadline(schedule: Schedule) -> float:
 def _planned_calls(schedule: Schedule) -> list[ToolCall]:
     out: list[ToolCall] = []
     replies = [a.reply for a in schedule.inputs()] + [schedule.greeting]
+    if schedule.goodbye is not None:
+        replies.append(schedule.goodbye)
     while replies:
         reply = replies.pop()
         for call in reply.calls:
@@ -415,12 +417,19 @@ async def run_conversation(agent_factory: Callable[[], Agent], schedule: Schedul
 async def _play(session: AgentSession, schedule: Schedule, record: ConversationRecord,
                 audio_in: FakeAudioInput) -> None:
     t0 = record.t0
+    closed = trio.Event()
+    if any(name == "close" for name, _, _ in record.events):
+        closed.set()
+    session.on("close", lambda _ev: closed.set())
     async with trio.open_nursery() as nursery:
         for at in _frame_times(schedule):
             nursery.start_soon(_push_at, audio_in, t0 + at)
         for action in schedule.actions:
             nursery.start_soon(_act, session, action, record)
-        await trio.sleep_until(t0 + schedule.close_at)
+        # the schedule's close, or the session's own close before it (asked for by a tool,
+        # or after an unrecoverable error): the play ends there
+        with trio.move_on_at(t0 + schedule.close_at):
+            await closed.wait()
         record.close_requested_at = trio.current_time()
         await session.aclose()
         record.close_returned_at = trio.current_time()

@@ -86,7 +86,9 @@ def close_is_last_event(record: ConversationRecord) -> Iterable[str]:
 def close_within_grace(record: ConversationRecord) -> Iterable[str]:
     """Closing (``aclose`` and leaving ``async with``) takes at most ``close_grace`` per level
     of the agent stack plus one (task unwinding, then each ``on_exit``, innermost first), plus
-    the shielded time of tools still running at the close."""
+    the shielded time of tools still running at the close, plus the session's
+    ``session_close_transcript_timeout`` (the close waits that long for the user's last
+    words)."""
     start, end = record.close_requested_at, record.exited_at
     if start is None or end is None:
         return
@@ -95,11 +97,19 @@ def close_within_grace(record: ConversationRecord) -> Iterable[str]:
     shielded = sum(ex.plan.shield for ex in record.tool_executions
                    if ex.plan is not None and ex.started_at <= start
                    and (ex.ended_at is None or ex.ended_at > start))
-    bound = grace * (depth + 1) + shielded
+    transcript = close_transcript_timeout(record)
+    bound = grace * (depth + 1) + shielded + transcript
     if end - start > bound + 1e-6:
         yield (f"closing took {end - start:.2f} s (from {record.t(start):.2f}), more than "
                f"{bound:.2f} s (grace {grace:g} s x {depth + 1} levels + {shielded:g} s "
-               f"shielded)")
+               f"shielded + {transcript:g} s for the user's last words)")
+
+
+def close_transcript_timeout(record: ConversationRecord) -> float:
+    """How long the close may wait for the user's last words (the session's
+    ``session_close_transcript_timeout``)."""
+    session = record.session
+    return float(getattr(session, "session_close_transcript_timeout", 0.0) or 0.0)
 
 
 def nothing_left_running(record: ConversationRecord) -> Iterable[str]:

@@ -167,6 +167,9 @@ class Schedule(msgspec.Struct, frozen=True, kw_only=True):
         can_pause_audio: The audio output can pause (false-interruption resume is on).
         preemptive: Preemptive generation is on.
         close_grace: The session's ``close_grace``.
+        goodbye: What the LLM answers to ``generate_reply(instructions=...)`` whose
+            instructions mention "goodbye" (an agent's farewell in ``on_exit``); None: the
+            ``greeting``.
     """
 
     actions: tuple[Action, ...] = ()
@@ -177,6 +180,7 @@ class Schedule(msgspec.Struct, frozen=True, kw_only=True):
     can_pause_audio: bool = False
     preemptive: bool = True
     close_grace: float = 5.0
+    goodbye: Reply | None = None
 
     def __post_init__(self) -> None:
         times = [a.at for a in self.actions]
@@ -209,6 +213,8 @@ class Schedule(msgspec.Struct, frozen=True, kw_only=True):
         rows: list[tuple[float, str]] = [(a.at, _describe(a)) for a in self.actions]
         rows += [(f.at, repr(f)) for f in self.faults]
         rows.append((self.close_at, "close"))
+        if self.goodbye is not None:
+            rows.append((self.close_at, f"(goodbye reply: {_describe_reply(self.goodbye)})"))
         return "\n".join(f"{t:7.2f} {text}" for t, text in sorted(rows, key=lambda r: r[0]))
 
 

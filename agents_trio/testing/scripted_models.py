@@ -129,6 +129,9 @@ class ScriptedLLM:
             if not planned:
                 return DEFAULT_REPLY
             return max(planned, key=lambda p: p[0])[1].reply or DEFAULT_REPLY
+        if (kind == "instructions" and self.schedule.goodbye is not None
+                and "goodbye" in text.lower()):
+            return self.schedule.goodbye
         return self.schedule.greeting
 
     @asynccontextmanager
