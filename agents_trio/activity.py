@@ -1158,7 +1158,10 @@ class Activity:
             raise RuntimeError("the current speech does not allow interruptions")
         interrupted: list[SpeechHandle] = []
         for h in list(self._speeches):
-            if h is not current and h.generation_done and (
+            # a forced interruption (the close's) takes every background speech, also one
+            # still generating (e.g. a paused agent's tool reply while an AgentTask ran), as
+            # LiveKit's does; an unforced one leaves those to finish their step
+            if h is not current and (h.generation_done or force) and (
                     h.allow_interruptions or force):
                 interrupted.append(h.interrupt(force=force))
         if current is not None:

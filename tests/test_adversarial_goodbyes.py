@@ -17,7 +17,6 @@ import functools
 from collections.abc import Iterable
 
 import msgspec
-import pytest
 import trio
 import trio.testing
 from hypothesis import Phase, given, settings
@@ -146,10 +145,8 @@ CLOSING_TOOLS = {**{name: TOOLS[name] for name in ("lookup", "transfer", "back",
 TASK_TOOLS_MAP = {name: TOOLS[name] for name in (*TASK_TOOLS, "transfer", "back", "lookup")}
 
 
-#: sales awaiting Consent() in on_enter: off until the open bug of
-#: test_a_close_while_consent_runs_leaves_sales_its_goodbye (xfail, below) is fixed; set it
-#: to st.booleans() to hunt it
-CONSENT = st.just(False)
+#: sales awaiting Consent() in on_enter, or not
+CONSENT = st.booleans()
 
 
 @settings(PROPERTY, max_examples=120)
@@ -247,17 +244,15 @@ def test_a_close_during_a_handoff_goodbye_leaves_it_interrupted_not_played(_: ob
         close_grace=0.5), "say")
 
 
-@pytest.mark.xfail(strict=True, reason="open: a background tool-reply step still generating "
-                   "is not interrupted by the close (Activity.interrupt skips speeches whose "
-                   "generation is not done), so the goodbye waits for it for the whole grace")
 @settings(PROPERTY, max_examples=20, phases=[Phase.generate])
 @given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
 def test_a_close_while_consent_runs_leaves_sales_its_goodbye(_: object) -> None:
-    """Fuzz find, not fixed yet: sales.on_enter awaits ``Consent()`` while its greeting's
-    tool reply (r4) hangs in the LLM. The close unwinds Consent (its goodbye plays), then
-    finishes sales: ``interrupt(force=True)`` skips the tool-reply step still generating, so
-    waiting for sales's speeches to stop takes the whole grace; sales's ``on_exit`` then
-    runs in the cancellation, after ``close``, where ``say`` raises."""
+    """Fuzz find: sales.on_enter awaits ``Consent()`` while its greeting's tool reply (r4)
+    hangs in the LLM. The close unwinds Consent (its goodbye plays), then finishes sales:
+    ``interrupt(force=True)`` skipped the tool-reply step still generating, so waiting for
+    sales's speeches to stop took the whole grace, and sales's ``on_exit`` ran in the
+    cancellation, after ``close``, where ``say`` raised. A forced interruption now takes
+    every background speech, as LiveKit's does."""
     from agents_trio.testing import Fault, TextInput, ToolCall
 
     agree = ToolCall(name="agree")
