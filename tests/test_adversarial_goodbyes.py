@@ -26,9 +26,7 @@ from adversary_agents import CLOSE_TOOLS, TOOLS, Desk, Farewells, GoodbyeMode
 from agents_trio.chat import ChatMessage
 from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule,
                                  run_conversation)
-from agents_trio.testing.answers import agents_entered
-from agents_trio.testing.invariants import (ConversationViolation, close_transcript_timeout,
-                                            violations)
+from agents_trio.testing.invariants import ConversationViolation, close_bound, violations
 from agents_trio.testing.scripted_models import request_number
 from agents_trio.testing.strategies import conversations, replies
 from test_adversarial import PROPERTY
@@ -126,17 +124,11 @@ def close_bounded_from_first_request(record: ConversationRecord) -> Iterable[str
     closes = [at for _, at in record.events_named("close")]
     if start is None or not closes:
         return
-    grace = record.schedule.close_grace
-    depth = max(1, agents_entered(record, start))
-    shielded = sum(ex.plan.shield for ex in record.tool_executions
-                   if ex.plan is not None and ex.started_at <= start
-                   and (ex.ended_at is None or ex.ended_at > start))
-    transcript = close_transcript_timeout(record)
-    bound = grace * (depth + 1) + shielded + transcript + 0.5
+    bound, parts = close_bound(record, start)
+    bound += 0.5
     if closes[0] - start > bound + 1e-6:
         yield (f"the close asked for at {record.t(start):.2f} ended at {record.t(closes[0]):.2f}"
-               f", more than {bound:.2f} s (grace {grace:g} x {depth + 1} + {shielded:g} s "
-               f"shielded + {transcript:g} s for the user's last words + 0.5)")
+               f", more than {bound:.2f} s ({parts} + 0.5)")
 
 
 VOICE_TOOLS = {name: args for name, args in TOOLS.items() if name not in TASK_TOOLS}

@@ -92,6 +92,15 @@ def close_within_grace(record: ConversationRecord) -> Iterable[str]:
     start, end = record.close_requested_at, record.exited_at
     if start is None or end is None:
         return
+    bound, parts = close_bound(record, start)
+    if end - start > bound + 1e-6:
+        yield (f"closing took {end - start:.2f} s (from {record.t(start):.2f}), more than "
+               f"{bound:.2f} s ({parts})")
+
+
+def close_bound(record: ConversationRecord, start: float) -> tuple[float, str]:
+    """How long a close asked for at ``start`` may take (see :func:`close_within_grace`),
+    and what that bound is made of, in words."""
     grace = record.schedule.close_grace
     depth = max(1, agents_entered(record, start))
     shielded = sum(ex.plan.shield for ex in record.tool_executions
@@ -99,10 +108,8 @@ def close_within_grace(record: ConversationRecord) -> Iterable[str]:
                    and (ex.ended_at is None or ex.ended_at > start))
     transcript = close_transcript_timeout(record)
     bound = grace * (depth + 1) + shielded + transcript
-    if end - start > bound + 1e-6:
-        yield (f"closing took {end - start:.2f} s (from {record.t(start):.2f}), more than "
-               f"{bound:.2f} s (grace {grace:g} s x {depth + 1} levels + {shielded:g} s "
-               f"shielded + {transcript:g} s for the user's last words)")
+    return bound, (f"grace {grace:g} s x {depth + 1} levels + {shielded:g} s shielded + "
+                   f"{transcript:g} s for the user's last words")
 
 
 def close_transcript_timeout(record: ConversationRecord) -> float:
