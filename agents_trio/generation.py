@@ -78,7 +78,7 @@ class Segment:
         self.frames: FrameQueue | None = None
         self.audio_duration = 0.0
         self.message_id: str | None = None  # realtime messages carry the server's id
-        self.text_complete = Flag()  # its text ended (a realtime message's text stream too)
+        self.text_complete = Flag()  # its text ended (see end_text)
         self.audio_complete = False  # the TTS finished the segment
         self.timestamps: list[TimedWord] = []  # word timings given by the TTS, if any
         self.forwarded = ""  # the transcription released so far (paced by the playback)
@@ -87,6 +87,18 @@ class Segment:
         self.pacing = trio.CancelScope()  # the synchronizer's work on it (ended by playout)
         self.cut = False  # playout ended early (interrupted or stalled)
         self.node: NodeTranscript | None = None  # an overridden transcription node's output
+
+    def end_text(self) -> None:
+        """No more text comes (a flush, the LLM's end, a realtime message's text stream
+        ended): its time is kept, and the TTS and the transcription node get their input's
+        end. Only the first call counts."""
+        if self.text_ended_at is not None:
+            return
+        self.text_ended_at = trio.current_time()
+        self.text_chunks.close()
+        self.text_complete.set()
+        if self.node is not None:
+            self.node.input.close()
 
     @property
     def transcript(self) -> str:
@@ -361,7 +373,7 @@ class Generation:
                 async with aclosing(await self._source(chat_ctx)) as chunks:
                     async for chunk in chunks:
                         if isinstance(chunk, FlushSentinel):
-                            self._end_segment(segment)
+                            segment.end_text()
                             segment = self._new_segment()
                             segments.send_nowait(segment)
                             continue
@@ -382,7 +394,7 @@ class Generation:
                 self.step.error = e
                 activity.report_model_error(self.handle, e, source=activity.llm)
             finally:
-                self._end_segment(segment)
+                segment.end_text()
         if self.request.say_text is None:
             self.step.llm_ttft = ttft
             self.step.pending_metrics.append(activity.llm_metrics(
@@ -402,15 +414,6 @@ class Generation:
         if self.transcription_node is not None:
             segment.node = NodeTranscript()
         return segment
-
-    @staticmethod
-    def _end_segment(segment: Segment) -> None:
-        if segment.text_ended_at is None:
-            segment.text_ended_at = trio.current_time()
-            segment.text_chunks.close()
-            segment.text_complete.set()
-            if segment.node is not None:
-                segment.node.input.close()
 
     def _flush_metrics(self) -> None:
         # A preemptive step reports its metrics only once it is used (scheduled).

@@ -161,10 +161,7 @@ class RealtimeGeneration(Generation):
                     if segment.node is not None:
                         segment.node.input.send_nowait(delta)
             finally:  # also when the response's scope ended: the text is what arrived
-                segment.text_ended_at = trio.current_time()
-                segment.text_complete.set()
-                if segment.node is not None:
-                    segment.node.input.close()
+                segment.end_text()
 
         async def audio() -> None:
             # the model's audio goes through the agent's realtime_audio_output_node
