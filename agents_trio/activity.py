@@ -268,10 +268,9 @@ class Activity:
             return
         self.preemptive.discard()
         self.block_new_turns()
-        if self._hooks is _HookPhase.ENTERED:
-            # on_exit follows on_enter: a handoff requested right after this agent started
-            # waits for its on_enter to return (or hand the floor to an AgentTask)
-            await self.enter_settled.wait()
+        # on_exit follows on_enter: a handoff requested right after this agent started
+        # waits for its on_enter to return (or hand the floor to an AgentTask)
+        await self.wait_enter_settled()
         await self._exit()
         # the speeches still to play: a queued handle that is done (its task ended, e.g.
         # cancelled by a close meanwhile) never plays, and nothing would wake this wait again
@@ -280,6 +279,15 @@ class Activity:
         await self.background.drain()
         self._stop_scope.cancel()
         await self._stopped.wait()
+
+    async def wait_enter_settled(self) -> None:
+        """Wait until ``on_enter`` returned or handed the floor to an AgentTask it awaits
+        (at once if it was never launched).
+
+        Cancellation: a checkpoint only.
+        """
+        if self._hooks is _HookPhase.ENTERED:
+            await self.enter_settled.wait()
 
     async def finish_for_close(self) -> None:
         """The session closes without draining: stop what the agent is doing, then let it

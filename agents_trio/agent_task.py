@@ -233,9 +233,11 @@ class AgentTask(Agent, Generic[T]):
                 child.stop()
         finally:
             hold.release()
-            # update_agent() names the next agent at once: if it named another one while
-            # the task ran, the floor is not given back to the parent
-            if took_floor and session.current_agent is self:
+            # the floor goes back to the parent unless a handoff takes it: update_agent()
+            # names the next agent at once, and one named while the task ran replaces it.
+            # The close drops the handoffs: the parent gets the floor back, for its goodbye
+            if took_floor and session.activity is child and (
+                    session.closing or session.current_agent is self):
                 session.switch_current(parent)
                 session.conversation.commit(
                     AgentHandoff(old_agent_id=self.id, new_agent_id=parent.agent.id),
@@ -243,15 +245,16 @@ class AgentTask(Agent, Generic[T]):
 
     async def _fail_if_replaced(self, child: Activity) -> None:
         """The task's activity ended without completing it: the awaiter gets an error
-        instead of waiting for ever. Either another agent took over (``update_agent``
-        names it at once) or, the task still current, the session's close stopped it (a
-        drained shutdown ends the current activity before it unwinds the task chain): then
-        the task is cancelled, as LiveKit's close says."""
+        instead of waiting for ever. Either the session's close stopped it (a drained
+        shutdown ends the current activity before it unwinds the task chain; the close also
+        drops a handoff that was replacing the task): then the task is cancelled, as
+        LiveKit's close says. Or another agent took over (``update_agent`` names it at
+        once)."""
         await child.wait_stopped()
         if self.done():
             return
         session = self._session
-        if session is not None and session.current_agent is self:
+        if session is not None and (session.closing or session.current_agent is self):
             self.complete(ToolError(f"AgentTask {self.id} is cancelled"))
         else:
             self.complete(ToolError(f"AgentTask {self.id} ended: another agent took over"))

@@ -859,8 +859,9 @@ class AgentSession(Generic[Userdata_T]):
 
         A handoff is requested from inside the old activity (a tool returned an Agent), so the
         old activity cannot switch itself: it would wait for its own nursery. The session's
-        switch worker does it: drain the old one (queued speech and tool replies play,
-        ``on_exit`` runs), record the handoff, start the new one, and only then take the next
+        switch worker does it: drain the one holding the floor (queued speech and tool
+        replies play, ``on_exit`` runs; an AgentTask there is replaced, and the agent that
+        awaited it ends), record the handoff, start the new one, and only then take the next
         request.
 
         Cancellation: the close begins (or the session's work ends): the switch stops where
@@ -870,8 +871,13 @@ class AgentSession(Generic[Userdata_T]):
             if self._switches.closed:
                 return  # queued when the close began: dropped
             with trio.CancelScope() as self._switch_scope:
-                old, nursery = self._activity, self._work_nursery
-                assert old is not None and nursery is not None  # served once it entered
+                nursery = self._work_nursery
+                assert nursery is not None  # served once it entered
+                old = await self._settled_floor()
+                # the agent the handoff leaves no longer holds the session: an AgentTask it
+                # awaited that ends now was replaced, not completed (LiveKit's update names
+                # the next agent first too)
+                self._agent = request.agent
                 await old.drain()
                 handoff = AgentHandoff(old_agent_id=old.agent.id,
                                        new_agent_id=request.agent.id)
@@ -882,6 +888,21 @@ class AgentSession(Generic[Userdata_T]):
         finally:
             self._switch_scope = None
             request.run_hold.release()
+
+    async def _settled_floor(self) -> Activity:
+        """The activity a handoff leaves: the one holding the floor once its ``on_enter``
+        settled. An ``on_enter`` that hands the floor to an AgentTask makes the task's
+        activity that one (the handoff replaces the task, then the agent that awaited it
+        ends), as LiveKit's update leaves whatever activity is current when it runs.
+
+        Cancellation: a checkpoint; nothing is changed.
+        """
+        while True:
+            activity = self._activity
+            assert activity is not None  # a handoff is served once the first agent entered
+            await activity.wait_enter_settled()
+            if self._activity is activity:
+                return activity
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:
