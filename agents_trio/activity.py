@@ -453,6 +453,13 @@ class Activity:
             self.commit_item(AgentConfigUpdate(instructions=self.instructions_text(),
                                                tools_added=function_tool_names(self.agent.tools)))
 
+    def reopen_to_leave(self) -> None:
+        """The AgentTask this activity paused for was replaced by a handoff: its scheduler
+        opens again (without the config update of ``resume()``), so that the goodbye of
+        its ``on_exit`` plays while the handoff drains it."""
+        if self._open_scheduling():
+            self.background.resumed()
+
     def _open_scheduling(self) -> bool:
         """Let the scheduler authorize speeches again; False when it was not paused."""
         if self.scheduling_open.is_set():

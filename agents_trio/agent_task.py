@@ -170,7 +170,7 @@ class AgentTask(Agent, Generic[T]):
             run.unwatch(handle)  # the run may end while the task waits for the user
         # on the session's stack from here: a close cancels it (ToolError for the awaiter),
         # even while the parent is still pausing or the task's activity is still starting
-        with session.inline_tasks.enter(self, self._finish_for_close):
+        with session.inline_tasks.enter(self, self._finish_for_close, parent):
             with hold:
                 with self._pause_scope:
                     await parent.pause()
@@ -190,10 +190,9 @@ class AgentTask(Agent, Generic[T]):
                 parent.resume()
             else:
                 # another agent took over while the task ran (update_agent): the parent does
-                # not come back; it ends (its on_exit runs) and this awaiter with it
-                logger.warning("the agent changed while %s ran; %s is closed instead of "
-                               "resumed", self.id, parent.agent.id)
-                parent.stop()
+                # not come back; the handoff drains it next (its on_exit says goodbye)
+                logger.warning("the agent changed while %s ran; %s leaves instead of "
+                               "resuming", self.id, parent.agent.id)
         run = session.conversation.active_run
         if run is not None and handle is not None:
             run.watch(handle)

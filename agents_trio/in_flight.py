@@ -56,22 +56,37 @@ class InlineTaskStack:
     """
 
     def __init__(self) -> None:
-        # each task with its goodbye (what the close awaits before cancelling it)
-        self._tasks: list[tuple[Cancellable, Callable[[], Awaitable[None]]]] = []
+        # each task with its goodbye (what the close awaits before cancelling it) and the
+        # activity that awaited it
+        self._tasks: list[tuple[Cancellable, Callable[[], Awaitable[None]], object]] = []
         self._changed = Wakeup()
 
     @contextmanager
-    def enter(self, task: Cancellable, goodbye: Callable[[], Awaitable[None]]
-              ) -> Iterator[None]:
-        """``task`` is on the stack for the block; the close awaits ``goodbye()`` (within
-        its grace) before it cancels the task."""
-        entry = (task, goodbye)
+    def enter(self, task: Cancellable, goodbye: Callable[[], Awaitable[None]],
+              awaiter: object) -> Iterator[None]:
+        """``task``, awaited by ``awaiter`` (an activity), is on the stack for the block; the
+        close awaits ``goodbye()`` (within its grace) before it cancels the task."""
+        entry = (task, goodbye, awaiter)
         self._tasks.append(entry)
         try:
             yield
         finally:
             self._tasks.remove(entry)
             self._changed.notify()
+
+    async def wait_returned(self, task: object) -> object | None:
+        """Wait until ``task`` has left the stack (its awaiter has dealt with its end) and
+        return the activity that awaited it; None at once if ``task`` is not on the stack.
+
+        Cancellation: a checkpoint; the stack is not affected.
+        """
+        await trio.lowlevel.checkpoint()
+        entry = next((e for e in self._tasks if e[0] is task), None)
+        if entry is None:
+            return None
+        while entry in self._tasks:
+            await self._changed.wait()
+        return entry[2]
 
     async def unwind(self, grace: float) -> None:
         """Close the tasks innermost first, each once its inner ones have returned: the task
@@ -90,7 +105,7 @@ class InlineTaskStack:
         """
         while self._tasks:
             entry = self._tasks[-1]
-            task, goodbye = entry
+            task, goodbye, _ = entry
             try:
                 with trio.move_on_after(grace):
                     await goodbye()

@@ -878,7 +878,7 @@ class AgentSession(Generic[Userdata_T]):
                 # awaited that ends now was replaced, not completed (LiveKit's update names
                 # the next agent first too)
                 self._agent = request.agent
-                await old.drain()
+                old = await self._leave_floor(old)
                 handoff = AgentHandoff(old_agent_id=old.agent.id,
                                        new_agent_id=request.agent.id)
                 activity = Activity(self, request.agent)
@@ -904,18 +904,48 @@ class AgentSession(Generic[Userdata_T]):
             if self._activity is activity:
                 return activity
 
+    async def _leave_floor(self, floor: Activity) -> Activity:
+        """Drain ``floor`` for a handoff. When it is an AgentTask's, the task is replaced:
+        once its awaiter has taken it off the inline stack, the floor goes back to the
+        activity that awaited it (a recorded handoff, as a task's return), which drains in
+        turn (its scheduler, paused for the task, opens for its goodbye), and so on down to
+        the agent under the tasks. Each one's ``on_exit`` plays before the next one's, and
+        all of them before the new agent enters. Returns the last one left.
+
+        Cancellation: the close (it cancels the switch): the drain stops where it is; the
+        close unwinds the tasks still on the stack and finishes the agent under them.
+        """
+        activity = floor
+        while True:
+            await activity.drain()
+            awaiter = await self.inline_tasks.wait_returned(activity.agent)
+            if not isinstance(awaiter, Activity):
+                return activity
+            # the floor goes back to the awaiter for its goodbye (recorded, as a task's
+            # return is); the agent named next stays named
+            self._point_at(awaiter)
+            self.conversation.commit(
+                AgentHandoff(old_agent_id=activity.agent.id, new_agent_id=awaiter.agent.id),
+                old_agent=activity.agent, new_agent=awaiter.agent)
+            awaiter.reopen_to_leave()
+            activity = awaiter
+
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:
         """Point the session at ``activity`` (an AgentTask starting or returning), and
         record ``handoff`` if given."""
-        self._activity = activity
+        self._point_at(activity)
         self._agent = activity.agent
+        if handoff is not None:
+            self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
+
+    def _point_at(self, activity: Activity) -> None:
+        """Make ``activity`` the one user turns, speeches and the STT context go to."""
+        self._activity = activity
         self.stt_context.bind(activity.stt)
         if self._recognition is not None:
             self._recognition.refresh_turn_detector()
         self.conversation.progressed()
-        if handoff is not None:
-            self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
 
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs

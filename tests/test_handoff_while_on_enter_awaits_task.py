@@ -9,7 +9,8 @@ the history showed ``consent -> sales`` then ``sales -> sales``.
 
 A handoff leaves the agent that holds the floor when it is taken up, as LiveKit's
 ``update_agent`` does: here the task, which is replaced (its awaiter gets a ``ToolError``,
-its ``on_exit`` says goodbye), then the agent that awaited it ends.
+its ``on_exit`` says goodbye), then the agent that awaited it, whose goodbye plays too,
+before the new agent enters.
 """
 
 from __future__ import annotations
@@ -78,15 +79,14 @@ async def test_a_queued_handoff_replaces_the_task_the_leaving_agent_started(auto
         session.update_agent(second)  # queued: taken up once the first one has entered
         await trio.sleep(30)  # the second sales awaits its own Consent by then
         assert _handoffs(session) == [(None, "desk"), ("desk", "sales_1"),
-                                      ("sales_1", "consent"), ("consent", "sales_2"),
-                                      ("sales_2", "consent")], journal
+                                      ("sales_1", "consent"), ("consent", "sales_1"),
+                                      ("sales_1", "sales_2"), ("sales_2", "consent")], journal
     # the first sales's task was replaced: it said goodbye while it could still speak, its
-    # awaiter was told, and the first sales ended after it (its on_exit is not ordered
-    # against the second sales's on_enter: the awaiter ends it while the handoff goes on)
-    assert journal[:4] == [
+    # awaiter was told, then the first sales left, before the second one entered
+    assert journal[:6] == [
         "sales_1.on_enter", "consent.on_enter", "consent.on_exit said goodbye",
-        "sales_1 consent: ToolError AgentTask consent ended: another agent took over"], journal
-    assert journal.count("sales_1.on_exit") == 1 and "sales_2.on_enter" in journal, journal
+        "sales_1 consent: ToolError AgentTask consent ended: another agent took over",
+        "sales_1.on_exit", "sales_2.on_enter"], journal
     said = [i.text_content for i in session.history.items
             if i.type == "message" and i.role == "assistant"]
     assert "consent says goodbye" in said, said
@@ -186,3 +186,21 @@ async def test_a_close_right_after_update_agent_replaces_a_task_lets_the_parent_
     said = [i.text_content for i in session.history.items
             if i.type == "message" and i.role == "assistant"]
     assert said == ["root says goodbye"], said
+
+
+async def test_the_agent_under_a_replaced_task_says_its_goodbye_before_the_next_enters(
+        autojump_clock):
+    journal: list[str] = []
+    first, second = PoliteSales("sales_1", journal), PoliteSales("sales_2", journal)
+    async with AgentSession(llm=FakeLLM()) as session:
+        await session.start(Desk())
+        session.update_agent(first)
+        session.update_agent(second)
+        await trio.sleep(30)
+        said = [(i.text_content, i.interrupted) for i in session.history.items
+                if i.type == "message" and i.role == "assistant"]
+        assert said == [("consent says goodbye", False), ("sales_1 says goodbye", False)], said
+    assert journal[:6] == [
+        "sales_1.on_enter", "consent.on_enter", "consent.on_exit said goodbye",
+        "sales_1 consent: ToolError AgentTask consent ended: another agent took over",
+        "sales_1.on_exit said goodbye", "sales_2.on_enter"], journal
