@@ -371,6 +371,12 @@ class Activity:
         """Stop accepting user turns (a handoff was requested or the agent drains)."""
         self.turns.block()
 
+    @property
+    def leaving(self) -> bool:
+        """A handoff or the close takes the floor from this agent (it takes no user turn
+        any more): nothing new starts here but what its ``on_exit`` does."""
+        return not self.turns.open
+
     def end_realtime(self) -> None:
         """Another agent takes over: nothing more reaches this activity's realtime session."""
         if self.realtime is not None:

@@ -8,7 +8,10 @@ and the ``await`` returns the result (or raises the exception passed to ``comple
 
 Because the task lives inside the tool that awaited it, closing the session unwinds tasks
 innermost first (the session's ``inline_tasks`` stack), and each awaiter — a tool, ``on_enter``
-or ``on_exit`` — gets ``ToolError("AgentTask … is cancelled")`` instead of hanging.
+or ``on_exit`` — gets ``ToolError("AgentTask … is cancelled")`` instead of hanging. A handoff
+replaces the tasks holding the floor the same way, innermost first (``ToolError("… another
+agent took over")``), and an agent that is leaving starts no new task but from its
+``on_exit``.
 """
 
 from __future__ import annotations
@@ -155,6 +158,9 @@ class AgentTask(Agent, Generic[T]):
                 raise RuntimeError("the speech that awaited the AgentTask was interrupted")
             if parent.session.closing:
                 raise ToolError("the activity that awaited the inline task is closing")
+            if parent.leaving and scope.hook != "on_exit":
+                raise ToolError(f"AgentTask {self.id} not started: {parent.agent.id!r}, "
+                                "which awaited it, is leaving")
             await self._run_inline(parent.session, parent, scope)
         if self._exception is not None:
             raise self._exception
@@ -190,9 +196,11 @@ class AgentTask(Agent, Generic[T]):
                 parent.resume()
             else:
                 # another agent took over while the task ran (update_agent): the parent does
-                # not come back; the handoff drains it next (its on_exit says goodbye)
+                # not come back; the handoff drains it next (its on_exit says goodbye), and
+                # the awaiter, told now, can start nothing more there
                 logger.warning("the agent changed while %s ran; %s leaves instead of "
                                "resuming", self.id, parent.agent.id)
+                parent.block_new_turns()
         run = session.conversation.active_run
         if run is not None and handle is not None:
             run.watch(handle)

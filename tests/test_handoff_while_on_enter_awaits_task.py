@@ -204,3 +204,35 @@ async def test_the_agent_under_a_replaced_task_says_its_goodbye_before_the_next_
         "sales_1.on_enter", "consent.on_enter", "consent.on_exit said goodbye",
         "sales_1 consent: ToolError AgentTask consent ended: another agent took over",
         "sales_1.on_exit said goodbye", "sales_2.on_enter"], journal
+
+
+class Stubborn(Sales):
+    """Told that its consent task ended, it asks for consent again."""
+
+    async def on_enter(self) -> None:
+        self.journal.append(f"{self.id}.on_enter")
+        for _ in range(2):
+            try:
+                self.journal.append(f"{self.id} consent: {await Consent(self.journal)}")
+            except ToolError as e:
+                self.journal.append(f"{self.id} consent: ToolError {e}")
+
+
+async def test_an_agent_left_for_a_handoff_starts_no_new_task(autojump_clock):
+    """The agent under a replaced task is leaving: a new task it awaits (but from its
+    ``on_exit``) is refused at once, rather than taking the floor from the handoff."""
+    journal: list[str] = []
+    first, second = Stubborn("sales_1", journal), Sales("sales_2", journal)
+    async with AgentSession(llm=FakeLLM()) as session:
+        await session.start(Desk())
+        session.update_agent(first)
+        session.update_agent(second)
+        await trio.sleep(30)
+        assert _handoffs(session)[:5] == [(None, "desk"), ("desk", "sales_1"),
+                                          ("sales_1", "consent"), ("consent", "sales_1"),
+                                          ("sales_1", "sales_2")], journal
+    assert journal[:7] == [
+        "sales_1.on_enter", "consent.on_enter", "consent.on_exit said goodbye",
+        "sales_1 consent: ToolError AgentTask consent ended: another agent took over",
+        "sales_1 consent: ToolError AgentTask consent not started: 'sales_1', which awaited "
+        "it, is leaving", "sales_1.on_exit", "sales_2.on_enter"], journal

@@ -6,7 +6,10 @@ close's time, with Trio's scheduler seeded per example. What must hold:
 
 - the history's handoffs form one chain: each leaves the agent the one before entered;
 - every awaited task answers its awaiter once (a result or a ``ToolError``), also the
-  tasks a handoff replaces and those the close cancels;
+  tasks a handoff replaces and those the close cancels (or the close cancels the awaiting
+  ``on_enter`` itself);
+- an awaiter told that its task ended that awaits a new one is answered too (the new task
+  is refused while its agent leaves);
 - a goodbye said in ``on_exit`` while the session is not closed yet can be said;
 - the close ends within its bound and leaves no speech handle pending;
 - without a close, the last agent asked for ends up holding the floor (under its tasks).
@@ -29,8 +32,9 @@ class Log:
     """What the hooks did: awaits and their answers, goodbyes and whether they could be
     said, and the speech handles made."""
 
-    def __init__(self, goodbyes: bool) -> None:
+    def __init__(self, goodbyes: bool, retries: int = 0) -> None:
         self.goodbyes = goodbyes
+        self.retries = retries  # how many times an awaiter told ToolError awaits a new task
         self.awaited: list[str] = []
         self.answered: list[str] = []
         self.refused_goodbyes: list[tuple[str, str]] = []
@@ -50,13 +54,19 @@ class Log:
     async def await_chain(self, agent: Agent, depth: int, name: str) -> None:
         if depth == 0:
             return
-        task = Step(self, depth - 1, f"{name}.t{depth}")
-        self.awaited.append(task.id)
-        try:
-            await task
-            self.answered.append(task.id)
-        except ToolError:
-            self.answered.append(task.id)
+        for attempt in range(self.retries + 1):
+            task = Step(self, depth - 1, f"{name}.t{depth}")
+            self.awaited.append(task.id)
+            try:
+                await task
+                self.answered.append(task.id)
+                return
+            except ToolError:
+                self.answered.append(task.id)
+            except trio.Cancelled:
+                if self.closing:  # the close ends on_enter: an answer too
+                    self.answered.append(task.id)
+                raise
 
 
 class Step(AgentTask[str]):
@@ -126,8 +136,8 @@ def _voices(replies: list[FakeLLMResponse], audio: float) -> FakeTTS:
 
 async def _play(depth: int, handoffs: int, goodbyes: bool, gap: float,
                 close_at: float | None, grace: float, ttft: float, duration: float,
-                audio: float | None) -> None:
-    log = Log(goodbyes)
+                audio: float | None, retries: int = 0) -> None:
+    log = Log(goodbyes, retries)
     sellers = [Seller(log, depth, f"s{k}") for k in range(handoffs)]
     replies = _replies(handoffs, depth, ttft, duration)
     session = AgentSession(llm=FakeLLM(replies), close_grace=grace,
@@ -179,3 +189,20 @@ def test_queued_handoffs_over_on_enter_task_chains(depth: int, handoffs: int, go
                                                    audio: float | None, _: object) -> None:
     trio.run(_play, depth, handoffs, goodbyes, gap, close_at, grace, ttft, duration, audio,
              clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@settings(PROPERTY, max_examples=100)
+@given(depth=st.integers(1, 2), handoffs=st.integers(1, 2), goodbyes=st.booleans(),
+       gap=st.sampled_from([0.0, 0.3]),
+       close_at=st.none() | st.floats(0.0, 4.0).map(lambda t: round(t, 2)),
+       grace=st.sampled_from([0.3, 3.0]), ttft=st.sampled_from([0.0, 0.5]),
+       duration=st.sampled_from([0.0, 1.5]), audio=st.none() | st.sampled_from([0.2, 2.5]),
+       retries=st.integers(1, 2), _=st.random_module())
+def test_an_awaiter_that_retries_its_replaced_task(depth: int, handoffs: int, goodbyes: bool,
+                                                   gap: float, close_at: float | None,
+                                                   grace: float, ttft: float, duration: float,
+                                                   audio: float | None, retries: int,
+                                                   _: object) -> None:
+    """Hostile code: told its task ended (``ToolError``), the awaiter awaits a new one."""
+    trio.run(_play, depth, handoffs, goodbyes, gap, close_at, grace, ttft, duration, audio,
+             retries, clock=trio.testing.MockClock(autojump_threshold=0))
