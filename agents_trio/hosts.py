@@ -21,7 +21,7 @@ from .in_flight import InlineTaskStack, RunningTools
 from .io.audio import AudioOutput, TextOutput
 from .keyterm_detection import STTContext
 from .options import TurnHandling
-from .recognition import AudioRecognition
+from .recognition import AudioRecognition, EndOfTurnInfo
 from .speech_handle import SpeechHandle
 from .text_transforms import TextTransform
 from .tool_handling import AsyncToolOptions
@@ -104,6 +104,11 @@ class ActivityHost(SessionView, Protocol[A]):
     def aec_warmup_active(self) -> bool: ...
 
     def emit_metrics(self, metrics: AgentMetrics) -> None: ...
+
+    def hold_user_turn(self, info: EndOfTurnInfo) -> None:
+        """Keep a user turn that ended while the floor changes hands: the next activity
+        the session points at answers it."""
+        ...
 
     def switch_current(self, activity: A, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:

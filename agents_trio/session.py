@@ -47,7 +47,7 @@ from .deprecated_turn_options import turn_handling_from_deprecated
 from .options import (check_non_negative, check_turn_handling, merged_turn_handling,
                       resolve_turn_handling, session_options_update)
 from .realtime import RealtimeModel, is_realtime_model
-from .recognition import AudioRecognition, SttNode
+from .recognition import AudioRecognition, EndOfTurnInfo, SttNode
 from .recognition_router import RecognitionRouter, SessionErrorRules
 from .recognition_streams import RestartPolicy
 from .run_result import RunHold, RunResult
@@ -357,6 +357,8 @@ class AgentSession(Generic[Userdata_T]):
         self._state = SessionState.CREATED
         self._agent: Agent | None = None
         self._activity: Activity | None = None
+        # user turns that ended while the floor changed hands, for the next activity
+        self._held_turns: list[EndOfTurnInfo] = []
         self._recognition: AudioRecognition | None = None
         self._close_reason: CloseReason = CloseReason.USER_INITIATED
         self._close_error: Any = None
@@ -940,12 +942,25 @@ class AgentSession(Generic[Userdata_T]):
             self.conversation.commit(handoff, old_agent=old_agent, new_agent=activity.agent)
 
     def _point_at(self, activity: Activity) -> None:
-        """Make ``activity`` the one user turns, speeches and the STT context go to."""
+        """Make ``activity`` the one user turns, speeches and the STT context go to; it
+        answers the user turns held while the floor changed hands (it holds them again if
+        it is leaving too; once the close began, the close records them)."""
         self._activity = activity
         self.stt_context.bind(activity.stt)
         if self._recognition is not None:
             self._recognition.refresh_turn_detector()
         self.conversation.progressed()
+        if self.closing:
+            return  # the held turns are recorded unanswered by the close
+        held, self._held_turns = self._held_turns, []
+        for info in held:
+            activity.on_end_of_turn(info)
+
+    def hold_user_turn(self, info: EndOfTurnInfo) -> None:
+        """Keep a user turn that ended while the floor changes hands (the agent holding it
+        leaves): the next activity the session points at answers it; the close records it
+        unanswered."""
+        self._held_turns.append(info)
 
     def update_agent(self, agent: Agent) -> None:
         """Hand off to ``agent``: the current agent finishes its queued speech, runs
@@ -1087,8 +1102,13 @@ class AgentSession(Generic[Userdata_T]):
                            "for work shielded from cancellation", self.close_grace)
 
     def _commit_trailing_user_turn(self) -> None:
-        """Reference §8 step 7: what the user said before close is kept, not dropped."""
+        """Reference §8 step 7: what the user said before close is kept, not dropped (the
+        turns held for a next agent first)."""
         recognition, activity = self._recognition, self._activity
+        held, self._held_turns = self._held_turns, []
+        if activity is not None:
+            for info in held:
+                activity.turns.commit_unanswered(info)
         if recognition is None or activity is None or not recognition.transcript:
             return
         message = ChatMessage(role="user", content=[recognition.transcript])

@@ -81,9 +81,7 @@ class UserTurns:
         """Accept a completed turn; False keeps the turn open (not enough words yet)."""
         activity = self._activity
         if not activity.accepts_turns:
-            logger.warning("user turn dropped: the agent %r is not accepting turns",
-                           activity.agent.id)
-            self._keep_if_closing(self._message(info))
+            self._hold(info, f"the agent {activity.agent.id!r} is not accepting turns")
             return True
         if activity.server_turn_detection:
             return True  # the realtime server detects turns and answers them itself
@@ -96,16 +94,27 @@ class UserTurns:
             self._turns.submit(info)
             self._unhandled += 1
         except trio.ClosedResourceError:
-            logger.warning("user turn dropped: a handoff is in progress")
             activity.preemptive.discard()
-            self._keep_if_closing(self._message(info))
+            self._hold(info, f"the agent {activity.agent.id!r} is leaving")
         return True
 
-    def _keep_if_closing(self, message: ChatMessage) -> None:
-        """A turn dropped while the session closes is not answered, but what the user said is
-        still recorded (as LiveKit does): the close commits no other copy of it."""
-        if self._activity.session.closing and message.text_content:
-            self._activity.commit_item(message)
+    def _hold(self, info: EndOfTurnInfo, why: str) -> None:
+        """A turn that ended while this agent leaves the floor (a handoff, its task
+        returning, the close): the session holds it for the next agent that takes the
+        floor, which answers it (LiveKit drops it). While the session closes it is not
+        answered, but what the user said is recorded: the close commits no other copy."""
+        session = self._activity.session
+        if session.closing:
+            logger.warning("user turn not answered: the session is closing")
+            self.commit_unanswered(info)
+        else:
+            logger.info("user turn held for the next agent: %s", why)
+            session.hold_user_turn(info)
+
+    def commit_unanswered(self, info: EndOfTurnInfo) -> None:
+        """Record what the user said in a turn nobody answers."""
+        if info.new_transcript:
+            self._activity.commit_item(self._message(info))
 
     async def _handle(self, info: EndOfTurnInfo) -> None:
         try:
@@ -175,9 +184,9 @@ class UserTurns:
         hook_delay = trio.current_time() - hook_started
         message.metrics["on_user_turn_completed_delay"] = hook_delay
         if not activity.accepts_turns:
-            # drain (a handoff or close) began while this turn waited: drop it (reference 3.3)
-            logger.warning("user turn dropped: the agent %r is draining", activity.agent.id)
-            self._keep_if_closing(message)
+            # drain (a handoff or close) began while this turn waited: not answered here
+            # (reference 3.3 drops it); the next agent answers it
+            self._hold(info, f"the agent {activity.agent.id!r} is draining")
             return
         handle = preemptive.take(info.new_transcript, turn_ctx, message)
         if handle is None:

@@ -168,7 +168,18 @@ class Sales(_Polite, Agent):
         return Desk(consent=self.consent, journal=self.journal, farewells=self.farewells)
 
 
-class Details(_Polite, _CloseTools, AgentTask[str]):
+class _Escalate:
+    """A task's tool that hands off from inside the task (the task is replaced)."""
+
+    farewells: Farewells
+
+    @function_tool
+    async def escalate(self, ctx: RunContext) -> Any:
+        """Hand the caller over to sales."""
+        return Sales(farewells=self.farewells), "escalating to sales"
+
+
+class Details(_Polite, _CloseTools, _Escalate, AgentTask[str]):
     def __init__(self, farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="Ask for the details.", id="details")
         self.farewells = farewells
@@ -209,7 +220,7 @@ class Deeper(_Polite, AgentTask[str]):
         self.complete(value)
 
 
-class Consent(_Polite, AgentTask[bool]):
+class Consent(_Polite, _Escalate, AgentTask[bool]):
     def __init__(self, farewells: Farewells = _SILENT) -> None:
         super().__init__(instructions="Ask for consent.", id="consent")
         self.farewells = farewells
@@ -232,6 +243,7 @@ TOOLS: dict[str, Any] = {
     "deeper": {},
     "finish": {"value": "42"},
     "agree": {},
+    "escalate": {},
 }
 """What the LLM may call (the current agent may lack a tool: the runtime answers with an
 error output, which is part of the exploration)."""

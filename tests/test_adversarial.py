@@ -32,7 +32,7 @@ PROPERTY = settings(database=None, deadline=None, print_blob=False,
 
 INVARIANTS = DEFAULT_INVARIANTS
 
-TASK_TOOLS = ("ask_details", "deeper", "finish", "agree")
+TASK_TOOLS = ("ask_details", "deeper", "finish", "agree", "escalate")
 VOICE_TOOLS = {name: args for name, args in TOOLS.items() if name not in TASK_TOOLS}
 
 VOICE_CONVERSATIONS = conversations(tools=VOICE_TOOLS, runs=True)

@@ -31,7 +31,7 @@ from agents_trio.testing.scripted_models import request_number
 from agents_trio.testing.strategies import conversations, replies
 from test_adversarial import PROPERTY
 
-TASK_TOOLS = ("ask_details", "deeper", "finish", "agree")
+TASK_TOOLS = ("ask_details", "deeper", "finish", "agree", "escalate")
 #: what a goodbye reply may call: tools that answer (a lookup, a note)
 GOODBYE_TOOLS = {name: TOOLS[name] for name in ("lookup", "note")}
 MODES: tuple[GoodbyeMode, ...] = ("say", "reply", "both")
@@ -133,7 +133,8 @@ def close_bounded_from_first_request(record: ConversationRecord) -> Iterable[str
 
 VOICE_TOOLS = {name: args for name, args in TOOLS.items() if name not in TASK_TOOLS}
 CLOSING_TOOLS = {**{name: TOOLS[name] for name in ("lookup", "transfer", "back",
-                                                    "ask_details", "finish")}, **CLOSE_TOOLS}
+                                                    "ask_details", "finish", "escalate")},
+                 **CLOSE_TOOLS}
 TASK_TOOLS_MAP = {name: TOOLS[name] for name in (*TASK_TOOLS, "transfer", "back", "lookup")}
 
 

@@ -88,14 +88,16 @@ def _agent_timeline(record: ConversationRecord) -> list[tuple[float, str]]:
 
 def _switch_spans(record: ConversationRecord) -> list[tuple[float, float]]:
     """(from, to) in schedule seconds while the agent was being switched: from a tool step
-    that hands off to the handoff (a draining agent drops turns and refuses replies; it
-    waits for its running tools, forever if one hangs), and each instant of a handoff."""
+    that hands off, or from an ``on_exit`` (a completed AgentTask leaving too), to the next
+    handoff (a draining agent holds turns for the next one and refuses replies; it waits
+    for its running tools, forever if one hangs), and each instant of a handoff."""
     handoffs = [record.t(at) for at, _ in _agent_timeline(record)[1:]]
     spans = [(t, t) for t in handoffs]
-    for ev, at in record.events_named("function_tools_executed"):
-        if ev.has_agent_handoff:
-            start = record.t(at)
-            spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
+    starts = [record.t(at) for ev, at in record.events_named("function_tools_executed")
+              if ev.has_agent_handoff]
+    starts += [record.t(h.at) for h in record.hook_calls if h.hook == "on_exit"]
+    for start in starts:
+        spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
     return spans
 
 
@@ -309,9 +311,9 @@ def every_quiet_input_answered(record: ConversationRecord) -> Iterable[str]:
     settle returns.
 
     An input has time when nothing else happens around it: no other action from 1 s before
-    it to the end of its *answer window*, no agent switch (from a tool step handing off to
-    the handoff) from 1 s before it until its turn is committed (a draining agent drops
-    turns), no fault that stops a model
+    it to the end of its *answer window*, no agent switch (from a tool step handing off, or
+    an ``on_exit``, to the handoff) from 1 s before it until its turn is committed (a
+    draining agent holds turns for the next one), no fault that stops a model
     from hearing or speaking (hangs anywhere, a failing LLM/TTS reply to it, an STT/VAD fault
     in the preceding second or any non-provider error before it), and no close before the
     window ends. The window starts when the turn is committed (text: at once; speech: 1.5 s
