@@ -862,9 +862,9 @@ class AgentSession(Generic[Userdata_T]):
         A handoff is requested from inside the old activity (a tool returned an Agent), so the
         old activity cannot switch itself: it would wait for its own nursery. The session's
         switch worker does it: drain the one holding the floor (queued speech and tool
-        replies play, ``on_exit`` runs; an AgentTask there is replaced, and the agent that
-        awaited it ends), record the handoff, start the new one, and only then take the next
-        request.
+        replies play, ``on_exit`` runs; an AgentTask there is replaced, and the agents that
+        awaited it drain in turn: :meth:`_leave_floor`), record the handoff, start the new
+        one, and only then take the next request.
 
         Cancellation: the close begins (or the session's work ends): the switch stops where
         it is, the new agent does not start; its run hold is released.
@@ -895,7 +895,7 @@ class AgentSession(Generic[Userdata_T]):
         """The activity a handoff leaves: the one holding the floor once its ``on_enter``
         settled. An ``on_enter`` that hands the floor to an AgentTask makes the task's
         activity that one (the handoff replaces the task, then the agent that awaited it
-        ends), as LiveKit's update leaves whatever activity is current when it runs.
+        leaves), as LiveKit's update leaves whatever activity is current when it runs.
 
         Cancellation: a checkpoint; nothing is changed.
         """
@@ -954,7 +954,8 @@ class AgentSession(Generic[Userdata_T]):
             return  # the held turns are recorded unanswered by the close
         held, self._held_turns = self._held_turns, []
         for info in held:
-            activity.on_end_of_turn(info)
+            if not activity.on_end_of_turn(info):  # too short to interrupt it: kept
+                self._held_turns.append(info)
 
     def hold_user_turn(self, info: EndOfTurnInfo) -> None:
         """Keep a user turn that ended while the floor changes hands (the agent holding it
