@@ -72,3 +72,19 @@ def test_words_held_for_a_next_agent_that_never_comes_are_recorded_at_the_close(
     said = [i.text_content for i in record.history
             if isinstance(i, ChatMessage) and i.role == "user"]
     assert said == ["hello there", "are you there"], list(record.history)
+
+
+def test_the_quiet_input_invariant_checks_words_said_during_a_handoff() -> None:
+    """The invariant holds the runtime to it: a turn spoken while the floor changed hands
+    counts as a quiet input (answered once the handoff is done), and it passes."""
+    from agents_trio.testing.answers import every_quiet_input_answered, quiet_inputs
+
+    record = _play(Schedule(
+        actions=(UserSpeech(at=1.0, duration=0.1, transcript="wait a moment", stt_delay=0.0,
+                            reply=Reply(text="sure.", audio=0.2, **_INSTANT)),),
+        greeting=Reply(text="okay.", calls=(ToolCall(name="transfer"),), audio=0.5,
+                       **_INSTANT),
+        close_at=12.0, audio_output=True, preemptive=False, close_grace=0.5),
+        Farewells(mode="say"))
+    assert [q.words for q in quiet_inputs(record)] == ["wait a moment"]
+    assert list(every_quiet_input_answered(record)) == []

@@ -266,9 +266,16 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
         end = committed_by + window
         if isinstance(action, RunInput):
             end += _chain_time(action.reply) + 5.0
+        during = [b for a, b in switches if a <= committed_by and b >= start - 1.0]
+        if during and isinstance(action, UserSpeech):
+            # spoken while the floor changed hands: the session holds the turn and the next
+            # agent answers it once the handoff is done (after its greeting, perhaps)
+            committed_by = max(committed_by, *during)
+            end = committed_by + window + _chain_time(schedule.greeting)
+            during = [b for a, b in switches if committed_by < a <= end]
         others = [a.at for a in schedule.actions if a is not action]
         if (any(start - 1.0 <= t <= end for t in others) or end >= close_at
-                or any(a <= committed_by and b >= start - 1.0 for a, b in switches)
+                or during
                 or any(record.t(h.started) <= end and (h.ended is None or record.t(h.ended)
                                                        >= start - 1.0) for h in record.hangs)
                 or (isinstance(action, RunInput) and _hangs_tools(action.reply))
