@@ -423,12 +423,20 @@ class Activity:
 
     # -- pausing for an AgentTask (the parent stays alive, its scheduler holds) ---------------
     async def pause(self) -> None:
-        """Hold the scheduler: queued speeches wait until ``resume()``; the speech that is
-        playing finishes first (the task's speeches must not play over it); a realtime session
-        is closed until then. Returns once all of that is done.
+        """Hold the scheduler: the speeches queued before the call and the one playing
+        finish first (the task's speeches must not play over them); those queued later
+        wait until ``resume()``; a realtime session is closed until then. Returns once all
+        of that is done.
 
-        Cancellation: a checkpoint; the activity stays paused.
+        Cancellation: a checkpoint; cancelled while the speeches queued before it still
+        generate, the activity is not paused yet; later, it stays paused.
         """
+        if self.scheduling_open.is_set():
+            # what was queued before the pause plays first, as LiveKit's pause plays out
+            # its queue (the greeting an on_enter asks for just before it awaits a task):
+            # each of those speeches generates while the scheduler is still open
+            for queued in [h for h in self._queue if not h.done()]:
+                await queued.wait_for_generation()
         if self.scheduling_open.is_set():
             self.scheduling_open = Flag()
             self.scheduling_closed.set()

@@ -136,8 +136,9 @@ def _voices(replies: list[FakeLLMResponse], audio: float) -> FakeTTS:
 
 async def _play(depth: int, handoffs: int, goodbyes: bool, gap: float,
                 close_at: float | None, grace: float, ttft: float, duration: float,
-                audio: float | None, retries: int = 0) -> None:
+                audio: float | None, retries: int = 0, run_at: float | None = None) -> None:
     log = Log(goodbyes, retries)
+    runs: list[str] = []
     sellers = [Seller(log, depth, f"s{k}") for k in range(handoffs)]
     replies = _replies(handoffs, depth, ttft, duration)
     session = AgentSession(llm=FakeLLM(replies), close_grace=grace,
@@ -145,10 +146,20 @@ async def _play(depth: int, handoffs: int, goodbyes: bool, gap: float,
                            aec_warmup_duration=None)
     if audio is not None:
         session.output.audio = FakeAudioOutput()
+    async def run_input(at: float) -> None:
+        await trio.sleep_until(at)
+        try:
+            await session.run(user_input="are you there")
+            runs.append("returned")
+        except Exception as e:  # refused or ended by the close: answered all the same
+            runs.append(f"{type(e).__name__}: {e}")
+
     with trio.fail_after(120):
-        async with session:
+        async with session, trio.open_nursery() as nursery:
             await session.start(Front())
             t0 = trio.current_time()
+            if run_at is not None:
+                nursery.start_soon(run_input, t0 + run_at)
             for seller in sellers:
                 session.update_agent(seller)
                 if gap:
@@ -164,10 +175,15 @@ async def _play(depth: int, handoffs: int, goodbyes: bool, gap: float,
                                                          if i.type == "agent_handoff"])
             else:
                 await trio.sleep_until(t0 + close_at)
+            if close_at is None and run_at is not None:
+                with trio.fail_after(60):  # a run with time to settle returns
+                    while not runs:
+                        await trio.sleep(0.5)
             log.closing = True
             asked = trio.current_time()
             await session.aclose()
             took = trio.current_time() - asked
+    # the run (if any) ended: the nursery waited for it, within fail_after
     # a goodbye per stack level, each within the grace, and the task's return: generous
     assert took <= grace * (2 * depth + 3) + 1.0, took
     assert not _chain_breaks(session), _chain_breaks(session)
@@ -206,3 +222,22 @@ def test_an_awaiter_that_retries_its_replaced_task(depth: int, handoffs: int, go
     """Hostile code: told its task ended (``ToolError``), the awaiter awaits a new one."""
     trio.run(_play, depth, handoffs, goodbyes, gap, close_at, grace, ttft, duration, audio,
              retries, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@settings(PROPERTY, max_examples=100)
+@given(depth=st.integers(0, 2), handoffs=st.integers(1, 2), goodbyes=st.booleans(),
+       gap=st.sampled_from([0.0, 0.3]),
+       close_at=st.none() | st.floats(0.0, 4.0).map(lambda t: round(t, 2)),
+       grace=st.sampled_from([0.3, 3.0]), ttft=st.sampled_from([0.0, 0.5]),
+       duration=st.sampled_from([0.0, 1.5]), audio=st.none() | st.sampled_from([0.2, 2.5]),
+       run_at=st.floats(0.0, 4.0).map(lambda t: round(t, 2)), _=st.random_module())
+def test_a_run_while_handoffs_replace_tasks_is_answered(depth: int, handoffs: int,
+                                                        goodbyes: bool, gap: float,
+                                                        close_at: float | None, grace: float,
+                                                        ttft: float, duration: float,
+                                                        audio: float | None, run_at: float,
+                                                        _: object) -> None:
+    """``session.run()`` at any moment of the handoffs: it returns (or is refused) once the
+    conversation waits for the user, and it never outlives the close."""
+    trio.run(_play, depth, handoffs, goodbyes, gap, close_at, grace, ttft, duration, audio,
+             0, run_at, clock=trio.testing.MockClock(autojump_threshold=0))
