@@ -28,16 +28,17 @@ def _play(schedule: Schedule, farewells: Farewells):
                     clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+#: the greeting hands off to sales; the desk's goodbye plays from 1.1 s to 3.35 s and the
+#: user speaks over it (the desk drains: it takes no turn)
+_SPOKEN_OVER_A_GOODBYE = Schedule(
+    actions=(UserSpeech(at=1.0, duration=0.1, transcript="wait a moment", stt_delay=0.0,
+                        reply=Reply(text="sure.", audio=0.2, **_INSTANT)),),
+    greeting=Reply(text="okay.", calls=(ToolCall(name="transfer"),), audio=0.5, **_INSTANT),
+    close_at=12.0, audio_output=True, preemptive=False, close_grace=0.5)
+
+
 def test_words_said_during_a_handoff_goodbye_are_answered_by_the_next_agent() -> None:
-    # the greeting hands off to sales; the desk's goodbye plays from 1.1 s to 3.35 s and
-    # the user speaks over it (the desk drains: it takes no turn)
-    record = _play(Schedule(
-        actions=(UserSpeech(at=1.0, duration=0.1, transcript="wait a moment", stt_delay=0.0,
-                            reply=Reply(text="sure.", audio=0.2, **_INSTANT)),),
-        greeting=Reply(text="okay.", calls=(ToolCall(name="transfer"),), audio=0.5,
-                       **_INSTANT),
-        close_at=12.0, audio_output=True, preemptive=False, close_grace=0.5),
-        Farewells(mode="say"))
+    record = _play(_SPOKEN_OVER_A_GOODBYE, Farewells(mode="say"))
     history = list(record.history)
     user = [i for i in history if isinstance(i, ChatMessage) and i.role == "user"]
     assert [m.text_content for m in user] == ["wait a moment"], history
@@ -79,12 +80,6 @@ def test_the_quiet_input_invariant_checks_words_said_during_a_handoff() -> None:
     counts as a quiet input (answered once the handoff is done), and it passes."""
     from agents_trio.testing.answers import every_quiet_input_answered, quiet_inputs
 
-    record = _play(Schedule(
-        actions=(UserSpeech(at=1.0, duration=0.1, transcript="wait a moment", stt_delay=0.0,
-                            reply=Reply(text="sure.", audio=0.2, **_INSTANT)),),
-        greeting=Reply(text="okay.", calls=(ToolCall(name="transfer"),), audio=0.5,
-                       **_INSTANT),
-        close_at=12.0, audio_output=True, preemptive=False, close_grace=0.5),
-        Farewells(mode="say"))
+    record = _play(_SPOKEN_OVER_A_GOODBYE, Farewells(mode="say"))
     assert [q.words for q in quiet_inputs(record)] == ["wait a moment"]
     assert list(every_quiet_input_answered(record)) == []
