@@ -876,10 +876,12 @@ class AgentSession(Generic[Userdata_T]):
                 nursery = self._work_nursery
                 assert nursery is not None  # served once it entered
                 old = await self._settled_floor()
-                # the agent the handoff leaves no longer holds the session: an AgentTask it
-                # awaited that ends now was replaced, not completed (LiveKit's update names
-                # the next agent first too)
-                self._agent = request.agent
+                # the agent the handoff leaves is no longer named: an AgentTask that took the
+                # floor after update_agent() named the next agent ends as replaced, not
+                # completed (LiveKit's update names the next agent first too); a later
+                # update_agent() stays named
+                if self._agent is old.agent:
+                    self._agent = request.agent
                 old = await self._leave_floor(old)
                 handoff = AgentHandoff(old_agent_id=old.agent.id,
                                        new_agent_id=request.agent.id)

@@ -236,3 +236,21 @@ async def test_an_agent_left_for_a_handoff_starts_no_new_task(autojump_clock):
         "sales_1 consent: ToolError AgentTask consent ended: another agent took over",
         "sales_1 consent: ToolError AgentTask consent not started: 'sales_1', which awaited "
         "it, is leaving", "sales_1.on_exit", "sales_2.on_enter"], journal
+
+
+class SlowDesk(Desk):
+    async def on_exit(self) -> None:
+        await trio.sleep(1.0)
+
+
+async def test_the_last_agent_named_stays_current_agent_while_the_first_handoff_drains(
+        autojump_clock):
+    journal: list[str] = []
+    first, second = Sales("sales_1", journal), Sales("sales_2", journal)
+    async with AgentSession(llm=FakeLLM()) as session:
+        await session.start(SlowDesk())
+        session.update_agent(first)
+        session.update_agent(second)
+        assert session.current_agent is second
+        await trio.sleep(0.5)  # the desk's on_exit runs: the first handoff drains it
+        assert session.current_agent is second
