@@ -217,6 +217,11 @@ class AgentTask(Agent, Generic[T]):
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(child.run)
+                if self._pause_scope.cancel_called:
+                    # the close unwound the task while its activity started: it never
+                    # enters (no on_enter, no on_exit), as LiveKit starts no activity then
+                    child.stop()
+                    return
                 session.switch_current(child, AgentHandoff(
                     old_agent_id=parent.agent.id, new_agent_id=self.id),
                     old_agent=parent.agent)

@@ -280,3 +280,23 @@ def test_a_second_transfer_queued_while_sales_starts_consent_replaces_consent(_:
                                      audio=2.1, tts_ttfb=0.1, ttft=0.0, duration=0.0),
         audio_output=True, can_pause_audio=False, preemptive=False, close_grace=0.5),
         "reply", consent=True)
+
+
+@settings(PROPERTY, max_examples=10, phases=[Phase.generate])
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_task_the_close_unwinds_while_it_starts_never_enters(_: object) -> None:
+    """Fuzz find: the greeting calls ``ask_details`` and ``hang_up`` at once. The close
+    reached the details task while its activity was still starting: the unwinding skipped
+    its goodbye (nothing ran yet), then the task entered anyway and its ``on_exit`` ran in
+    the cancellation, where ``say()`` raised. A task cancelled while it starts now never
+    enters, as LiveKit starts no activity in a closing session."""
+    from agents_trio.testing import ToolCall, UserSpeech
+
+    run_with_goodbyes(Schedule(
+        actions=(UserSpeech(at=0.5, duration=0.1, transcript="hello there (0)", stt_delay=0.0,
+                            reply=Reply(text="okay.", calls=(ToolCall(name="ask_details"),),
+                                        **_INSTANT)),),
+        close_at=0.6, greeting=Reply(text="okay.", calls=(ToolCall(name="ask_details"),
+                                                          ToolCall(name="hang_up")),
+                                     **_INSTANT),
+        audio_output=False, preemptive=False, close_grace=0.5), "say")
