@@ -5,7 +5,8 @@ Found by fresh draws of the task properties (`AGENTS_TRIO_FUZZ=1`): a
 completed AgentTask drained while one of its tools hung, and the user's words meanwhile were
 dropped, not even recorded at the close. LiveKit drops such a turn too ("skipping user
 input"); here the session holds it, the next agent to take the floor answers it, and the
-close records what is still held.
+close records what is still held. The quiet-input invariant checks such turns; the last test
+here is one calibration of what it calls quiet.
 """
 
 from __future__ import annotations
@@ -83,3 +84,22 @@ def test_the_quiet_input_invariant_checks_words_said_during_a_handoff() -> None:
     record = _play(_SPOKEN_OVER_A_GOODBYE, Farewells(mode="say"))
     assert [q.words for q in quiet_inputs(record)] == ["wait a moment"]
     assert list(every_quiet_input_answered(record)) == []
+
+
+def test_an_input_while_the_user_still_speaks_is_not_quiet() -> None:
+    """Fuzz find (the voice properties): text typed at the instant a 1 s speech ends, which
+    started 1.0 s earlier. The invariant compared only the other action's start with the
+    input's window (and 1.6 - 1.0 is a hair above 0.6), so it called the input quiet; the
+    user's turn then rightly interrupted the text's reply. An action counts from its start
+    to its end now."""
+    from agents_trio.testing import TextInput
+    from agents_trio.testing.answers import quiet_inputs
+
+    record = _play(Schedule(
+        actions=(UserSpeech(at=0.6, duration=1.0, transcript="hello there", stt_delay=0.0,
+                            reply=Reply(text="okay.", audio=0.2, **_INSTANT)),
+                 TextInput(at=1.6, text="typed meanwhile", reply=Reply(text="okay.", audio=0.2,
+                                                                      **_INSTANT))),
+        greeting=Reply(text="okay.", audio=0.2, **_INSTANT),
+        close_at=9.0, audio_output=True, preemptive=False, close_grace=0.5), Farewells())
+    assert "typed meanwhile" not in [q.words for q in quiet_inputs(record)]

@@ -273,8 +273,10 @@ def quiet_inputs(record: ConversationRecord) -> list[QuietInput]:
             committed_by = max(committed_by, *during)
             end = committed_by + window + _chain_time(schedule.greeting)
             during = [b for a, b in switches if committed_by < a <= end]
-        others = [a.at for a in schedule.actions if a is not action]
-        if (any(start - 1.0 <= t <= end for t in others) or end >= close_at
+        # another action from its start to its end (a user still speaking counts)
+        others = [(a.at, a.at + (a.duration if isinstance(a, UserSpeech) else 0.0))
+                  for a in schedule.actions if a is not action]
+        if (any(a <= end and b >= start - 1.0 for a, b in others) or end >= close_at
                 or during
                 or any(record.t(h.started) <= end and (h.ended is None or record.t(h.ended)
                                                        >= start - 1.0) for h in record.hangs)
