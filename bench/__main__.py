@@ -7,6 +7,7 @@ Pipecat.
     python -m bench --virtual       # logical latencies of the decision points, in virtual time
     python -m bench --profile       # where the time goes: hops per frame, CPU hot spots
     python -m bench --adapter       # a VAD plugin through adapt(): cost per window, per hop
+    python -m bench --heap          # what a full collection walks, per session
     python -m bench --worker-mode   # the sweep plus worker mode (LiveKit's AgentServer, fake jobs)
 
 Each (runtime, N) runs in its own process (``python -m bench.worker``), one after the other,
@@ -103,14 +104,14 @@ def worker_env() -> dict[str, str]:
 
 def run_worker(runtime: str, n: int, *, script: str, transforms: str, gc_mode: str,
                rounds: int, out_dir: Path, timeout: float, log: Any, history: int = 0,
-               tools: int = 0, tag: str = "") -> dict:
+               tools: int = 0, tag: str = "", heap: bool = False) -> dict:
     context = f"-h{history}-x{tools}" if history or tools else ""
     out = out_dir.resolve() / (f"{runtime}-n{n}-{script}-t{transforms}-r{rounds}{context}"
                                f"{'-' + tag if tag else ''}.json")
     cmd = [sys.executable, "-m", "bench.worker", "--runtime", runtime, "--n", str(n),
            "--script", script, "--transforms", transforms, "--gc", gc_mode,
            "--rounds", str(rounds), "--history", str(history), "--tools", str(tools),
-           "--out", str(out)]
+           "--out", str(out)] + (["--heap"] if heap else [])
     t = time.perf_counter()
     log(f"  {runtime:7s} N={n:<4d} script={script} transforms={transforms} rounds={rounds}"
         + (f" history={history} tools={tools + 1}" if context else "")
@@ -637,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--adapter", action="store_true",
                       help="Silero VAD through adapt(): CPU and wall time per window, per hop, "
                            "lockstep and inside the voice session (bench/results/adapter.md)")
+    mode.add_argument("--heap", action="store_true",
+                      help="what a full collection of the cyclic collector walks: tracked "
+                           "objects and references per session, by package and type, and a "
+                           "timed full collection (bench/results/heap.md)")
     mode.add_argument("--cpu-split-only", action="store_true",
                       help="run only the CPU figure's split (whole, listening, fake network, "
                            "wake-ups) at N = 1, 10, 50, 100 (or --ns) into the saved "
@@ -708,6 +713,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         from . import hotspots
         return hotspots.main(args, log)
+    if args.heap:
+        from . import heap
+        return heap.main(args, log)
     if args.adapter:
         from . import adapter_hops
         return adapter_hops.main(["--out", str(args.out)])

@@ -125,6 +125,9 @@ class Meter:
         self.wall0 = self.wall1 = 0.0
         self.gc_timer = _GcTimer()
         gc.callbacks.append(self.gc_timer)
+        # with --heap: called once, with the count, when every session is live (bench/heap.py)
+        self.at_peak: Any = None
+        self.heap: dict[str, Any] | None = None
 
     def baseline(self) -> None:
         self.rss_base = rss_bytes()
@@ -154,6 +157,9 @@ class Meter:
         if live >= self.live_peak:
             self.live_peak = live
             self.rss_at_live_peak = max(self.rss_at_live_peak, rss)
+        if self.at_peak is not None and live == len(self.probes):
+            at_peak, self.at_peak = self.at_peak, None
+            self.heap = at_peak(live)
 
     def result(self) -> dict[str, Any]:
         wall = self.wall1 - self.wall0
@@ -210,6 +216,14 @@ def make_probes(n: int, kind: str, rounds: int) -> list[list[core.Probe]]:
             for r in range(rounds)]
 
 
+def _census(args: argparse.Namespace) -> Any:
+    """With ``--heap``, the census ``bench/heap.py`` takes once every session is live."""
+    if not args.heap:
+        return None
+    from . import heap
+    return heap.census
+
+
 def _prepare_gc(mode: str) -> None:
     gc.collect()
     if mode in ("freeze", "off", "young"):
@@ -243,6 +257,7 @@ async def _trio_measure(args: argparse.Namespace, side: Any, network: Any
     _prepare_gc(args.gc)
     probes = [p for r in rounds for p in r]
     meter = Meter(probes)
+    meter.at_peak = _census(args)
     meter.baseline()
     done = trio.Event()
 
@@ -287,6 +302,7 @@ async def asyncio_main(args: argparse.Namespace, side: Any = None
     _prepare_gc(args.gc)
     probes = [p for r in rounds for p in r]
     meter = Meter(probes)
+    meter.at_peak = _census(args)
     meter.baseline()
     done = asyncio.Event()
 
@@ -453,8 +469,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--history", type=int, default=0,
                     help="earlier messages in the agent's context at the start")
     ap.add_argument("--tools", type=int, default=0, help="unused tools besides the transfer")
+    ap.add_argument("--heap", action="store_true",
+                    help="count what the cyclic collector walks once every session is live "
+                         "and time a full collection (bench/heap.py; perturbs the latencies)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    if args.heap and args.runtime not in ("trio", "asyncio"):
+        ap.error("--heap runs on the trio and asyncio runtimes")
     if args.script == "network" and args.runtime not in ("trio", "asyncio"):
         ap.error("--script network runs on the trio and asyncio runtimes")
 
@@ -502,6 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         "process_seconds": time.perf_counter() - t_start,
         "summary": summary,
         "resources": resources,
+        "heap": meter.heap,
         "log": log_info,
         "samples": {
             "turns": [t for s in raw for t in s["turns"]],

@@ -1,0 +1,157 @@
+"""The adversarial model against TaskGroups: the front desk's ``intake`` tool (or the intake
+agent's ``on_enter``) awaits a TaskGroup of two steps, each an AgentTask that completes from a
+tool, and the later step offers ``out_of_scope`` back to the earlier one. Random
+conversations with model faults, interruptions, handoffs from inside a step and a close at a
+random moment must keep ``DEFAULT_INVARIANTS`` (each input answered once, each call answered
+exactly once, hooks paired, close within grace, nothing left running), and the group's
+awaiter gets one outcome at most: a result that holds every step, or an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from adversary_agents import TOOLS, Desk, Sales
+from agents_trio import AgentTask, RunContext, TaskGroup, TaskGroupResult, function_tool
+from agents_trio.testing import DEFAULT_INVARIANTS, ConversationRecord, Schedule, check_conversation
+from agents_trio.testing.strategies import conversations
+from test_adversarial import PROPERTY, _observe
+
+STEP_IDS = ("name", "reason")
+
+GROUP_TOOLS: dict[str, Any] = {
+    "intake": {},
+    "finish": {"value": "42"},
+    # the LLM may name a step that is not earlier (or none): the tool answers with an error
+    "out_of_scope": st.fixed_dictionaries({"task_ids": st.lists(
+        st.sampled_from([*STEP_IDS, "nothing"]), min_size=0, max_size=2)}),
+    "escalate": TOOLS["escalate"],
+    "transfer": TOOLS["transfer"],
+    "back": TOOLS["back"],
+    "lookup": TOOLS["lookup"],
+}
+
+
+class Step(AgentTask[str]):
+    """One intake step: asks, and completes when the LLM calls ``finish``."""
+
+    def __init__(self, step_id: str, journal: list[str]) -> None:
+        super().__init__(instructions=f"Ask for the caller's {step_id}.", id=step_id)
+        self.journal = journal
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions=f"ask for the {self.id}")
+
+    @function_tool
+    async def finish(self, ctx: RunContext, value: str) -> None:
+        """Record the answer.
+
+        Args:
+            value: The answer
+        """
+        self.complete(f"{self.id}={value}")
+
+    @function_tool
+    async def escalate(self, ctx: RunContext) -> Any:
+        """Hand the caller over to sales."""
+        return Sales(), "escalating to sales"
+
+
+def _group(journal: list[str], on_completed: str) -> TaskGroup:
+    async def completed_async(ev: Any) -> None:
+        journal.append(f"completed {ev.task_id}")
+
+    callbacks = {"none": None, "sync": lambda ev: journal.append(f"completed {ev.task_id}"),
+                 "async": completed_async}
+    group = TaskGroup(summarize_chat_ctx=False, on_task_completed=callbacks[on_completed])
+    for step_id in STEP_IDS:
+        group.add(lambda step_id=step_id: Step(step_id, journal), id=step_id,
+                  description=f"the caller's {step_id}")
+    return group
+
+
+def _outcome(journal: list[str], result: Any) -> str:
+    """What the awaiter got, checked against the group's contract."""
+    if not isinstance(result, TaskGroupResult) or set(result.task_results) != set(STEP_IDS):
+        journal.append(f"bad result {result!r}")
+    return f"intake: {result.task_results}"
+
+
+class IntakeDesk(Desk):
+    """The desk, whose ``intake`` tool awaits the group (``journal`` records outcomes)."""
+
+    def __init__(self, journal: list[str], on_completed: str) -> None:
+        super().__init__(journal=journal)
+        self.on_completed = on_completed
+
+    @function_tool
+    async def intake(self, ctx: RunContext) -> str:
+        """Take the caller's name and reason."""
+        try:
+            result = await _group(self.journal, self.on_completed)
+        except BaseException as e:
+            self.journal.append(f"awaiter: {type(e).__name__} {e}")
+            raise
+        self.journal.append("awaiter: result")
+        return _outcome(self.journal, result)
+
+
+class IntakeOnEnter(Desk):
+    """An agent whose ``on_enter`` greets and awaits the group at once."""
+
+    def __init__(self, journal: list[str], on_completed: str) -> None:
+        super().__init__(journal=journal)
+        self.on_completed = on_completed
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="greet the user")
+        try:
+            result = await _group(self.journal, self.on_completed)
+        except BaseException as e:
+            self.journal.append(f"awaiter: {type(e).__name__} {e}")
+            raise
+        self.journal.append("awaiter: result")
+        _outcome(self.journal, result)
+
+
+def _one_outcome(journal: list[str]):
+    def group_awaiter_answered_once(record: ConversationRecord) -> list[str]:
+        """Each await of a group ends once, and a result holds every step."""
+        problems = [entry for entry in journal if entry.startswith("bad result")]
+        outcomes = [entry for entry in journal if entry.startswith("awaiter:")]
+        starts = sum(1 for e in record.tool_executions if e.name == "intake")
+        if record.hook_calls and isinstance(record.hook_calls[0].agent, IntakeOnEnter):
+            starts += sum(1 for h in record.hook_calls
+                          if isinstance(h.agent, IntakeOnEnter) and h.hook == "on_enter")
+        if len(outcomes) > starts:
+            problems.append(f"{len(outcomes)} outcomes for {starts} awaits: {outcomes}")
+        return problems
+
+    return group_awaiter_answered_once
+
+
+# mostly the group's own tools, so that groups run through (and back) often; sometimes all
+GROUP_CONVERSATIONS = st.one_of(
+    conversations(tools={name: GROUP_TOOLS[name] for name in ("intake", "finish", "out_of_scope")},
+                  min_calls=1, runs=True, audio_output=None, max_actions=10),
+    conversations(tools=GROUP_TOOLS, min_calls=1, runs=True, audio_output=None, max_actions=8))
+
+
+@settings(PROPERTY, max_examples=300)
+@given(GROUP_CONVERSATIONS, st.sampled_from(["tool", "on_enter"]),
+       st.sampled_from(["none", "sync", "async"]), st.random_module())
+def test_task_groups_keep_every_invariant(schedule: Schedule, where: str, on_completed: str,
+                                          _: object) -> None:
+    journal: list[str] = []
+    factory = IntakeDesk if where == "tool" else IntakeOnEnter
+    record = check_conversation(lambda: factory(journal, on_completed), schedule,
+                                invariants=DEFAULT_INVARIANTS,
+                                extra_invariants=[_one_outcome(journal)])
+    _observe(record)
+    entered = {h.agent.id for h in record.hook_calls if h.hook == "on_enter"}
+    event(f"steps entered: {len(entered & set(STEP_IDS))}")
+    event(f"out_of_scope executed: {any(e.name == 'out_of_scope' for e in record.tool_executions)}")
+    event(f"group outcome: {next((e for e in journal if e.startswith('awaiter:')), 'none')}")

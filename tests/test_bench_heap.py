@@ -1,0 +1,43 @@
+"""bench/heap.py: the census counts what the collector walks, per type and package."""
+
+from __future__ import annotations
+
+from bench import heap
+
+
+class _Held:
+    def __init__(self, peers: list[object]) -> None:
+        self.a: list[object] = []
+        self.b = {"k": 1}
+        self.peers = peers
+
+
+def test_the_census_counts_objects_and_their_references_by_type_and_package() -> None:
+    peers: list[object] = []
+    held = [_Held(peers) for _ in range(100)]
+    result = heap.census(live=100)
+    types = {t["type"]: t for t in result["types"]}
+    mine = types[f"{__name__}._Held"]
+    assert mine["objects"] == 100
+    # each instance references its type, its list, its dict and the shared list
+    assert mine["references"] >= 4 * 100
+    assert result["packages"][__name__.split(".")[0]]["objects"] >= 100
+    assert result["tracked"] >= 300  # the instances, their lists and dicts
+    assert result["references"] >= sum(t["references"] for t in result["types"])
+    assert result["full_collection_ms"] > 0
+    assert held
+
+
+def test_the_report_gives_objects_and_references_per_session() -> None:
+    run = {"runtime": "trio", "n": 2, "heap": {
+        "live_sessions": 2, "tracked": 800, "references": 3000, "frozen": 10,
+        "full_collection_ms": 1.5,
+        "packages": {"trio": {"objects": 200, "references": 1000},
+                     "Python": {"objects": 600, "references": 2000}},
+        "types": [{"type": "trio.CancelScope", "objects": 20, "references": 200}]}}
+    meta = {"date": "d", "machine": "m", "python": "3", "gc": "freeze", "script": "full",
+            "commit": "c"}
+    text = heap.render(meta, [run])
+    assert "| agents_trio | 2 | 400 | 1500 | 1.5 | 1.88 | 500 |" in text
+    assert "| trio | 100 | 500 | 33.3 % |" in text
+    assert "| `trio.CancelScope` | 10.00 | 100 |" in text
