@@ -441,6 +441,10 @@ class Activity:
             self.scheduling_open = Flag()
             self.scheduling_closed.set()
             self.background.paused()
+            # a preemptive reply parked here would never be taken: the user's turn ends
+            # under the task, which answers it. Dropped once closed (none starts while
+            # paused), as LiveKit's pause drops it
+            self.preemptive.discard()
         while (playing := self.current_speech) is not None:
             await playing.wait_for_generation()
         if self.realtime is not None:

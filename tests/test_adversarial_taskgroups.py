@@ -16,11 +16,14 @@ from hypothesis import strategies as st
 
 from adversary_agents import TOOLS, Desk, Sales
 from agents_trio import AgentTask, RunContext, TaskGroup, TaskGroupResult, function_tool
-from agents_trio.testing import DEFAULT_INVARIANTS, ConversationRecord, Schedule, check_conversation
+from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule, ToolCall,
+                                 UserSpeech, check_conversation)
 from agents_trio.testing.strategies import conversations
 from test_adversarial import PROPERTY, _observe
 
 STEP_IDS = ("name", "reason")
+
+_INSTANT = {"ttft": 0.0, "duration": 0.0, "tts_ttfb": 0.0, "audio": 0.2}
 
 GROUP_TOOLS: dict[str, Any] = {
     "intake": {},
@@ -155,3 +158,26 @@ def test_task_groups_keep_every_invariant(schedule: Schedule, where: str, on_com
     event(f"steps entered: {len(entered & set(STEP_IDS))}")
     event(f"out_of_scope executed: {any(e.name == 'out_of_scope' for e in record.tool_executions)}")
     event(f"group outcome: {next((e for e in journal if e.startswith('awaiter:')), 'none')}")
+
+
+# -- reproducers of the bugs the model found ------------------------------------------------
+
+@settings(PROPERTY, max_examples=10)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_pause_for_a_task_drops_the_parent_s_preemptive_reply(_: object) -> None:
+    """Fuzz find: the user's final transcript started a preemptive reply on the desk in the
+    instant its ``on_enter`` awaited the group (after its greeting) and the desk paused. The
+    turn ended under the group (held, and answered by it), but the desk's preemptive reply
+    was never taken or dropped: a speech left created until the close. LiveKit's pause drops
+    a parked preemptive generation."""
+    finish = ToolCall(name="finish", arguments='{"value": "42"}')
+    schedule = Schedule(
+        actions=(UserSpeech(at=3.0, duration=0.1, transcript="hello there (0)", stt_delay=0.0,
+                            reply=Reply(text="okay.", calls=(finish,), **_INSTANT)),),
+        greeting=Reply(text="okay.", calls=(finish,), **{**_INSTANT, "audio": 3.15}),
+        close_at=14.3, audio_output=True, can_pause_audio=False, preemptive=True,
+        close_grace=5.0)
+    journal: list[str] = []
+    check_conversation(lambda: IntakeOnEnter(journal, "none"), schedule,
+                       invariants=DEFAULT_INVARIANTS, extra_invariants=[_one_outcome(journal)])
+    assert journal == ["awaiter: result"]
