@@ -74,19 +74,19 @@ class InlineTaskStack:
             self._tasks.remove(entry)
             self._changed.notify()
 
-    async def wait_returned(self, task: object) -> object | None:
-        """Wait until ``task`` has left the stack (its awaiter has dealt with its end) and
-        return the activity that awaited it; None at once if ``task`` is not on the stack.
+    def awaiter_of(self, task: object) -> object | None:
+        """The activity that awaited ``task``; None if ``task`` is not on the stack."""
+        return next((e[2] for e in self._tasks if e[0] is task), None)
+
+    async def wait_left(self, task: object) -> None:
+        """Wait until ``task`` has left the stack (its awaiter has dealt with its end); at
+        once if it is not on it.
 
         Cancellation: a checkpoint; the stack is not affected.
         """
         await trio.lowlevel.checkpoint()
-        entry = next((e for e in self._tasks if e[0] is task), None)
-        if entry is None:
-            return None
-        while entry in self._tasks:
+        while any(e[0] is task for e in self._tasks):
             await self._changed.wait()
-        return entry[2]
 
     async def unwind(self, grace: float) -> None:
         """Close the tasks innermost first, each once its inner ones have returned: the task

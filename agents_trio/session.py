@@ -919,12 +919,17 @@ class AgentSession(Generic[Userdata_T]):
         Cancellation: the close (it cancels the switch): the drain stops where it is; the
         close unwinds the tasks still on the stack and finishes the agent under them.
         """
+        # who awaited whom, taken now: a task told it was replaced may complete itself and
+        # leave the stack before its own drain is over (a TaskGroup whose step was replaced)
+        below: list[Activity] = []
+        awaiter = self.inline_tasks.awaiter_of(floor.agent)
+        while isinstance(awaiter, Activity):
+            below.append(awaiter)
+            awaiter = self.inline_tasks.awaiter_of(awaiter.agent)
         activity = floor
-        while True:
+        for awaiter in below:
             await activity.drain()
-            awaiter = await self.inline_tasks.wait_returned(activity.agent)
-            if not isinstance(awaiter, Activity):
-                return activity
+            await self.inline_tasks.wait_left(activity.agent)
             # the floor goes back to the awaiter for its goodbye (recorded, as a task's
             # return is); the agent named next stays named
             self._point_at(awaiter)
@@ -933,6 +938,8 @@ class AgentSession(Generic[Userdata_T]):
                 old_agent=activity.agent, new_agent=awaiter.agent)
             awaiter.reopen_to_leave()
             activity = awaiter
+        await activity.drain()
+        return activity
 
     def switch_current(self, activity: Activity, handoff: AgentHandoff | None = None, *,
                        old_agent: object = None) -> None:

@@ -56,10 +56,10 @@ class Farewells:
             farewell.error = e
 
 
-_SILENT = Farewells()
+SILENT = Farewells()
 
 
-class _Polite:
+class Polite:
     """The ``on_exit`` of the agents below: their goodbye, if they have one."""
 
     farewells: Farewells
@@ -68,7 +68,7 @@ class _Polite:
         self.farewells.goodbye(self)  # type: ignore[arg-type]
 
 
-class _CloseTools:
+class CloseTools:
     """Tools that close the session from inside it, as a hang-up tool would."""
 
     farewells: Farewells
@@ -88,14 +88,14 @@ class _CloseTools:
         return "left"  # not reached: the close cancels the tool that awaits it
 
 
-class Desk(_Polite, _CloseTools, Agent):
+class Desk(Polite, CloseTools, Agent):
     """The front desk. With ``consent``, sales asks for consent in its ``on_enter`` (an
     AgentTask awaited from a hook) and writes how that await ended to ``journal``. With
     ``farewells``, every agent and task says goodbye in ``on_exit`` as it says, and the desk
     and the details task may close the session from a tool (``hang_up``, ``leave``)."""
 
     def __init__(self, *, consent: bool = False, journal: list[str] | None = None,
-                 farewells: Farewells = _SILENT) -> None:
+                 farewells: Farewells = SILENT) -> None:
         super().__init__(instructions="You are the front desk.", id="desk")
         self.consent = consent
         self.journal = journal if journal is not None else []
@@ -133,9 +133,9 @@ class Desk(_Polite, _CloseTools, Agent):
         return f"details: {await Details(self.farewells)}"
 
 
-class Sales(_Polite, Agent):
+class Sales(Polite, Agent):
     def __init__(self, *, consent: bool = False, journal: list[str] | None = None,
-                 farewells: Farewells = _SILENT) -> None:
+                 farewells: Farewells = SILENT) -> None:
         super().__init__(instructions="You are sales.", id="sales")
         self.consent = consent
         self.journal = journal if journal is not None else []
@@ -179,8 +179,8 @@ class _Escalate:
         return Sales(farewells=self.farewells), "escalating to sales"
 
 
-class Details(_Polite, _CloseTools, _Escalate, AgentTask[str]):
-    def __init__(self, farewells: Farewells = _SILENT) -> None:
+class Details(Polite, CloseTools, _Escalate, AgentTask[str]):
+    def __init__(self, farewells: Farewells = SILENT) -> None:
         super().__init__(instructions="Ask for the details.", id="details")
         self.farewells = farewells
 
@@ -202,8 +202,8 @@ class Details(_Polite, _CloseTools, _Escalate, AgentTask[str]):
         return f"follow-up: {await Deeper(self.farewells)}"
 
 
-class Deeper(_Polite, AgentTask[str]):
-    def __init__(self, farewells: Farewells = _SILENT) -> None:
+class Deeper(Polite, AgentTask[str]):
+    def __init__(self, farewells: Farewells = SILENT) -> None:
         super().__init__(instructions="Ask a follow-up question.", id="deeper")
         self.farewells = farewells
 
@@ -220,8 +220,8 @@ class Deeper(_Polite, AgentTask[str]):
         self.complete(value)
 
 
-class Consent(_Polite, _Escalate, AgentTask[bool]):
-    def __init__(self, farewells: Farewells = _SILENT) -> None:
+class Consent(Polite, _Escalate, AgentTask[bool]):
+    def __init__(self, farewells: Farewells = SILENT) -> None:
         super().__init__(instructions="Ask for consent.", id="consent")
         self.farewells = farewells
 

@@ -14,7 +14,7 @@ goodbye, then the cancellation). ``AGENTS_TRIO_FUZZ=1`` draws fresh examples.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 import trio
@@ -23,6 +23,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from adversary_agents import CLOSE_TOOLS, TOOLS, Desk, Farewells, GoodbyeMode
+from agents_trio import Agent
 from agents_trio.chat import ChatMessage
 from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule,
                                  run_conversation)
@@ -50,14 +51,22 @@ def goodbye_schedules(draw: st.DrawFn, tools: dict[str, object], *, min_calls: i
 
 
 def run_with_goodbyes(schedule: Schedule, mode: GoodbyeMode, *, consent: bool = False,
-                      extra: Iterable[object] = ()) -> ConversationRecord:
-    """Play ``schedule`` against a polite desk and check every invariant (the default ones
-    and the goodbye ones). The close starts at the first request: the driver's or a tool's."""
+                      extra: Iterable[object] = (),
+                      agent: Callable[[Farewells, list[str]], Agent] | None = None
+                      ) -> ConversationRecord:
+    """Play ``schedule`` against a polite desk (or ``agent(farewells, journal)``) and check
+    every invariant (the default ones and the goodbye ones). The close starts at the first
+    request: the driver's or a tool's."""
     farewells = Farewells(mode=mode)
     journal: list[str] = []
+
+    def polite_desk(farewells: Farewells, journal: list[str]) -> Agent:
+        return Desk(consent=consent, journal=journal, farewells=farewells)
+
+    make = agent or polite_desk
     record = trio.run(functools.partial(
-        run_conversation, lambda: Desk(consent=consent, journal=journal, farewells=farewells),
-        schedule), clock=trio.testing.MockClock(autojump_threshold=0))
+        run_conversation, lambda: make(farewells, journal), schedule),
+        clock=trio.testing.MockClock(autojump_threshold=0))
     if farewells.close_requests and record.close_requested_at is not None:
         record.close_requested_at = min(record.close_requested_at, *farewells.close_requests)
     found = violations(record, [*DEFAULT_INVARIANTS, goodbyes_play_once(farewells),

@@ -14,12 +14,13 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from adversary_agents import TOOLS, Desk, Sales
+from adversary_agents import CLOSE_TOOLS, SILENT, TOOLS, CloseTools, Desk, Farewells, Polite, Sales
 from agents_trio import AgentTask, RunContext, TaskGroup, TaskGroupResult, function_tool
 from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule, ToolCall,
                                  UserSpeech, check_conversation)
 from agents_trio.testing.strategies import conversations
 from test_adversarial import PROPERTY, _observe
+from test_adversarial_goodbyes import MODES, goodbye_schedules, run_with_goodbyes
 
 STEP_IDS = ("name", "reason")
 
@@ -38,12 +39,13 @@ GROUP_TOOLS: dict[str, Any] = {
 }
 
 
-class Step(AgentTask[str]):
+class Step(Polite, CloseTools, AgentTask[str]):
     """One intake step: asks, and completes when the LLM calls ``finish``."""
 
-    def __init__(self, step_id: str, journal: list[str]) -> None:
+    def __init__(self, step_id: str, journal: list[str], farewells: Farewells = SILENT) -> None:
         super().__init__(instructions=f"Ask for the caller's {step_id}.", id=step_id)
         self.journal = journal
+        self.farewells = farewells
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions=f"ask for the {self.id}")
@@ -60,18 +62,27 @@ class Step(AgentTask[str]):
     @function_tool
     async def escalate(self, ctx: RunContext) -> Any:
         """Hand the caller over to sales."""
-        return Sales(), "escalating to sales"
+        return Sales(farewells=self.farewells), "escalating to sales"
 
 
-def _group(journal: list[str], on_completed: str) -> TaskGroup:
+class PoliteGroup(Polite, TaskGroup):
+    """A TaskGroup that says goodbye in its ``on_exit`` too."""
+
+    def __init__(self, farewells: Farewells, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.farewells = farewells
+
+
+def _group(journal: list[str], on_completed: str, farewells: Farewells = SILENT) -> TaskGroup:
     async def completed_async(ev: Any) -> None:
         journal.append(f"completed {ev.task_id}")
 
     callbacks = {"none": None, "sync": lambda ev: journal.append(f"completed {ev.task_id}"),
                  "async": completed_async}
-    group = TaskGroup(summarize_chat_ctx=False, on_task_completed=callbacks[on_completed])
+    group = PoliteGroup(farewells, summarize_chat_ctx=False,
+                        on_task_completed=callbacks[on_completed])
     for step_id in STEP_IDS:
-        group.add(lambda step_id=step_id: Step(step_id, journal), id=step_id,
+        group.add(lambda step_id=step_id: Step(step_id, journal, farewells), id=step_id,
                   description=f"the caller's {step_id}")
     return group
 
@@ -86,15 +97,16 @@ def _outcome(journal: list[str], result: Any) -> str:
 class IntakeDesk(Desk):
     """The desk, whose ``intake`` tool awaits the group (``journal`` records outcomes)."""
 
-    def __init__(self, journal: list[str], on_completed: str) -> None:
-        super().__init__(journal=journal)
+    def __init__(self, journal: list[str], on_completed: str,
+                 farewells: Farewells = SILENT) -> None:
+        super().__init__(journal=journal, farewells=farewells)
         self.on_completed = on_completed
 
     @function_tool
     async def intake(self, ctx: RunContext) -> str:
         """Take the caller's name and reason."""
         try:
-            result = await _group(self.journal, self.on_completed)
+            result = await _group(self.journal, self.on_completed, self.farewells)
         except BaseException as e:
             self.journal.append(f"awaiter: {type(e).__name__} {e}")
             raise
@@ -105,14 +117,15 @@ class IntakeDesk(Desk):
 class IntakeOnEnter(Desk):
     """An agent whose ``on_enter`` greets and awaits the group at once."""
 
-    def __init__(self, journal: list[str], on_completed: str) -> None:
-        super().__init__(journal=journal)
+    def __init__(self, journal: list[str], on_completed: str,
+                 farewells: Farewells = SILENT) -> None:
+        super().__init__(journal=journal, farewells=farewells)
         self.on_completed = on_completed
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the user")
         try:
-            result = await _group(self.journal, self.on_completed)
+            result = await _group(self.journal, self.on_completed, self.farewells)
         except BaseException as e:
             self.journal.append(f"awaiter: {type(e).__name__} {e}")
             raise
@@ -160,6 +173,32 @@ def test_task_groups_keep_every_invariant(schedule: Schedule, where: str, on_com
     event(f"group outcome: {next((e for e in journal if e.startswith('awaiter:')), 'none')}")
 
 
+GOODBYE_GROUP_TOOLS = {**{name: GROUP_TOOLS[name]
+                          for name in ("intake", "finish", "out_of_scope", "escalate")},
+                       **CLOSE_TOOLS}
+
+
+@settings(PROPERTY, max_examples=150)
+@given(goodbye_schedules(GOODBYE_GROUP_TOOLS, min_calls=1), st.sampled_from(MODES),
+       st.sampled_from(["tool", "on_enter"]), st.random_module())
+def test_task_group_goodbyes_and_closes(schedule: Schedule, mode: Any, where: str,
+                                         _: object) -> None:
+    """Every agent, step and the group say goodbye in ``on_exit``; a step may close the
+    session from a tool: the goodbye invariants hold too (each plays or is cut once, none
+    refused, the close within its bound)."""
+    journals: list[list[str]] = []
+
+    def agent(farewells: Farewells, journal: list[str]) -> Desk:
+        journals.append(journal)
+        factory = IntakeDesk if where == "tool" else IntakeOnEnter
+        return factory(journal, "async", farewells)
+
+    def one_outcome(record: ConversationRecord) -> list[str]:
+        return _one_outcome(journals[0])(record)
+
+    run_with_goodbyes(schedule, mode, agent=agent, extra=[one_outcome])
+
+
 # -- reproducers of the bugs the model found ------------------------------------------------
 
 @settings(PROPERTY, max_examples=10)
@@ -181,3 +220,31 @@ def test_a_pause_for_a_task_drops_the_parent_s_preemptive_reply(_: object) -> No
     check_conversation(lambda: IntakeOnEnter(journal, "none"), schedule,
                        invariants=DEFAULT_INVARIANTS, extra_invariants=[_one_outcome(journal)])
     assert journal == ["awaiter: result"]
+
+
+@settings(PROPERTY, max_examples=10)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_step_escalating_leaves_the_group_and_the_agent_that_awaited_it(_: object) -> None:
+    """Fuzz find: the first step's greeting hands off to sales from its tool. The handoff
+    drains the step, gives the floor back to the group for its goodbye, and then should do
+    the same for the desk whose ``on_enter`` awaited the group. But the group, told its step
+    was replaced, completed itself with the error: it left the session's task stack before
+    the handoff asked who had awaited it, so the handoff took the group for the agent at the
+    bottom. Sales entered with the desk still paused under it, and the desk's ``on_exit``
+    ran only at the close, where its goodbye was refused."""
+    escalate = ToolCall(name="escalate")
+    schedule = Schedule(greeting=Reply(text="okay.", calls=(escalate,), **_INSTANT),
+                        close_at=10.0, audio_output=False, preemptive=False, close_grace=0.5)
+    journals: list[list[str]] = []
+
+    def agent(farewells: Farewells, journal: list[str]) -> Desk:
+        journals.append(journal)
+        return IntakeOnEnter(journal, "none", farewells)
+
+    record = run_with_goodbyes(schedule, "say", agent=agent)
+    handoffs = [(h.old_agent_id, h.new_agent_id) for h in record.history
+                if getattr(h, "type", None) == "agent_handoff"]
+    assert handoffs == [(None, "desk"), ("desk", "polite_group"), ("polite_group", "name"),
+                        ("name", "polite_group"), ("polite_group", "desk"), ("desk", "sales")]
+    exits = [h.agent.id for h in record.hook_calls if h.hook == "on_exit"]
+    assert exits[:3] == ["name", "polite_group", "desk"], exits
