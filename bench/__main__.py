@@ -485,6 +485,9 @@ def write_results(results: dict[str, Any], out: Path, *, readme: bool, log: Any)
             saved = out / folder / "bench.json"
             if saved.exists():
                 results = dict(results, **{key: json.loads(saved.read_text())})
+    heap = out / "heap.json"   # python -m bench --heap
+    if heap.exists():
+        results = dict(results, heap=json.loads(heap.read_text()))
     md = report.markdown(results)
     (out / "bench.md").write_text("# Benchmark results\n\n" + md)
     png = out / "latency.png"

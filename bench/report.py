@@ -616,6 +616,30 @@ def _gc_md(runs: list[dict], gc_off: dict[str, Any] | None,
     return lines
 
 
+def heap_paragraph(heap: dict[str, Any] | None) -> list[str]:
+    """One paragraph from ``python -m bench --heap`` (``heap.json``): what a full collection
+    walks per session, and what one costs at the largest N measured."""
+    if not heap or not heap.get("runs"):
+        return []
+    runs = heap["runs"]
+
+    def per_session(r: dict[str, Any]) -> str:
+        h = r["heap"]
+        live = h["live_sessions"] or 1
+        return (f"{NAMES[r['runtime']]} at N = {r['n']}: {fmt(h['tracked'] / live, 0)} tracked "
+                f"objects and {fmt(h['references'] / live, 0)} references per session, one "
+                f"full collection {fmt(h['full_collection_ms'], 1)} ms "
+                f"({fmt(h['full_collection_ms'] * 1e6 / max(h['references'], 1), 0)} ns per "
+                "reference)")
+
+    return ["", ("What a full collection walks, counted once every session is live "
+                 f"(`python -m bench --heap`, {heap['meta']['date']}, "
+                 "`bench/results/heap.md`): " + "; ".join(per_session(r) for r in runs)
+                 + ". The time per reference grows with the heap (the caches no longer hold "
+                 "it), so a full collection costs more per session at 400 sessions than at "
+                 "50; a full collection's pause shrinks only with fewer objects per session.")]
+
+
 def _diagnosis_md(saved: dict[str, Any], what: str, folder: str) -> list[str]:
     """One sentence: each runtime's turn p99 and CPU per N in a saved diagnosis run."""
     runs = [r for r in saved.get("runs", []) if r["transforms"] == "off"]
@@ -712,6 +736,7 @@ def markdown(results: dict[str, Any], *, stages: bool = True) -> str:
     if meta.get("gc_mode", "freeze") != "off":   # with the collector off there are no pauses
         lines += _gc_md(runs, results.get("gc_off"), results.get("gc_young"),
                         results.get("capacity_repeats"))
+        lines += heap_paragraph(results.get("heap"))
     lines += _worker_md(runs)
     idx = index_runs([r for r in runs if not r.get("refinement")])
     for other_rt in (THEIRS, PEER):

@@ -41,3 +41,16 @@ def test_the_report_gives_objects_and_references_per_session() -> None:
     assert "| agents_trio | 2 | 400 | 1500 | 1.5 | 1.88 | 500 |" in text
     assert "| trio | 100 | 500 | 33.3 % |" in text
     assert "| `trio.CancelScope` | 10.00 | 100 |" in text
+
+
+def test_the_benchmark_report_says_what_a_full_collection_walks() -> None:
+    from bench import report
+
+    heap_runs = {"meta": {"date": "2026-01-01 00:00"}, "runs": [
+        {"runtime": "trio", "n": 400, "heap": {"live_sessions": 400, "tracked": 160000,
+                                                "references": 720000,
+                                                "full_collection_ms": 90.0}}]}
+    text = "\n".join(report.heap_paragraph(heap_runs))
+    assert ("agents_trio at N = 400: 400 tracked objects and 1800 references per session, "
+            "one full collection 90.0 ms (125 ns per reference)") in text
+    assert report.heap_paragraph(None) == []
