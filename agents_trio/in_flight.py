@@ -88,7 +88,7 @@ class InlineTaskStack:
         while any(e[0] is task for e in self._tasks):
             await self._changed.wait()
 
-    async def unwind(self, grace: float) -> None:
+    async def unwind(self, grace: float, overrun: Callable[[], None]) -> None:
         """Close the tasks innermost first, each once its inner ones have returned: the task
         says its goodbye (its speeches stop, its ``on_exit`` runs and what it says plays),
         then it is cancelled (its awaiter gets a ``ToolError``).
@@ -96,9 +96,10 @@ class InlineTaskStack:
         The goodbye gets ``grace`` seconds; the cancellation that follows gets its own
         ``grace`` for the task to return (at once, unless work shielded from cancellation
         holds it): a goodbye that used up its grace must not leave its task on the stack,
-        which would end the unwinding and cut the goodbyes of the agents below it. A task
-        still on the stack after that ends the unwinding: the close's cancellation takes
-        over.
+        which would cut the goodbyes of the agents below it. A task still on the stack after
+        that is held by shielded work, which the close cannot end before anyway:
+        ``overrun()`` reports it, and the unwinding waits for the task to return, so that
+        the agents below it still say their goodbyes.
 
         Cancellation: a checkpoint; the task being closed is cancelled, and the tasks
         already cancelled stay cancelled.
@@ -112,7 +113,12 @@ class InlineTaskStack:
             finally:
                 task.cancel()
             with trio.move_on_after(grace):
-                while entry in self._tasks:
-                    await self._changed.wait()
+                await self._wait_gone(entry)
             if entry in self._tasks:
-                return
+                overrun()
+                await self._wait_gone(entry)
+
+    async def _wait_gone(self, entry: tuple[Cancellable, Callable[[], Awaitable[None]], object]
+                         ) -> None:
+        while entry in self._tasks:
+            await self._changed.wait()

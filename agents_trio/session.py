@@ -1081,7 +1081,7 @@ class AgentSession(Generic[Userdata_T]):
         """
         try:
             if was_running:
-                await self.inline_tasks.unwind(self.close_grace)
+                await self.inline_tasks.unwind(self.close_grace, self._report_overrun)
                 if self._activity is not None:
                     with trio.move_on_after(self.close_grace):
                         await self._activity.finish_for_close()
@@ -1100,7 +1100,10 @@ class AgentSession(Generic[Userdata_T]):
 
     def _report_overrun(self) -> None:
         """The close outlived its grace: only work shielded from cancellation can hold it up
-        (Trio cannot break a shield, so the close waits for it). Say what is still running."""
+        (Trio cannot break a shield, so the close waits for it). Say what is still running
+        (once: the unwinding of the AgentTasks may have said it already)."""
+        if self._close_overrun is not None:
+            return
         tools = self.running_tools.names()
         self._close_overrun = CloseOverrun(grace_ended_at=trio.current_time(), tools=tools)
         if tools:

@@ -248,3 +248,29 @@ def test_a_step_escalating_leaves_the_group_and_the_agent_that_awaited_it(_: obj
                         ("name", "polite_group"), ("polite_group", "desk"), ("desk", "sales")]
     exits = [h.agent.id for h in record.hook_calls if h.hook == "on_exit"]
     assert exits[:3] == ["name", "polite_group", "desk"], exits
+
+
+@settings(PROPERTY, max_examples=10)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_step_held_by_shielded_work_at_the_close_leaves_the_goodbyes_below_it(
+        _: object) -> None:
+    """Fuzz find: the step's reply asked for sales and for a hang-up whose tool stayed
+    shielded from cancellation 0.95 s past the close (grace 0.5 s). The unwinding gave up
+    on the step after its grace, so the group's and the desk's ``on_exit`` ran after
+    ``close``, where their goodbyes were refused. Now the unwinding waits for the step
+    (the close cannot end before shielded work anyway) and they say goodbye."""
+    escalate = ToolCall(name="escalate", shield=0.35)
+    hang_up = ToolCall(name="hang_up", latency=1.0, shield=0.95)
+    schedule = Schedule(
+        actions=(UserSpeech(at=0.5, duration=0.1, transcript="hello there (0)", stt_delay=0.0,
+                            reply=Reply(text="okay.", calls=(escalate, hang_up),
+                                        **{**_INSTANT, "duration": 0.4})),),
+        greeting=Reply(text="sure, one moment.", calls=(ToolCall(name="escalate", latency=0.05,
+                                                                 shield=0.6),),
+                       **{**_INSTANT, "duration": 0.25}),
+        close_at=2.5, audio_output=False, preemptive=False, close_grace=0.5)
+    record = run_with_goodbyes(schedule, "say",
+                               agent=lambda farewells, journal: IntakeOnEnter(
+                                   journal, "async", farewells))
+    exits = [h.agent.id for h in record.hook_calls if h.hook == "on_exit"]
+    assert exits == ["name", "polite_group", "desk"], exits

@@ -309,3 +309,75 @@ async def test_a_drained_shutdown_while_a_task_runs_tells_the_awaiter_it_was_can
         root.journal
     outputs = [i.call_id for i in session.history.items if i.type == "function_call_output"]
     assert outputs == ["c_ask"], session.history.items
+
+
+class CommittingTask(AgentTask[str]):
+    """Its reply calls a tool shielded from cancellation for 3 s (a payment commit)."""
+
+    def __init__(self, said: list[str]) -> None:
+        super().__init__(instructions="committing", id="committing")
+        self.said = said
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="commit it")
+
+    async def on_exit(self) -> None:
+        self.said.append("committing.exit")
+        self.session.say("the task says goodbye")
+
+    @function_tool
+    async def commit(self, ctx: RunContext) -> str:
+        """Commit."""
+        with trio.CancelScope(shield=True):
+            await trio.sleep(3.0)
+        return "committed"
+
+
+class PoliteRoot(Agent):
+    def __init__(self, said: list[str]) -> None:
+        super().__init__(instructions="root", id="root")
+        self.said = said
+
+    @function_tool
+    async def start(self, ctx: RunContext) -> str:
+        """Start."""
+        return await CommittingTask(self.said)
+
+    async def on_exit(self) -> None:
+        self.said.append("root.exit")
+        try:
+            self.session.say("the root says goodbye")
+        except RuntimeError as e:
+            self.said.append(f"root's goodbye refused: {e}")
+
+
+async def test_a_task_held_past_the_close_grace_by_shielded_work_leaves_its_awaiter_a_goodbye(
+        autojump_clock):
+    """Fuzz find (TaskGroup goodbyes): at the close, a task's tool was shielded from
+    cancellation for longer than the grace. The unwinding gave up on the task after its
+    grace and cancelled the rest, so the agent under the task ran its ``on_exit`` only once
+    the shield ended, after ``close``, where ``say`` raised. The close cannot end before
+    shielded work anyway: the unwinding waits for the task, then the agent under it says its
+    goodbye; the overrun is reported."""
+    a = FakeActions()
+    a.add_llm("", tool_calls=_call("start", "c_start"), input="go")
+    a.add_llm("", tool_calls=_call("commit", "c_commit"), input="commit it")
+    said: list[str] = []
+    closes = []
+    session = AgentSession(llm=FakeLLM(a.llm_responses), close_grace=0.5)
+    with trio.fail_after(60):
+        async with session:
+            session.on("close", closes.append)
+            await session.start(PoliteRoot(said))
+            session.generate_reply(user_input="go")
+            await trio.sleep(1.0)
+            started = trio.current_time()
+            await session.aclose()
+            took = trio.current_time() - started
+    assert said == ["committing.exit", "root.exit"], said
+    assert 2.0 <= took <= 3.5, took  # the shield's rest, then the goodbyes
+    messages = [i.text_content for i in session.history.items
+                if i.type == "message" and i.role == "assistant"]
+    assert "the task says goodbye" in messages and "the root says goodbye" in messages, messages
+    (close,) = closes
+    assert close.overrun is not None and "commit" in close.overrun.tools, close.overrun
