@@ -26,16 +26,31 @@ class RunningTools:
 
     def __init__(self) -> None:
         self._calls: dict[int, tuple[FunctionCall, object]] = {}
+        self._finished = Wakeup()
 
     def add(self, call: FunctionCall, owner: object) -> None:
         self._calls[id(call)] = (call, owner)
 
     def discard(self, call: FunctionCall) -> None:
-        self._calls.pop(id(call), None)
+        if self._calls.pop(id(call), None) is not None:
+            self._finished.notify()
 
     def owned_by(self, owner: object) -> bool:
         """Whether a call of ``owner`` is running."""
         return any(o is owner for _, o in self._calls.values())
+
+    def of_agent(self, agent: object) -> bool:
+        """Whether a call of an activity of ``agent`` is running."""
+        return any(getattr(o, "agent", None) is agent for _, o in self._calls.values())
+
+    async def wait_none_of(self, agent: object) -> None:
+        """Wait until no call of an activity of ``agent`` runs.
+
+        Cancellation: a checkpoint only.
+        """
+        await trio.lowlevel.checkpoint()
+        while self.of_agent(agent):
+            await self._finished.wait()
 
     def names(self) -> list[str]:
         return [call.name for call, _ in self._calls.values()]
@@ -88,7 +103,8 @@ class InlineTaskStack:
         while any(e[0] is task for e in self._tasks):
             await self._changed.wait()
 
-    async def unwind(self, grace: float, overrun: Callable[[], None]) -> None:
+    async def unwind(self, grace: float, tools: RunningTools, overrun: Callable[[], None]
+                     ) -> None:
         """Close the tasks innermost first, each once its inner ones have returned: the task
         says its goodbye (its speeches stop, its ``on_exit`` runs and what it says plays),
         then it is cancelled (its awaiter gets a ``ToolError``).
@@ -97,9 +113,12 @@ class InlineTaskStack:
         ``grace`` for the task to return (at once, unless work shielded from cancellation
         holds it): a goodbye that used up its grace must not leave its task on the stack,
         which would cut the goodbyes of the agents below it. A task still on the stack after
-        that is held by shielded work, which the close cannot end before anyway:
-        ``overrun()`` reports it, and the unwinding waits for the task to return, so that
-        the agents below it still say their goodbyes.
+        that whose tool still runs (among ``tools``) is held by work shielded from
+        cancellation, which the close cannot end before anyway: ``overrun()`` reports it,
+        and the unwinding waits for those tools, then gives the task its ``grace`` again to
+        return, so that the agents below it still say their goodbyes. A task still on the
+        stack after that (its activity still starting, say) ends the unwinding: the close's
+        cancellation takes over.
 
         Cancellation: a checkpoint; the task being closed is cancelled, and the tasks
         already cancelled stay cancelled.
@@ -114,9 +133,13 @@ class InlineTaskStack:
                 task.cancel()
             with trio.move_on_after(grace):
                 await self._wait_gone(entry)
-            if entry in self._tasks:
+            if entry in self._tasks and tools.of_agent(task):
                 overrun()
-                await self._wait_gone(entry)
+                await tools.wait_none_of(task)
+                with trio.move_on_after(grace):
+                    await self._wait_gone(entry)
+            if entry in self._tasks:
+                return
 
     async def _wait_gone(self, entry: tuple[Cancellable, Callable[[], Awaitable[None]], object]
                          ) -> None:

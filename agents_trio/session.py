@@ -1081,7 +1081,8 @@ class AgentSession(Generic[Userdata_T]):
         """
         try:
             if was_running:
-                await self.inline_tasks.unwind(self.close_grace, self._report_overrun)
+                await self.inline_tasks.unwind(self.close_grace, self.running_tools,
+                                               self._report_overrun)
                 if self._activity is not None:
                     with trio.move_on_after(self.close_grace):
                         await self._activity.finish_for_close()

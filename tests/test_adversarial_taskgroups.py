@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from adversary_agents import CLOSE_TOOLS, SILENT, TOOLS, CloseTools, Desk, Farewells, Polite, Sales
 from agents_trio import AgentTask, RunContext, TaskGroup, TaskGroupResult, function_tool
-from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule, ToolCall,
-                                 UserSpeech, check_conversation)
+from agents_trio.testing import (DEFAULT_INVARIANTS, ConversationRecord, Reply, Schedule, TextInput,
+                                 ToolCall, UserSpeech, check_conversation)
 from agents_trio.testing.strategies import conversations
 from test_adversarial import PROPERTY, _observe
 from test_adversarial_goodbyes import MODES, goodbye_schedules, run_with_goodbyes
@@ -274,3 +274,33 @@ def test_a_step_held_by_shielded_work_at_the_close_leaves_the_goodbyes_below_it(
                                    journal, "async", farewells))
     exits = [h.agent.id for h in record.hook_calls if h.hook == "on_exit"]
     assert exits == ["name", "polite_group", "desk"], exits
+
+
+def test_inputs_while_a_hanging_tool_holds_the_desk_s_drain_are_held_to_the_close() -> None:
+    """Fuzz find (a harness calibration): the desk's greeting called a tool that never
+    returns, then its ``on_enter`` awaited the group; a step's reply asked for sales. The
+    handoff left the step, the group and then the desk, whose drain waits for its hanging
+    tool (LiveKit's drain waits for running tools too), so sales never entered and the
+    user's later turns were held until the close, which records them unanswered. The
+    invariant ended the desk's switch at the handoff that gave it the floor back for its
+    goodbye (the same instant as its ``on_exit``), and called the inputs unanswered."""
+    back, escalate = ToolCall(name="back"), ToolCall(name="escalate")
+
+    def speech(at: float, n: int) -> UserSpeech:
+        return UserSpeech(at=at, duration=0.1, transcript=f"hello there ({n})", stt_delay=0.0,
+                          reply=Reply(text="okay.", calls=(back,), **_INSTANT))
+
+    schedule = Schedule(
+        actions=(speech(0.5, 0), TextInput(at=0.7, text="hello there (1)", reply=Reply(
+            text="okay.", calls=(back, escalate), **_INSTANT)), speech(3.7, 3), speech(5.0, 4)),
+        greeting=Reply(text="okay.", calls=(ToolCall(name="transfer", outcome="hang"),),
+                       **_INSTANT),
+        close_at=8.4, audio_output=False, preemptive=False, close_grace=5.0)
+    journal: list[str] = []
+    record = check_conversation(lambda: IntakeOnEnter(journal, "none"), schedule,
+                                invariants=DEFAULT_INVARIANTS,
+                                extra_invariants=[_one_outcome(journal)])
+    users = [i.text_content for i in record.history
+             if getattr(i, "type", None) == "message" and i.role == "user"]
+    assert {"hello there (3)", "hello there (4)"} <= set(users), users
+    assert not any(h.agent.id == "sales" for h in record.hook_calls)

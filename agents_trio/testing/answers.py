@@ -80,24 +80,28 @@ def _visible_requests(record: ConversationRecord) -> set[int]:
     return seen
 
 
-def _agent_timeline(record: ConversationRecord) -> list[tuple[float, str]]:
-    """(time, id of the agent that became current), from the handoff events."""
-    return [(at, ev.item.new_agent_id) for ev, at in record.events_named("conversation_item_added")
-            if ev.item.type == "agent_handoff"]
-
-
 def _switch_spans(record: ConversationRecord) -> list[tuple[float, float]]:
     """(from, to) in schedule seconds while the agent was being switched: from a tool step
-    that hands off, or from an ``on_exit`` (a completed AgentTask leaving too), to the next
-    handoff (a draining agent holds turns for the next one and refuses replies; it waits
-    for its running tools, forever if one hangs), and each instant of a handoff."""
-    handoffs = [record.t(at) for at, _ in _agent_timeline(record)[1:]]
+    that hands off to the next handoff, from an ``on_exit`` (a completed AgentTask leaving
+    too) to the handoff away from that agent (a draining agent holds turns for the next one
+    and refuses replies; it waits for its running tools, forever if one hangs; the floor
+    may come back to it first, at the same instant, for its goodbye), and each instant of a
+    handoff."""
+    moves = [(record.t(at), ev.item.old_agent_id)
+             for ev, at in record.events_named("conversation_item_added")
+             if ev.item.type == "agent_handoff"][1:]
+    handoffs = [t for t, _ in moves]
     spans = [(t, t) for t in handoffs]
-    starts = [record.t(at) for ev, at in record.events_named("function_tools_executed")
-              if ev.has_agent_handoff]
-    starts += [record.t(h.at) for h in record.hook_calls if h.hook == "on_exit"]
-    for start in starts:
-        spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
+    for ev, at in record.events_named("function_tools_executed"):
+        if ev.has_agent_handoff:
+            start = record.t(at)
+            spans.append((start, min((t for t in handoffs if t >= start), default=math.inf)))
+    for hook in record.hook_calls:
+        if hook.hook == "on_exit":
+            start = record.t(hook.at)
+            spans.append((start, min((t for t, old in moves
+                                      if t >= start and old == hook.agent.id),
+                                     default=math.inf)))
     return spans
 
 
