@@ -26,21 +26,28 @@ from typing import Any
 TOP_TYPES = 14
 
 
+def _module(t: type) -> str:
+    """``t.__module__``, or "" for a type without one (a Cython metatype's is a descriptor)."""
+    module = getattr(t, "__module__", None)
+    return module if isinstance(module, str) else ""
+
+
 def _package(t: type) -> str:
-    module = t.__module__ or ""
+    module = _module(t)
     if module in ("builtins", "_contextvars", "collections", "weakref", "contextlib",
                   "functools", "_asyncio", "asyncio", "_weakrefset") \
             or module.startswith("asyncio."):
         # the language's own containers, frames and asyncio's tasks and futures
         return "asyncio" if "asyncio" in module else "Python"
-    return module.split(".", 1)[0]
+    return module.split(".", 1)[0] or "?"
 
 
 def _type_name(o: Any) -> str:
     t = type(o)
     if t is types.CoroutineType:
         return "coroutine"
-    return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__
+    module = _module(t)
+    return f"{module}.{t.__qualname__}" if module != "builtins" else t.__qualname__
 
 
 def census(live: int) -> dict[str, Any]:
