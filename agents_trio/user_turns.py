@@ -183,9 +183,10 @@ class UserTurns:
             return
         hook_delay = trio.current_time() - hook_started
         message.metrics["on_user_turn_completed_delay"] = hook_delay
-        if not activity.accepts_turns:
-            # drain (a handoff or close) began while this turn waited: not answered here
-            # (reference 3.3 drops it); the next agent answers it
+        if not activity.accepts_turns or not self.open:
+            # drain (a handoff or close) began while this turn waited, perhaps with its
+            # on_exit still running (the agent runs until it returns): not answered here
+            # (reference 3.3 drops it); the next agent answers it, or the close records it
             self._hold(info, f"the agent {activity.agent.id!r} is draining")
             return
         handle = preemptive.take(info.new_transcript, turn_ctx, message)

@@ -420,3 +420,49 @@ async def test_aclose_from_a_tool_of_an_agent_task_still_plays_the_root_goodbye(
     outputs = [i.call_id for i in session.history.items if i.type == "function_call_output"]
     assert sorted(calls) == sorted(outputs)
     assert record.events[-1] == "close"
+
+
+class SlowTurnHook(Agent):
+    """``on_user_turn_completed`` takes 1 s; ``on_exit`` takes 1 s before its goodbye."""
+
+    def __init__(self, journal: list[str]) -> None:
+        super().__init__(instructions="You answer calls.", id="root")
+        self.journal = journal
+
+    async def on_user_turn_completed(self, turn_ctx: object, new_message: object) -> None:
+        await trio.sleep(1.0)
+        self.journal.append("turn hook done")
+
+    async def on_exit(self) -> None:
+        self.journal.append("root.on_exit")
+        await trio.sleep(1.0)
+        handle = self.session.say(GOODBYE)
+        await handle
+        self.journal.append(f"goodbye interrupted={handle.interrupted}")
+
+
+async def test_a_user_turn_whose_hook_ends_during_the_close_is_not_answered(autojump_clock):
+    """Fuzz find (TaskGroup goodbyes): a user turn still in ``on_user_turn_completed`` when
+    the close began went on to generate its reply while ``on_exit`` ran (the agent still
+    ran then), and the close, waiting for that reply to stop, spent the goodbye's grace on
+    it: ``on_exit`` was cut and its goodbye refused. A turn whose agent stopped taking
+    turns meanwhile is not answered there; the close records it."""
+    a = FakeActions()
+    a.add_user_speech(0.5, 1.0, "I have a question", stt_delay=0.1)
+    a.add_llm("Here is a long answer.", input="I have a question", ttft=0.5, duration=0.5)
+    a.add_tts(2.0, ttfb=0.3, duration=0.3)
+    journal: list[str] = []
+    session = create_session(a, extra_kwargs={"close_grace": 3.0})
+    with trio.fail_after(30):
+        async with session:
+            await session.start(SlowTurnHook(journal))
+            session.input.audio.push(0.1)
+            await trio.sleep(2.0)   # the turn ended at ~1.5; its hook runs until ~2.5
+            await session.aclose()
+    assert journal == ["root.on_exit", "turn hook done", "goodbye interrupted=False"], journal
+    said = [i.text_content for i in session.history.items
+            if i.type == "message" and i.role == "assistant"]
+    assert said == [GOODBYE], said
+    users = [i.text_content for i in session.history.items
+             if i.type == "message" and i.role == "user"]
+    assert users == ["I have a question"], users
