@@ -77,8 +77,11 @@ def _group(journal: list[str], on_completed: str, farewells: Farewells = SILENT)
     async def completed_async(ev: Any) -> None:
         journal.append(f"completed {ev.task_id}")
 
+    def completed_raises(ev: Any) -> None:
+        raise RuntimeError(f"the callback failed after {ev.task_id}")  # the group fails
+
     callbacks = {"none": None, "sync": lambda ev: journal.append(f"completed {ev.task_id}"),
-                 "async": completed_async}
+                 "async": completed_async, "raises": completed_raises}
     group = PoliteGroup(farewells, summarize_chat_ctx=False,
                         on_task_completed=callbacks[on_completed])
     for step_id in STEP_IDS:
@@ -158,7 +161,7 @@ GROUP_CONVERSATIONS = st.one_of(
 
 @settings(PROPERTY, max_examples=300)
 @given(GROUP_CONVERSATIONS, st.sampled_from(["tool", "on_enter"]),
-       st.sampled_from(["none", "sync", "async"]), st.random_module())
+       st.sampled_from(["none", "sync", "async", "raises"]), st.random_module())
 def test_task_groups_keep_every_invariant(schedule: Schedule, where: str, on_completed: str,
                                           _: object) -> None:
     journal: list[str] = []
