@@ -235,11 +235,16 @@ class AgentTask(Agent, Generic[T]):
                 hold.release()
                 nursery.start_soon(self._fail_if_replaced, child)
                 await self._completed.wait()
-                if not session.closing:
-                    # cancel() (the close unwinding) stops waiting for a graceful drain,
-                    # which a tool of the task that never returns would hold up
-                    with self._return_scope:
+                # cancel() (the close unwinding) stops waiting for a graceful drain, which a
+                # tool of the task that never returns would hold up
+                with self._return_scope:
+                    if not session.closing:
                         await child.drain()
+                    else:
+                        # the close's unwinding takes the task (its goodbye, then cancel()):
+                        # stopped before that, one that completed itself meanwhile (told
+                        # its inner task was cancelled) would run on_exit unable to speak
+                        await trio.sleep_forever()
                 # drained (no-op), or closing / drain given up: cancel the task's speeches
                 # and tools; its on_exit still runs
                 child.stop()

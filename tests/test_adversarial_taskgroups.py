@@ -307,3 +307,29 @@ def test_inputs_while_a_hanging_tool_holds_the_desk_s_drain_are_held_to_the_clos
              if getattr(i, "type", None) == "message" and i.role == "user"]
     assert {"hello there (3)", "hello there (4)"} <= set(users), users
     assert not any(h.agent.id == "sales" for h in record.hook_calls)
+
+
+@settings(PROPERTY, max_examples=10)
+@given(st.random_module())  # seeds Trio's scheduler (registered with Hypothesis) per example
+def test_a_group_that_fails_as_the_close_unwinds_its_step_still_says_goodbye(
+        _: object) -> None:
+    """Fuzz find, older than stop 39: the close came as the group had just started its
+    second step. The unwinding said the step's goodbye and cancelled it; the group, told
+    its step was cancelled, completed itself with the error, and its return stopped its
+    activity at once (the session was closing), before the unwinding came to the group's
+    goodbye: its ``on_exit`` ran in the cancellation, where its goodbye was refused (and
+    the speech it created was left undone). A task that returns while the session closes
+    now waits for the unwinding to take it: its goodbye, then its cancellation."""
+    escalate = ToolCall(name="escalate", latency=3.45, outcome="raise_before")
+    schedule = Schedule(
+        actions=(UserSpeech(at=0.65, duration=2.85, transcript="hello there (0)",
+                            stt_delay=0.0, reply=Reply(text="okay.", calls=(
+                                ToolCall(name="escalate"),), **_INSTANT)),),
+        greeting=Reply(text="okay.", calls=(escalate, ToolCall(
+            name="finish", arguments='{"value": "42"}')), **{**_INSTANT, "duration": 0.15}),
+        close_at=4.1, audio_output=False, preemptive=False, close_grace=0.5)
+    record = run_with_goodbyes(schedule, "say",
+                               agent=lambda farewells, journal: IntakeOnEnter(
+                                   journal, "async", farewells))
+    exits = [h.agent.id for h in record.hook_calls if h.hook == "on_exit"]
+    assert exits == ["name", "reason", "polite_group", "desk"], exits
