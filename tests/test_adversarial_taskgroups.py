@@ -73,7 +73,8 @@ class PoliteGroup(Polite, TaskGroup):
         self.farewells = farewells
 
 
-def _group(journal: list[str], on_completed: str, farewells: Farewells = SILENT) -> TaskGroup:
+def _group(journal: list[str], on_completed: str, farewells: Farewells = SILENT,
+           summarize: bool = False) -> TaskGroup:
     async def completed_async(ev: Any) -> None:
         journal.append(f"completed {ev.task_id}")
 
@@ -82,7 +83,7 @@ def _group(journal: list[str], on_completed: str, farewells: Farewells = SILENT)
 
     callbacks = {"none": None, "sync": lambda ev: journal.append(f"completed {ev.task_id}"),
                  "async": completed_async, "raises": completed_raises}
-    group = PoliteGroup(farewells, summarize_chat_ctx=False,
+    group = PoliteGroup(farewells, summarize_chat_ctx=summarize,
                         on_task_completed=callbacks[on_completed])
     for step_id in STEP_IDS:
         group.add(lambda step_id=step_id: Step(step_id, journal, farewells), id=step_id,
@@ -101,15 +102,17 @@ class IntakeDesk(Desk):
     """The desk, whose ``intake`` tool awaits the group (``journal`` records outcomes)."""
 
     def __init__(self, journal: list[str], on_completed: str,
-                 farewells: Farewells = SILENT) -> None:
+                 farewells: Farewells = SILENT, summarize: bool = False) -> None:
         super().__init__(journal=journal, farewells=farewells)
         self.on_completed = on_completed
+        self.summarize = summarize
 
     @function_tool
     async def intake(self, ctx: RunContext) -> str:
         """Take the caller's name and reason."""
         try:
-            result = await _group(self.journal, self.on_completed, self.farewells)
+            result = await _group(self.journal, self.on_completed, self.farewells,
+                                  self.summarize)
         except BaseException as e:
             self.journal.append(f"awaiter: {type(e).__name__} {e}")
             raise
@@ -121,14 +124,16 @@ class IntakeOnEnter(Desk):
     """An agent whose ``on_enter`` greets and awaits the group at once."""
 
     def __init__(self, journal: list[str], on_completed: str,
-                 farewells: Farewells = SILENT) -> None:
+                 farewells: Farewells = SILENT, summarize: bool = False) -> None:
         super().__init__(journal=journal, farewells=farewells)
         self.on_completed = on_completed
+        self.summarize = summarize
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the user")
         try:
-            result = await _group(self.journal, self.on_completed, self.farewells)
+            result = await _group(self.journal, self.on_completed, self.farewells,
+                                  self.summarize)
         except BaseException as e:
             self.journal.append(f"awaiter: {type(e).__name__} {e}")
             raise
@@ -161,12 +166,16 @@ GROUP_CONVERSATIONS = st.one_of(
 
 @settings(PROPERTY, max_examples=300)
 @given(GROUP_CONVERSATIONS, st.sampled_from(["tool", "on_enter"]),
-       st.sampled_from(["none", "sync", "async", "raises"]), st.random_module())
+       st.sampled_from(["none", "sync", "async", "raises"]), st.booleans(),
+       st.random_module())
 def test_task_groups_keep_every_invariant(schedule: Schedule, where: str, on_completed: str,
-                                          _: object) -> None:
+                                          summarize: bool, _: object) -> None:
+    """``summarize``: the group replaces its conversation with a summary at the end (made
+    by the scripted LLM, LiveKit's default)."""
     journal: list[str] = []
     factory = IntakeDesk if where == "tool" else IntakeOnEnter
-    record = check_conversation(lambda: factory(journal, on_completed), schedule,
+    record = check_conversation(lambda: factory(journal, on_completed, SILENT, summarize),
+                                schedule,
                                 invariants=DEFAULT_INVARIANTS,
                                 extra_invariants=[_one_outcome(journal)])
     _observe(record)
@@ -183,9 +192,9 @@ GOODBYE_GROUP_TOOLS = {**{name: GROUP_TOOLS[name]
 
 @settings(PROPERTY, max_examples=150)
 @given(goodbye_schedules(GOODBYE_GROUP_TOOLS, min_calls=1), st.sampled_from(MODES),
-       st.sampled_from(["tool", "on_enter"]), st.random_module())
+       st.sampled_from(["tool", "on_enter"]), st.booleans(), st.random_module())
 def test_task_group_goodbyes_and_closes(schedule: Schedule, mode: Any, where: str,
-                                         _: object) -> None:
+                                         summarize: bool, _: object) -> None:
     """Every agent, step and the group say goodbye in ``on_exit``; a step may close the
     session from a tool: the goodbye invariants hold too (each plays or is cut once, none
     refused, the close within its bound)."""
@@ -194,7 +203,7 @@ def test_task_group_goodbyes_and_closes(schedule: Schedule, mode: Any, where: st
     def agent(farewells: Farewells, journal: list[str]) -> Desk:
         journals.append(journal)
         factory = IntakeDesk if where == "tool" else IntakeOnEnter
-        return factory(journal, "async", farewells)
+        return factory(journal, "async", farewells, summarize)
 
     def one_outcome(record: ConversationRecord) -> list[str]:
         return _one_outcome(journals[0])(record)
