@@ -98,8 +98,8 @@ def _outcome(journal: list[str], result: Any) -> str:
     return f"intake: {result.task_results}"
 
 
-class IntakeDesk(Desk):
-    """The desk, whose ``intake`` tool awaits the group (``journal`` records outcomes)."""
+class Intake(Desk):
+    """The desk, awaiting the group of intake steps (``journal`` records each outcome)."""
 
     def __init__(self, journal: list[str], on_completed: str,
                  farewells: Farewells = SILENT, summarize: bool = False) -> None:
@@ -107,9 +107,7 @@ class IntakeDesk(Desk):
         self.on_completed = on_completed
         self.summarize = summarize
 
-    @function_tool
-    async def intake(self, ctx: RunContext) -> str:
-        """Take the caller's name and reason."""
+    async def await_group(self) -> str:
         try:
             result = await _group(self.journal, self.on_completed, self.farewells,
                                   self.summarize)
@@ -120,25 +118,21 @@ class IntakeDesk(Desk):
         return _outcome(self.journal, result)
 
 
-class IntakeOnEnter(Desk):
-    """An agent whose ``on_enter`` greets and awaits the group at once."""
+class IntakeDesk(Intake):
+    """The desk, whose ``intake`` tool awaits the group."""
 
-    def __init__(self, journal: list[str], on_completed: str,
-                 farewells: Farewells = SILENT, summarize: bool = False) -> None:
-        super().__init__(journal=journal, farewells=farewells)
-        self.on_completed = on_completed
-        self.summarize = summarize
+    @function_tool
+    async def intake(self, ctx: RunContext) -> str:
+        """Take the caller's name and reason."""
+        return await self.await_group()
+
+
+class IntakeOnEnter(Intake):
+    """An agent whose ``on_enter`` greets and awaits the group at once."""
 
     async def on_enter(self) -> None:
         self.session.generate_reply(instructions="greet the user")
-        try:
-            result = await _group(self.journal, self.on_completed, self.farewells,
-                                  self.summarize)
-        except BaseException as e:
-            self.journal.append(f"awaiter: {type(e).__name__} {e}")
-            raise
-        self.journal.append("awaiter: result")
-        _outcome(self.journal, result)
+        await self.await_group()
 
 
 def _one_outcome(journal: list[str]):
