@@ -132,16 +132,11 @@ class InlineTaskStack:
             finally:
                 task.cancel()
             with trio.move_on_after(grace):
-                await self._wait_gone(entry)
+                await self.wait_left(task)
             if entry in self._tasks and tools.of_agent(task):
                 overrun()
                 await tools.wait_none_of(task)
                 with trio.move_on_after(grace):
-                    await self._wait_gone(entry)
+                    await self.wait_left(task)
             if entry in self._tasks:
                 return
-
-    async def _wait_gone(self, entry: tuple[Cancellable, Callable[[], Awaitable[None]], object]
-                         ) -> None:
-        while entry in self._tasks:
-            await self._changed.wait()
