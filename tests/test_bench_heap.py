@@ -68,3 +68,33 @@ def test_a_type_whose_module_is_not_a_string_is_counted() -> None:
     assert result["packages"]["?"]["objects"] >= 20_000
     assert any(t["type"] == ".Odd" and t["objects"] == 20_000 for t in result["types"])
     assert held
+
+
+def test_a_failed_census_run_leaves_the_saved_results_alone(tmp_path, monkeypatch) -> None:
+    """A worker that fails (here: run without the peers installed) must not overwrite the
+    last good results with a report missing its rows."""
+    import argparse
+
+    from bench import __main__ as bench_main
+
+    good = tmp_path / "heap.md"
+    good.write_text("the last good report\n")
+    (tmp_path / "heap.json").write_text("{}\n")
+
+    def run_worker(runtime, n, **_):
+        if runtime == "trio" and n == 400:
+            return {"runtime": runtime, "n": n, "error": "exit 1: ModuleNotFoundError"}
+        return {"runtime": runtime, "n": n, "summary": {"turn_overhead_ms": {"p99": 5.0}},
+                "resources": {"gc": {}}, "heap": {"live_sessions": n, "tracked": 10 * n,
+                                                  "references": 40 * n, "frozen": 0,
+                                                  "full_collection_ms": 1.0, "packages": {},
+                                                  "types": []}}
+
+    monkeypatch.setattr(bench_main, "run_worker", run_worker)
+    logged: list[str] = []
+    args = argparse.Namespace(with_asyncio=True, script="full", gc="freeze", out=tmp_path,
+                              tree_info={"commit": "c"})
+    assert heap.main(args, logged.append) == 1
+    assert good.read_text() == "the last good report\n"
+    assert (tmp_path / "heap.json").read_text() == "{}\n"
+    assert any("trio N=400" in line and "not written" in line for line in logged), logged
