@@ -71,8 +71,9 @@ def test_a_type_whose_module_is_not_a_string_is_counted() -> None:
 
 
 def test_a_failed_census_run_leaves_the_saved_results_alone(tmp_path, monkeypatch) -> None:
-    """A worker that fails (here: run without the peers installed) must not overwrite the
-    last good results with a report missing its rows."""
+    """A census run that fails (here our N = 400 one, as with the system Python, where
+    livekit is not installed) must not overwrite the last good results with a report
+    missing its rows."""
     import argparse
 
     from bench import __main__ as bench_main
